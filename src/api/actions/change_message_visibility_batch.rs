@@ -1,0 +1,49 @@
+//! ChangeMessageVisibilityBatch: each entry changes or fails on its own.
+
+use serde::Deserialize;
+
+use crate::api::batch::{check_entries, BatchResultErrorEntry, Entry, IdBatchOutput, IdEntry};
+use crate::api::Context;
+use crate::error::SqsError;
+
+use super::change_message_visibility::change;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct BatchEntry {
+    pub id: Option<String>,
+    pub receipt_handle: Option<String>,
+    pub visibility_timeout: Option<i64>,
+}
+
+impl Entry for BatchEntry {
+    fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Input {
+    pub queue_url: Option<String>,
+    pub entries: Option<Vec<BatchEntry>>,
+}
+
+pub fn handle(ctx: &Context, input: Input) -> Result<IdBatchOutput, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    let entries = check_entries(&input.entries, "ChangeMessageVisibilityBatchRequestEntry")?;
+    let now = ctx.engine.now_ms();
+    let mut out = IdBatchOutput {
+        successful: Vec::new(),
+        failed: Vec::new(),
+        entry_tag: "ChangeMessageVisibilityBatchResultEntry",
+    };
+    for e in entries {
+        let id = e.id().unwrap_or_default();
+        match change(&queue, &e.receipt_handle, e.visibility_timeout, now) {
+            Ok(()) => out.successful.push(IdEntry { id: id.to_string() }),
+            Err(err) => out.failed.push(BatchResultErrorEntry::new(id, &err)),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,110 @@
+//! ListQueues: the caller's queues in this region, by name prefix, in pages.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::api::Context;
+use crate::error::SqsError;
+use crate::protocol::{XmlResult, XmlWriter};
+
+/// Most URLs one ListQueues reply holds.
+const MAX_RESULTS: i64 = 1000;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Input {
+    pub queue_name_prefix: Option<String>,
+    pub next_token: Option<String>,
+    pub max_results: Option<i64>,
+}
+
+/// A page of queue URLs (ListQueues; ListDeadLetterSourceQueues spells the list differently).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Output {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queue_urls: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+}
+
+impl XmlResult for Output {
+    fn write_xml(&self, w: &mut XmlWriter) {
+        for u in &self.queue_urls {
+            w.elem("QueueUrl", u);
+        }
+        w.opt("NextToken", self.next_token.as_deref());
+    }
+}
+
+/// Validates MaxResults (1–1000 when given).
+pub fn check_max_results(max: Option<i64>) -> Result<Option<usize>, SqsError> {
+    match max {
+        None => Ok(None),
+        Some(n) if (1..=MAX_RESULTS).contains(&n) => Ok(Some(n as usize)),
+        Some(n) => Err(SqsError::invalid_value(
+            n,
+            "MaxResults",
+            "MaxResults must be an integer between 1 and 1000.",
+        )),
+    }
+}
+
+/// Pages `names` (sorted) after the token's name; the token is only issued when the
+/// caller gave MaxResults, as AWS does.
+pub fn paginate(
+    names: Vec<(String, String)>,
+    next_token: Option<&str>,
+    max: Option<usize>,
+) -> Result<(Vec<String>, Option<String>), SqsError> {
+    let after = match next_token.filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => Some(
+            STANDARD
+                .decode(t)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| SqsError::invalid("Invalid NextToken value."))?,
+        ),
+    };
+    let limit = max.unwrap_or(MAX_RESULTS as usize);
+    let mut rest = names
+        .into_iter()
+        .filter(|(name, _)| after.as_ref().is_none_or(|a| name > a))
+        .peekable();
+    let mut page = Vec::new();
+    let mut last = None;
+    while page.len() < limit {
+        match rest.next() {
+            Some((name, url)) => {
+                page.push(url);
+                last = Some(name);
+            }
+            None => break,
+        }
+    }
+    let more = rest.peek().is_some();
+    let token = match (max, more, last) {
+        (Some(_), true, Some(last)) => Some(STANDARD.encode(last)),
+        _ => None,
+    };
+    Ok((page, token))
+}
+
+pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+    ctx.require_service_endpoint("ListQueues")?;
+    let max = check_max_results(input.max_results)?;
+    let prefix = input.queue_name_prefix.unwrap_or_default();
+    let names = ctx
+        .engine
+        .list_queues(&ctx.region, &ctx.account, &prefix)
+        .into_iter()
+        .map(|q| (q.id.name.clone(), ctx.queue_url(&q.id)))
+        .collect();
+    let (queue_urls, next_token) = paginate(names, input.next_token.as_deref(), max)?;
+    Ok(Output {
+        queue_urls,
+        next_token,
+    })
+}

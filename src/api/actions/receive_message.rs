@@ -1,0 +1,326 @@
+//! ReceiveMessage: short and long polls. A long poll registers interest in its queue before
+//! looking, then sleeps until a send or visibility change wakes it, until the next message
+//! deadline, until its wait time ends, or until the server shuts down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::api::message_attributes::NameFilter;
+use crate::api::{engine_error, Context};
+use crate::engine::digest::md5_of_attributes;
+use crate::engine::message::Payload;
+use crate::engine::{
+    AttributeData, AttributeValue, EngineError, Queue, ReceiveRequest, ReceivedMessage,
+};
+use crate::error::SqsError;
+use crate::protocol::{XmlResult, XmlWriter};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Input {
+    pub queue_url: Option<String>,
+    pub attribute_names: Option<Vec<String>>,
+    pub message_system_attribute_names: Option<Vec<String>>,
+    pub message_attribute_names: Option<Vec<String>>,
+    pub max_number_of_messages: Option<i64>,
+    pub visibility_timeout: Option<i64>,
+    pub wait_time_seconds: Option<i64>,
+    pub receive_request_attempt_id: Option<String>,
+}
+
+/// Which system attributes to return.
+#[derive(Debug, Default)]
+struct SystemFilter {
+    all: bool,
+    names: Vec<String>,
+}
+
+impl SystemFilter {
+    fn wants(&self, name: &str) -> bool {
+        self.all || self.names.iter().any(|n| n == name)
+    }
+}
+
+/// One message of the reply.
+#[derive(Debug)]
+pub struct OutMessage {
+    payload: Arc<Payload>,
+    receipt_handle: String,
+    attributes: Vec<(&'static str, String)>,
+    /// Indices into `payload.attributes` of the returned message attributes.
+    selected: Vec<usize>,
+    md5_of_attributes: Option<String>,
+}
+
+impl OutMessage {
+    fn build(m: ReceivedMessage, system: &SystemFilter, names: &NameFilter) -> OutMessage {
+        let p = &m.payload;
+        let mut attributes = Vec::new();
+        let mut add = |name: &'static str, value: Option<String>| {
+            if let Some(v) = value {
+                if system.wants(name) {
+                    attributes.push((name, v));
+                }
+            }
+        };
+        add("SenderId", Some(p.sender_id.clone()));
+        add("SentTimestamp", Some(p.sent_ms.to_string()));
+        add("ApproximateReceiveCount", Some(m.receive_count.to_string()));
+        add(
+            "ApproximateFirstReceiveTimestamp",
+            Some(m.first_receive_ms.to_string()),
+        );
+        add("AWSTraceHeader", p.aws_trace_header.clone());
+        add("SequenceNumber", p.sequence_number.clone());
+        add("MessageDeduplicationId", p.deduplication_id.clone());
+        add("MessageGroupId", p.group_id.clone());
+        add("DeadLetterQueueSourceArn", p.dead_letter_source_arn.clone());
+
+        let selected: Vec<usize> = if names.is_empty() {
+            Vec::new()
+        } else {
+            (0..p.attributes.len())
+                .filter(|&i| names.matches(&p.attributes[i].0))
+                .collect()
+        };
+        let md5_of_attributes = if selected.len() == p.attributes.len() {
+            p.md5_of_attributes.clone()
+        } else {
+            md5_of_attributes(selected.iter().map(|&i| {
+                let (n, v) = &p.attributes[i];
+                (n.as_str(), v)
+            }))
+        };
+        OutMessage {
+            payload: Arc::clone(&m.payload),
+            receipt_handle: m.receipt_handle,
+            attributes,
+            selected,
+            md5_of_attributes,
+        }
+    }
+
+    fn selected_attributes(&self) -> impl Iterator<Item = &(String, AttributeValue)> {
+        self.selected.iter().map(|&i| &self.payload.attributes[i])
+    }
+}
+
+/// A message attribute value in JSON: `{"StringValue"|"BinaryValue": …, "DataType": …}`.
+struct JsonAttrValue<'a>(&'a AttributeValue);
+
+impl Serialize for JsonAttrValue<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("MessageAttributeValue", 2)?;
+        match &self.0.data {
+            AttributeData::String(v) => st.serialize_field("StringValue", v)?,
+            AttributeData::Binary(b) => st.serialize_field("BinaryValue", &STANDARD.encode(b))?,
+        }
+        st.serialize_field("DataType", &self.0.data_type)?;
+        st.end()
+    }
+}
+
+impl Serialize for OutMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = &self.payload;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("MessageId", &p.message_id)?;
+        m.serialize_entry("ReceiptHandle", &self.receipt_handle)?;
+        m.serialize_entry("MD5OfBody", &p.md5_of_body)?;
+        m.serialize_entry("Body", &p.body)?;
+        if !self.attributes.is_empty() {
+            m.serialize_entry("Attributes", &AttrMap(&self.attributes))?;
+        }
+        if let Some(md5) = &self.md5_of_attributes {
+            m.serialize_entry("MD5OfMessageAttributes", md5)?;
+            m.serialize_entry("MessageAttributes", &MessageAttrMap(self))?;
+        }
+        m.end()
+    }
+}
+
+struct AttrMap<'a>(&'a [(&'static str, String)]);
+
+impl Serialize for AttrMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (*k, v)))
+    }
+}
+
+struct MessageAttrMap<'a>(&'a OutMessage);
+
+impl Serialize for MessageAttrMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(
+            self.0
+                .selected_attributes()
+                .map(|(n, v)| (n.as_str(), JsonAttrValue(v))),
+        )
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Output {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<OutMessage>,
+}
+
+impl XmlResult for Output {
+    fn write_xml(&self, w: &mut XmlWriter) {
+        for m in &self.messages {
+            let p = &m.payload;
+            w.open("Message");
+            w.elem("MessageId", &p.message_id);
+            w.elem("ReceiptHandle", &m.receipt_handle);
+            w.elem("MD5OfBody", &p.md5_of_body);
+            w.elem("Body", &p.body);
+            w.name_value(
+                "Attribute",
+                "Name",
+                m.attributes.iter().map(|(k, v)| (*k, v.as_str())),
+            );
+            if let Some(md5) = &m.md5_of_attributes {
+                w.elem("MD5OfMessageAttributes", md5);
+                for (name, v) in m.selected_attributes() {
+                    w.open("MessageAttribute");
+                    w.elem("Name", name);
+                    w.open("Value");
+                    match &v.data {
+                        AttributeData::String(s) => w.elem("StringValue", s),
+                        AttributeData::Binary(b) => w.elem("BinaryValue", &STANDARD.encode(b)),
+                    }
+                    w.elem("DataType", &v.data_type);
+                    w.close("Value");
+                    w.close("MessageAttribute");
+                }
+            }
+            w.close("Message");
+        }
+    }
+}
+
+fn check_range(
+    value: Option<i64>,
+    name: &str,
+    min: i64,
+    max: i64,
+    reason: &str,
+) -> Result<Option<i64>, SqsError> {
+    match value {
+        Some(v) if v < min || v > max => Err(SqsError::invalid_value(v, name, reason)),
+        other => Ok(other),
+    }
+}
+
+pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    let max = check_range(
+        input.max_number_of_messages,
+        "MaxNumberOfMessages",
+        1,
+        10,
+        "Must be between 1 and 10, if provided.",
+    )?
+    .unwrap_or(1) as usize;
+    let visibility = check_range(
+        input.visibility_timeout,
+        "VisibilityTimeout",
+        0,
+        43_200,
+        "Must be >= 0 and <= 43200, if provided.",
+    )?
+    .map(|v| v as u32);
+    let wait = check_range(
+        input.wait_time_seconds,
+        "WaitTimeSeconds",
+        0,
+        20,
+        "Must be >= 0 and <= 20, if provided.",
+    )?;
+    let wait_s = match wait {
+        Some(w) => w as u64,
+        None => queue.settings().receive_message_wait_time_seconds as u64,
+    };
+    let mut system = SystemFilter::default();
+    for n in input
+        .attribute_names
+        .iter()
+        .flatten()
+        .chain(input.message_system_attribute_names.iter().flatten())
+    {
+        if n == "All" {
+            system.all = true;
+        } else {
+            system.names.push(n.clone());
+        }
+    }
+    let names = NameFilter::new(input.message_attribute_names.as_deref().unwrap_or_default());
+    let req = ReceiveRequest {
+        max_messages: max,
+        visibility_timeout: visibility,
+        max_in_flight: ctx.engine.settings().max_in_flight,
+    };
+    let received = poll(ctx, &queue, req, Duration::from_secs(wait_s)).await?;
+    Ok(Output {
+        messages: received
+            .into_iter()
+            .map(|m| OutMessage::build(m, &system, &names))
+            .collect(),
+    })
+}
+
+/// Receives, waiting up to `wait` for messages to become available.
+async fn poll(
+    ctx: &Context,
+    queue: &Queue,
+    req: ReceiveRequest,
+    wait: Duration,
+) -> Result<Vec<ReceivedMessage>, SqsError> {
+    let engine = &ctx.engine;
+    if wait.is_zero() {
+        return queue
+            .receive(req, engine.now_ms())
+            .map(|o| o.messages)
+            .map_err(engine_error);
+    }
+    let give_up = tokio::time::Instant::now() + wait;
+    let mut shutdown = engine.shutdown_signal();
+    let _waiter = queue.register_waiter();
+    loop {
+        let changed = queue.changed().notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let next_deadline = match queue.receive(req, engine.now_ms()) {
+            Ok(o) if !o.messages.is_empty() => return Ok(o.messages),
+            Ok(o) => o.next_deadline_ms,
+            // A long poll over the in-flight quota waits instead of failing.
+            Err(EngineError::OverLimit) => None,
+            Err(e) => return Err(engine_error(e)),
+        };
+        if queue.is_deleted() || *shutdown.borrow() {
+            return Ok(Vec::new());
+        }
+        let now = tokio::time::Instant::now();
+        if now >= give_up {
+            return Ok(Vec::new());
+        }
+        let mut wake_at = give_up;
+        if let Some(deadline) = next_deadline {
+            if !engine.clock().is_frozen() {
+                let in_ms = deadline.saturating_sub(engine.now_ms());
+                wake_at = wake_at.min(now + Duration::from_millis(in_ms));
+            }
+        }
+        tokio::select! {
+            _ = &mut changed => {}
+            _ = tokio::time::sleep_until(wake_at) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}

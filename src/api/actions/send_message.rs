@@ -1,0 +1,185 @@
+//! SendMessage, and the message checks SendMessageBatch entries share.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::message_attributes::{check_body, convert, MessageAttributeValueInput};
+use crate::api::{engine_error, Context};
+use crate::engine::{NewMessage, SendReceipt};
+use crate::error::SqsError;
+use crate::protocol::{XmlResult, XmlWriter};
+
+/// Longest per-message delay.
+pub const MAX_DELAY_SECONDS: i64 = 900;
+
+/// SendMessage's input; also the shape of one SendMessageBatch entry (which adds `Id`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "PascalCase")]
+pub struct MessageInput {
+    pub queue_url: Option<String>,
+    pub id: Option<String>,
+    pub message_body: Option<String>,
+    pub delay_seconds: Option<i64>,
+    pub message_attributes: Option<HashMap<String, MessageAttributeValueInput>>,
+    pub message_system_attributes: Option<HashMap<String, MessageAttributeValueInput>>,
+    pub message_deduplication_id: Option<String>,
+    pub message_group_id: Option<String>,
+}
+
+impl crate::api::batch::Entry for MessageInput {
+    fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+}
+
+impl MessageInput {
+    /// Body and attribute bytes as sent, for the batch-wide size limit.
+    pub fn wire_size(&self) -> usize {
+        let attrs = self.message_attributes.iter().flatten().map(|(n, v)| {
+            let value = match (&v.string_value, &v.binary_value) {
+                (Some(s), _) => s.len(),
+                (None, Some(b)) => b.trim_end_matches('=').len() * 3 / 4,
+                _ => 0,
+            };
+            n.len() + v.data_type.as_deref().map_or(0, str::len) + value
+        });
+        self.message_body.as_deref().map_or(0, str::len) + attrs.sum::<usize>()
+    }
+}
+
+/// Checks a MessageGroupId or MessageDeduplicationId.
+pub fn check_fifo_id(value: &str, parameter: &str) -> Result<(), SqsError> {
+    let ok = !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic());
+    if ok {
+        Ok(())
+    } else {
+        Err(SqsError::invalid_value(
+            value,
+            parameter,
+            &format!(
+                "{parameter} can only include alphanumeric and punctuation characters. 1 to 128 in length."
+            ),
+        ))
+    }
+}
+
+/// Validates one message and turns it into what the engine stores.
+pub fn build_message(
+    ctx: &Context,
+    fifo: bool,
+    input: MessageInput,
+) -> Result<NewMessage, SqsError> {
+    let body = match input.message_body {
+        Some(b) if !b.is_empty() => b,
+        _ => return Err(SqsError::missing("MessageBody")),
+    };
+    let delay_seconds = match input.delay_seconds {
+        None => None,
+        Some(d) if (0..=MAX_DELAY_SECONDS).contains(&d) => Some(d as u32),
+        Some(d) => {
+            return Err(SqsError::invalid_value(
+                d,
+                "DelaySeconds",
+                "DelaySeconds must be >= 0 and <= 900.",
+            ))
+        }
+    };
+    check_body(&body)?;
+    let attributes = convert(input.message_attributes, false)?;
+    let system_attributes = convert(input.message_system_attributes, true)?;
+    if let Some(g) = &input.message_group_id {
+        check_fifo_id(g, "MessageGroupId")?;
+    }
+    if let Some(d) = &input.message_deduplication_id {
+        if !fifo {
+            return Err(SqsError::invalid_value(
+                d,
+                "MessageDeduplicationId",
+                "The request includes a parameter that is not valid for this queue type.",
+            ));
+        }
+        check_fifo_id(d, "MessageDeduplicationId")?;
+    }
+    let aws_trace_header = system_attributes
+        .iter()
+        .find(|(n, _)| n == "AWSTraceHeader")
+        .and_then(|(_, v)| match &v.data {
+            crate::engine::AttributeData::String(s) => Some(s.clone()),
+            crate::engine::AttributeData::Binary(_) => None,
+        })
+        .or_else(|| ctx.trace_header.clone());
+    Ok(NewMessage {
+        body,
+        attributes,
+        system_attributes,
+        sender_id: ctx.account.clone(),
+        aws_trace_header,
+        delay_seconds,
+        group_id: input.message_group_id,
+        deduplication_id: input.message_deduplication_id,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Output {
+    #[serde(rename = "MD5OfMessageBody")]
+    pub md5_of_message_body: String,
+    #[serde(
+        rename = "MD5OfMessageAttributes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub md5_of_message_attributes: Option<String>,
+    #[serde(
+        rename = "MD5OfMessageSystemAttributes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub md5_of_message_system_attributes: Option<String>,
+    #[serde(rename = "MessageId")]
+    pub message_id: String,
+    #[serde(rename = "SequenceNumber", skip_serializing_if = "Option::is_none")]
+    pub sequence_number: Option<String>,
+}
+
+impl From<SendReceipt> for Output {
+    fn from(r: SendReceipt) -> Output {
+        Output {
+            md5_of_message_body: r.md5_of_body,
+            md5_of_message_attributes: r.md5_of_attributes,
+            md5_of_message_system_attributes: r.md5_of_system_attributes,
+            message_id: r.message_id,
+            sequence_number: r.sequence_number,
+        }
+    }
+}
+
+impl Output {
+    /// The result members, shared with SendMessageBatchResultEntry.
+    pub fn write_members(&self, w: &mut XmlWriter) {
+        w.elem("MessageId", &self.message_id);
+        w.elem("MD5OfMessageBody", &self.md5_of_message_body);
+        w.opt(
+            "MD5OfMessageAttributes",
+            self.md5_of_message_attributes.as_deref(),
+        );
+        w.opt(
+            "MD5OfMessageSystemAttributes",
+            self.md5_of_message_system_attributes.as_deref(),
+        );
+        w.opt("SequenceNumber", self.sequence_number.as_deref());
+    }
+}
+
+impl XmlResult for Output {
+    fn write_xml(&self, w: &mut XmlWriter) {
+        self.write_members(w);
+    }
+}
+
+pub fn handle(ctx: &Context, mut input: MessageInput) -> Result<Output, SqsError> {
+    let queue = ctx.queue(input.queue_url.take().as_deref())?;
+    let fifo = queue.id.name.ends_with(".fifo");
+    let msg = build_message(ctx, fifo, input)?;
+    let receipt = queue.send(msg, ctx.engine.now_ms()).map_err(engine_error)?;
+    Ok(receipt.into())
+}

@@ -1,0 +1,92 @@
+//! SendMessageBatch: whole-request checks first, then each entry succeeds or fails alone.
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::batch::{check_entries, write_failed, BatchResultErrorEntry, MAX_BATCH_BYTES};
+use crate::api::{engine_error, Context};
+use crate::engine::EngineError;
+use crate::error::{ErrorCode, SqsError};
+use crate::protocol::{XmlResult, XmlWriter};
+
+use super::send_message::{build_message, MessageInput, Output as SendOutput};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Input {
+    pub queue_url: Option<String>,
+    pub entries: Option<Vec<MessageInput>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ResultEntry {
+    #[serde(rename = "Id")]
+    pub id: String,
+    #[serde(flatten)]
+    pub sent: SendOutput,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Output {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub successful: Vec<ResultEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<BatchResultErrorEntry>,
+}
+
+impl XmlResult for Output {
+    fn write_xml(&self, w: &mut XmlWriter) {
+        for e in &self.successful {
+            w.open("SendMessageBatchResultEntry");
+            w.elem("Id", &e.id);
+            e.sent.write_members(w);
+            w.close("SendMessageBatchResultEntry");
+        }
+        write_failed(w, &self.failed);
+    }
+}
+
+pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    check_entries(&input.entries, "SendMessageBatchRequestEntry")?;
+    let entries = input.entries.unwrap_or_default();
+    let total: usize = entries.iter().map(MessageInput::wire_size).sum();
+    if total > MAX_BATCH_BYTES {
+        return Err(SqsError::new(
+            ErrorCode::BatchRequestTooLong,
+            format!(
+                "Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. You have sent {total} bytes."
+            ),
+        ));
+    }
+    let fifo = queue.id.name.ends_with(".fifo");
+    let mut failed = Vec::new();
+    let mut ids = Vec::with_capacity(entries.len());
+    let mut messages = Vec::with_capacity(entries.len());
+    for mut entry in entries {
+        let id = entry.id.take().unwrap_or_default();
+        match build_message(ctx, fifo, entry) {
+            Ok(m) => {
+                ids.push(id);
+                messages.push(m);
+            }
+            Err(e) => failed.push(BatchResultErrorEntry::new(&id, &e)),
+        }
+    }
+    let results = queue.send_batch(messages, ctx.engine.now_ms());
+    let mut successful = Vec::with_capacity(results.len());
+    for (id, result) in ids.into_iter().zip(results) {
+        match result {
+            Ok(r) => successful.push(ResultEntry { id, sent: r.into() }),
+            Err(EngineError::MessageTooLong { limit }) => {
+                // AWS words this one differently inside a batch.
+                let e = SqsError::invalid(format!(
+                    "One or more parameters cannot be validated. Reason: Message must be shorter than {limit} bytes."
+                ));
+                failed.push(BatchResultErrorEntry::new(&id, &e));
+            }
+            Err(e) => failed.push(BatchResultErrorEntry::new(&id, &engine_error(e))),
+        }
+    }
+    Ok(Output { successful, failed })
+}

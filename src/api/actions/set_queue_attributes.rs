@@ -1,0 +1,31 @@
+//! SetQueueAttributes: validates all attributes first, then applies them at once.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::api::attributes::apply;
+use crate::api::{Context, Empty};
+use crate::error::SqsError;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Input {
+    pub queue_url: Option<String>,
+    pub attributes: Option<HashMap<String, String>>,
+}
+
+pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    let attrs = input
+        .attributes
+        .ok_or_else(|| SqsError::missing("Attributes"))?;
+    if attrs.is_empty() {
+        return Ok(Empty {});
+    }
+    let mut settings = queue.settings();
+    let fifo = settings.fifo_queue;
+    apply(&mut settings, &attrs, fifo)?;
+    queue.set_settings(settings, ctx.engine.now_ms());
+    Ok(Empty {})
+}

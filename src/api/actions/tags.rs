@@ -1,0 +1,116 @@
+//! TagQueue, UntagQueue and ListQueueTags (and the checks CreateQueue's `tags` share).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::{Context, Empty};
+use crate::error::SqsError;
+use crate::protocol::{XmlResult, XmlWriter};
+
+use super::get_queue_attributes::as_map;
+
+/// Most tags a queue may carry.
+pub const MAX_TAGS: usize = 50;
+
+fn valid_tag_text(s: &str) -> bool {
+    s.chars().all(|c| {
+        c.is_alphanumeric()
+            || c == ' '
+            || matches!(c, '_' | '.' | ':' | '/' | '=' | '+' | '-' | '@')
+    })
+}
+
+/// Checks tags about to be set; `total` is how many the queue would then have.
+pub fn check_new_tags(tags: &HashMap<String, String>, total: usize) -> Result<(), SqsError> {
+    for (k, v) in tags {
+        if k.is_empty() || k.chars().count() > 128 || !valid_tag_text(k) {
+            return Err(SqsError::invalid(format!(
+                "Tag key '{k}' is invalid. Keys are 1 to 128 Unicode letters, digits, white space, or _ . : / = + - @."
+            )));
+        }
+        if k.to_ascii_lowercase().starts_with("aws:") {
+            return Err(SqsError::invalid(format!(
+                "Tag key '{k}' is invalid. The aws: prefix is reserved."
+            )));
+        }
+        if v.chars().count() > 256 || !valid_tag_text(v) {
+            return Err(SqsError::invalid(format!(
+                "Tag value for key '{k}' is invalid. Values are 0 to 256 Unicode letters, digits, white space, or _ . : / = + - @."
+            )));
+        }
+    }
+    if total > MAX_TAGS {
+        return Err(SqsError::invalid(format!(
+            "Too many tags. A queue can have at most {MAX_TAGS} tags."
+        )));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TagInput {
+    pub queue_url: Option<String>,
+    pub tags: Option<HashMap<String, String>>,
+}
+
+pub fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    let tags = input.tags.ok_or_else(|| SqsError::missing("Tags"))?;
+    queue.update_tags(|current| {
+        let new_keys = tags.keys().filter(|k| !current.contains_key(*k)).count();
+        check_new_tags(&tags, current.len() + new_keys)?;
+        current.extend(tags);
+        Ok(())
+    })?;
+    Ok(Empty {})
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct UntagInput {
+    pub queue_url: Option<String>,
+    pub tag_keys: Option<Vec<String>>,
+}
+
+pub fn untag(ctx: &Context, input: UntagInput) -> Result<Empty, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    let keys = input.tag_keys.ok_or_else(|| SqsError::missing("TagKeys"))?;
+    queue.update_tags(|current| {
+        for k in &keys {
+            current.remove(k);
+        }
+    });
+    Ok(Empty {})
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListInput {
+    pub queue_url: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ListOutput {
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
+    pub tags: Vec<(String, String)>,
+}
+
+impl XmlResult for ListOutput {
+    fn write_xml(&self, w: &mut XmlWriter) {
+        w.name_value(
+            "Tag",
+            "Key",
+            self.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+    }
+}
+
+pub fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    Ok(ListOutput {
+        tags: queue.tags().into_iter().collect(),
+    })
+}

@@ -1,0 +1,291 @@
+//! Queue attributes on the wire: their names, how values are validated and applied to the
+//! engine's [`QueueSettings`], and how current values are rendered back as strings.
+
+use std::collections::HashMap;
+
+use crate::engine::settings::{
+    DeduplicationScope, FifoThroughputLimit, MAX_MESSAGE_SIZE, MAX_VISIBILITY_TIMEOUT_S,
+};
+use crate::engine::{QueueSettings, QueueSnapshot};
+use crate::error::{ErrorCode, SqsError};
+
+/// Every attribute name GetQueueAttributes knows, in the order replies list them.
+pub const ATTRIBUTE_NAMES: &[&str] = &[
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesDelayed",
+    "ApproximateNumberOfMessagesNotVisible",
+    "CreatedTimestamp",
+    "DelaySeconds",
+    "LastModifiedTimestamp",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "QueueArn",
+    "ReceiveMessageWaitTimeSeconds",
+    "SqsManagedSseEnabled",
+    "VisibilityTimeout",
+    "Policy",
+    "RedrivePolicy",
+    "RedriveAllowPolicy",
+    "KmsMasterKeyId",
+    "KmsDataKeyReusePeriodSeconds",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+];
+
+const FIFO_ONLY: &[&str] = &[
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+];
+
+fn unknown(name: &str) -> SqsError {
+    SqsError::new(
+        ErrorCode::InvalidAttributeName,
+        format!("Unknown Attribute {name}."),
+    )
+}
+
+fn bad_value(name: &str) -> SqsError {
+    SqsError::new(
+        ErrorCode::InvalidAttributeValue,
+        format!("Invalid value for the parameter {name}."),
+    )
+}
+
+fn int_in(name: &str, value: &str, min: u32, max: u32) -> Result<u32, SqsError> {
+    match value.trim().parse::<i64>() {
+        Ok(n) if n >= min as i64 && n <= max as i64 => Ok(n as u32),
+        _ => Err(bad_value(name)),
+    }
+}
+
+fn boolean(name: &str, value: &str) -> Result<bool, SqsError> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad_value(name)),
+    }
+}
+
+/// `""` clears an optional document attribute; anything else must be a JSON object.
+fn json_document(name: &str, value: &str) -> Result<Option<String>, SqsError> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<serde_json::Value>(value) {
+        Ok(serde_json::Value::Object(_)) => Ok(Some(value.to_string())),
+        _ => Err(bad_value(name)),
+    }
+}
+
+fn redrive_policy(value: &str) -> Result<Option<String>, SqsError> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let invalid = |reason: &str| SqsError::invalid_value(value, "RedrivePolicy", reason);
+    let doc: serde_json::Value = serde_json::from_str(value)
+        .map_err(|_| invalid("Redrive policy is not a valid JSON map."))?;
+    let target = doc
+        .get("deadLetterTargetArn")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| {
+            invalid("Redrive policy does not contain mandatory attribute: deadLetterTargetArn.")
+        })?;
+    if !target.starts_with("arn:") {
+        return Err(invalid("Invalid value for deadLetterTargetArn."));
+    }
+    let count = doc.get("maxReceiveCount").ok_or_else(|| {
+        invalid("Redrive policy does not contain mandatory attribute: maxReceiveCount.")
+    })?;
+    let count = match count {
+        serde_json::Value::Number(n) => n.as_i64(),
+        serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    match count {
+        Some(n) if (1..=1000).contains(&n) => Ok(Some(value.to_string())),
+        _ => Err(invalid(&format!(
+            "Invalid value for maxReceiveCount: {}, valid values are from 1 to 1000 both inclusive.",
+            doc["maxReceiveCount"]
+        ))),
+    }
+}
+
+/// Validates `attrs` and applies them to `settings`. `fifo` is the queue's type.
+pub fn apply(
+    settings: &mut QueueSettings,
+    attrs: &HashMap<String, String>,
+    fifo: bool,
+) -> Result<(), SqsError> {
+    // Sorted so that the first bad attribute reported is stable.
+    let mut names: Vec<&String> = attrs.keys().collect();
+    names.sort();
+    let kms_on = attrs.get("KmsMasterKeyId").is_some_and(|v| !v.is_empty());
+    let sse_on = attrs
+        .get("SqsManagedSseEnabled")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if kms_on && sse_on {
+        return Err(SqsError::new(
+            ErrorCode::InvalidAttributeName,
+            "You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.",
+        ));
+    }
+    for name in names {
+        let value = attrs[name].as_str();
+        let name = name.as_str();
+        if !fifo && FIFO_ONLY.contains(&name) {
+            return Err(match name {
+                "DeduplicationScope" | "FifoThroughputLimit" => SqsError::new(
+                    ErrorCode::InvalidAttributeName,
+                    format!("You can specify the {name} only when FifoQueue is set to true."),
+                ),
+                _ => unknown(name),
+            });
+        }
+        match name {
+            "DelaySeconds" => settings.delay_seconds = int_in(name, value, 0, 900)?,
+            "MaximumMessageSize" => {
+                settings.maximum_message_size = int_in(name, value, 1024, MAX_MESSAGE_SIZE)?
+            }
+            "MessageRetentionPeriod" => {
+                settings.message_retention_period = int_in(name, value, 60, 1_209_600)?
+            }
+            "ReceiveMessageWaitTimeSeconds" => {
+                settings.receive_message_wait_time_seconds = int_in(name, value, 0, 20)?
+            }
+            "VisibilityTimeout" => {
+                settings.visibility_timeout = int_in(name, value, 0, MAX_VISIBILITY_TIMEOUT_S)?
+            }
+            "Policy" => settings.policy = json_document(name, value)?,
+            "RedrivePolicy" => settings.redrive_policy = redrive_policy(value)?,
+            "RedriveAllowPolicy" => settings.redrive_allow_policy = json_document(name, value)?,
+            "KmsMasterKeyId" => {
+                if value.is_empty() {
+                    settings.kms_master_key_id = None;
+                } else {
+                    settings.kms_master_key_id = Some(value.to_string());
+                    settings.sqs_managed_sse_enabled = false;
+                }
+            }
+            "KmsDataKeyReusePeriodSeconds" => {
+                settings.kms_data_key_reuse_period_seconds = int_in(name, value, 60, 86_400)?
+            }
+            "SqsManagedSseEnabled" => {
+                settings.sqs_managed_sse_enabled = boolean(name, value)?;
+                if settings.sqs_managed_sse_enabled && !kms_on {
+                    settings.kms_master_key_id = None;
+                }
+            }
+            "FifoQueue" => {
+                if !boolean(name, value)? {
+                    return Err(SqsError::new(
+                        ErrorCode::InvalidAttributeValue,
+                        "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.",
+                    ));
+                }
+            }
+            "ContentBasedDeduplication" => {
+                settings.content_based_deduplication = boolean(name, value)?
+            }
+            "DeduplicationScope" => {
+                settings.deduplication_scope = match value {
+                    "queue" => DeduplicationScope::Queue,
+                    "messageGroup" => DeduplicationScope::MessageGroup,
+                    _ => return Err(bad_value(name)),
+                }
+            }
+            "FifoThroughputLimit" => {
+                settings.fifo_throughput_limit = match value {
+                    "perQueue" => FifoThroughputLimit::PerQueue,
+                    "perMessageGroupId" => FifoThroughputLimit::PerMessageGroupId,
+                    _ => return Err(bad_value(name)),
+                }
+            }
+            _ => return Err(unknown(name)),
+        }
+    }
+    if settings.fifo_throughput_limit == FifoThroughputLimit::PerMessageGroupId
+        && settings.deduplication_scope != DeduplicationScope::MessageGroup
+    {
+        return Err(SqsError::new(
+            ErrorCode::InvalidAttributeValue,
+            "Invalid value for the parameter FifoThroughputLimit. Reason: perMessageGroupId is allowed only when DeduplicationScope is messageGroup.",
+        ));
+    }
+    Ok(())
+}
+
+/// The current value of a settable attribute, as the wire spells it; `None` when unset.
+pub fn setting_value(s: &QueueSettings, name: &str) -> Option<String> {
+    let v = match name {
+        "DelaySeconds" => s.delay_seconds.to_string(),
+        "MaximumMessageSize" => s.maximum_message_size.to_string(),
+        "MessageRetentionPeriod" => s.message_retention_period.to_string(),
+        "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time_seconds.to_string(),
+        "VisibilityTimeout" => s.visibility_timeout.to_string(),
+        "Policy" => s.policy.clone()?,
+        "RedrivePolicy" => s.redrive_policy.clone()?,
+        "RedriveAllowPolicy" => s.redrive_allow_policy.clone()?,
+        "KmsMasterKeyId" => s.kms_master_key_id.clone()?,
+        "KmsDataKeyReusePeriodSeconds" => {
+            s.kms_master_key_id.as_ref()?;
+            s.kms_data_key_reuse_period_seconds.to_string()
+        }
+        "SqsManagedSseEnabled" => s.sqs_managed_sse_enabled.to_string(),
+        "FifoQueue" if s.fifo_queue => "true".to_string(),
+        "ContentBasedDeduplication" if s.fifo_queue => s.content_based_deduplication.to_string(),
+        "DeduplicationScope" if s.fifo_queue => match s.deduplication_scope {
+            DeduplicationScope::Queue => "queue",
+            DeduplicationScope::MessageGroup => "messageGroup",
+        }
+        .to_string(),
+        "FifoThroughputLimit" if s.fifo_queue => match s.fifo_throughput_limit {
+            FifoThroughputLimit::PerQueue => "perQueue",
+            FifoThroughputLimit::PerMessageGroupId => "perMessageGroupId",
+        }
+        .to_string(),
+        _ => return None,
+    };
+    Some(v)
+}
+
+/// The requested attributes (`All` or names) of a queue, in reply order.
+pub fn render(
+    snap: &QueueSnapshot,
+    arn: &str,
+    requested: &[String],
+) -> Result<Vec<(&'static str, String)>, SqsError> {
+    let all = requested.iter().any(|n| n == "All");
+    let mut wanted = Vec::new();
+    for name in requested {
+        if name == "All" {
+            continue;
+        }
+        match ATTRIBUTE_NAMES.iter().find(|n| **n == name.as_str()) {
+            Some(n) => wanted.push(*n),
+            None => return Err(unknown(name)),
+        }
+    }
+    let mut out = Vec::new();
+    for &name in ATTRIBUTE_NAMES {
+        if !all && !wanted.contains(&name) {
+            continue;
+        }
+        let value = match name {
+            "ApproximateNumberOfMessages" => Some(snap.counts.visible.to_string()),
+            "ApproximateNumberOfMessagesDelayed" => Some(snap.counts.delayed.to_string()),
+            "ApproximateNumberOfMessagesNotVisible" => Some(snap.counts.in_flight.to_string()),
+            "CreatedTimestamp" => Some(snap.created_s.to_string()),
+            "LastModifiedTimestamp" => Some(snap.last_modified_s.to_string()),
+            "QueueArn" => Some(arn.to_string()),
+            _ => setting_value(&snap.settings, name),
+        };
+        if let Some(v) = value {
+            out.push((name, v));
+        }
+    }
+    Ok(out)
+}

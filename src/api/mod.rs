@@ -1,0 +1,147 @@
+//! The SQS actions: each handler takes a typed input, validates it, calls the engine and
+//! builds a typed output. This is the only layer that knows both the wire names and the
+//! engine; it never touches HTTP.
+
+pub mod actions;
+pub mod attributes;
+pub mod batch;
+pub mod context;
+pub mod message_attributes;
+pub mod queue_url;
+
+use serde::Serialize;
+
+use crate::engine::EngineError;
+use crate::error::{ErrorCode, SqsError};
+use crate::protocol::{Params, Reply, XmlResult, XmlWriter};
+pub use context::Context;
+
+/// The reply of actions that return nothing: `{}` in JSON, no `Result` element in XML.
+#[derive(Debug, Serialize)]
+pub struct Empty {}
+
+impl XmlResult for Empty {
+    fn write_xml(&self, _: &mut XmlWriter) {}
+    fn has_result(&self) -> bool {
+        false
+    }
+}
+
+/// Every action of the SQS API, for [`dispatch`] and for logs.
+pub const ACTIONS: &[&str] = &[
+    "AddPermission",
+    "CancelMessageMoveTask",
+    "ChangeMessageVisibility",
+    "ChangeMessageVisibilityBatch",
+    "CreateQueue",
+    "DeleteMessage",
+    "DeleteMessageBatch",
+    "DeleteQueue",
+    "GetQueueAttributes",
+    "GetQueueUrl",
+    "ListDeadLetterSourceQueues",
+    "ListMessageMoveTasks",
+    "ListQueueTags",
+    "ListQueues",
+    "PurgeQueue",
+    "ReceiveMessage",
+    "RemovePermission",
+    "SendMessage",
+    "SendMessageBatch",
+    "SetQueueAttributes",
+    "StartMessageMoveTask",
+    "TagQueue",
+    "UntagQueue",
+];
+
+fn boxed<T: Reply + 'static>(r: Result<T, SqsError>) -> Result<Box<dyn Reply>, SqsError> {
+    r.map(|v| Box::new(v) as Box<dyn Reply>)
+}
+
+/// Runs one action.
+pub async fn dispatch(
+    ctx: &Context,
+    action: &str,
+    params: Params,
+) -> Result<Box<dyn Reply>, SqsError> {
+    use actions::*;
+    match action {
+        "CreateQueue" => boxed(create_queue::handle(ctx, params.parse()?)),
+        "GetQueueUrl" => boxed(get_queue_url::handle(ctx, params.parse()?)),
+        "ListQueues" => boxed(list_queues::handle(ctx, params.parse()?)),
+        "DeleteQueue" => boxed(delete_queue::handle(ctx, params.parse()?)),
+        "GetQueueAttributes" => boxed(get_queue_attributes::handle(ctx, params.parse()?)),
+        "SetQueueAttributes" => boxed(set_queue_attributes::handle(ctx, params.parse()?)),
+        "PurgeQueue" => boxed(purge_queue::handle(ctx, params.parse()?)),
+        "SendMessage" => boxed(send_message::handle(ctx, params.parse()?)),
+        "SendMessageBatch" => boxed(send_message_batch::handle(ctx, params.parse()?)),
+        "ReceiveMessage" => boxed(receive_message::handle(ctx, params.parse()?).await),
+        "DeleteMessage" => boxed(delete_message::handle(ctx, params.parse()?)),
+        "DeleteMessageBatch" => boxed(delete_message_batch::handle(ctx, params.parse()?)),
+        "ChangeMessageVisibility" => boxed(change_message_visibility::handle(ctx, params.parse()?)),
+        "ChangeMessageVisibilityBatch" => boxed(change_message_visibility_batch::handle(
+            ctx,
+            params.parse()?,
+        )),
+        "TagQueue" => boxed(tags::tag(ctx, params.parse()?)),
+        "UntagQueue" => boxed(tags::untag(ctx, params.parse()?)),
+        "ListQueueTags" => boxed(tags::list(ctx, params.parse()?)),
+        a if ACTIONS.contains(&a) => Err(SqsError::new(
+            ErrorCode::UnsupportedOperation,
+            format!("The action {a} is not supported by sqsim yet."),
+        )),
+        a => Err(match ctx.protocol {
+            crate::protocol::Protocol::Query => SqsError::new(
+                ErrorCode::InvalidAction,
+                format!("The action {a} is not valid for this endpoint."),
+            ),
+            crate::protocol::Protocol::Json => SqsError::new(ErrorCode::UnknownOperation, ""),
+        }),
+    }
+}
+
+/// The error for an engine failure on a receipt handle.
+pub(crate) fn receipt_error(err: EngineError, handle: &str, timeout: i64) -> SqsError {
+    match err {
+        EngineError::ReceiptHandleInvalid => SqsError::new(
+            ErrorCode::ReceiptHandleIsInvalid,
+            format!("The input receipt handle \"{handle}\" is not a valid receipt handle."),
+        ),
+        EngineError::MessageNotAvailable => SqsError::invalid_value(
+            handle,
+            "ReceiptHandle",
+            "Message does not exist or is not available for visibility timeout change.",
+        ),
+        EngineError::VisibilityCapExceeded { max_s } => SqsError::invalid_value(
+            timeout,
+            "VisibilityTimeout",
+            &format!(
+                "Total VisibilityTimeout for the message is beyond the limit [{max_s} seconds]"
+            ),
+        ),
+        other => engine_error(other),
+    }
+}
+
+/// The error for an engine failure that needs no request context.
+pub(crate) fn engine_error(err: EngineError) -> SqsError {
+    match err {
+        EngineError::QueueDoesNotExist => SqsError::no_queue(),
+        EngineError::MessageTooLong { limit } => SqsError::invalid(format!(
+            "One or more parameters are invalid. Reason: Message must be shorter than {limit} bytes."
+        )),
+        EngineError::OverLimit => SqsError::new(
+            ErrorCode::OverLimit,
+            "The maximum number of in flight messages has been reached for this queue.",
+        ),
+        other => SqsError::new(ErrorCode::InternalFailure, other.to_string()),
+    }
+}
+
+/// Checks that a required string member is present and non-empty.
+pub(crate) fn required<'a>(value: &'a Option<String>, name: &str) -> Result<&'a str, SqsError> {
+    match value.as_deref() {
+        Some(v) if !v.is_empty() => Ok(v),
+        _ => Err(SqsError::missing(name)),
+    }
+}

@@ -1,0 +1,21 @@
+//! What can go wrong inside the engine, in domain terms. The API layer maps each case to
+//! the SQS error code and text.
+
+/// An engine-level failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error("queue does not exist")]
+    QueueDoesNotExist,
+    #[error("receipt handle is not valid for this queue")]
+    ReceiptHandleInvalid,
+    #[error("message is gone or is not available for a visibility change")]
+    MessageNotAvailable,
+    #[error("total visibility timeout would exceed {max_s} seconds")]
+    VisibilityCapExceeded { max_s: u32 },
+    #[error("message is larger than {limit} bytes")]
+    MessageTooLong { limit: u32 },
+    #[error("too many messages in flight")]
+    OverLimit,
+    #[error("a purge ran less than 60 seconds ago")]
+    PurgeInProgress,
+}

@@ -1,0 +1,536 @@
+//! One queue: its settings, its messages and the indexes that keep every operation
+//! O(log n): a stored map, an ordered set of visible messages and an ordered set of
+//! deadlines (delay ends and visibility ends). Expiry is lazy: each operation first
+//! catches the queue up to "now" by popping the deadlines that have passed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::digest::{md5_hex, md5_of_attributes};
+use super::error::EngineError;
+use super::message::{Delivery, NewMessage, Payload, ReceivedMessage, SendReceipt, StoredMessage};
+use super::receipt::Receipt;
+use super::settings::{QueueSettings, MAX_VISIBILITY_TIMEOUT_S, PURGE_COOLDOWN_MS};
+
+/// Orders messages by send time, then by arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MessageKey {
+    pub sent_ms: u64,
+    pub seq: u64,
+}
+
+/// Where a queue lives and what it is called.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct QueueId {
+    pub region: String,
+    pub account: String,
+    pub name: String,
+}
+
+impl QueueId {
+    /// `arn:aws:sqs:<region>:<account>:<name>`.
+    pub fn arn(&self) -> String {
+        format!("arn:aws:sqs:{}:{}:{}", self.region, self.account, self.name)
+    }
+}
+
+/// Message counts as GetQueueAttributes reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    pub visible: usize,
+    pub in_flight: usize,
+    pub delayed: usize,
+}
+
+/// What one receive attempt found.
+#[derive(Debug, Default)]
+pub struct ReceiveOutcome {
+    pub messages: Vec<ReceivedMessage>,
+    /// When the next delayed or in-flight message becomes visible, in clock ms.
+    pub next_deadline_ms: Option<u64>,
+}
+
+/// Parameters of one receive.
+#[derive(Debug, Clone, Copy)]
+pub struct ReceiveRequest {
+    pub max_messages: usize,
+    /// `None` takes the queue's VisibilityTimeout.
+    pub visibility_timeout: Option<u32>,
+    pub max_in_flight: usize,
+}
+
+/// A queue shared between request handlers.
+#[derive(Debug)]
+pub struct Queue {
+    pub id: QueueId,
+    pub arn: String,
+    /// Distinguishes this incarnation from an earlier queue of the same name.
+    pub uid: u64,
+    state: Mutex<QueueState>,
+    /// Woken when messages may have become receivable or the next deadline moved earlier.
+    changed: Notify,
+    waiters: AtomicUsize,
+    deleted: AtomicBool,
+}
+
+#[derive(Debug)]
+struct QueueState {
+    settings: QueueSettings,
+    created_s: u64,
+    last_modified_s: u64,
+    tags: BTreeMap<String, String>,
+    messages: BTreeMap<MessageKey, StoredMessage>,
+    visible: BTreeSet<MessageKey>,
+    /// (deadline ms, message): delay ends and visibility ends.
+    timers: BTreeSet<(u64, MessageKey)>,
+    in_flight: usize,
+    delayed: usize,
+    next_seq: u64,
+    last_now: u64,
+    last_purge_ms: Option<u64>,
+    /// Set by operations that should wake long polls once the lock is released.
+    wake: bool,
+}
+
+impl Queue {
+    /// A new, empty queue.
+    pub fn new(id: QueueId, uid: u64, settings: QueueSettings, now_ms: u64) -> Queue {
+        let arn = id.arn();
+        Queue {
+            id,
+            arn,
+            uid,
+            state: Mutex::new(QueueState {
+                settings,
+                created_s: now_ms / 1000,
+                last_modified_s: now_ms / 1000,
+                tags: BTreeMap::new(),
+                messages: BTreeMap::new(),
+                visible: BTreeSet::new(),
+                timers: BTreeSet::new(),
+                in_flight: 0,
+                delayed: 0,
+                next_seq: 0,
+                last_now: now_ms,
+                last_purge_ms: None,
+                wake: false,
+            }),
+            changed: Notify::new(),
+            waiters: AtomicUsize::new(0),
+            deleted: AtomicBool::new(false),
+        }
+    }
+
+    /// The queue name.
+    pub fn name(&self) -> &str {
+        &self.id.name
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        // A panic while holding the lock cannot leave the indexes half-updated in a way
+        // that matters more than refusing all further service, so keep going.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the caught-up state, then wakes long polls if `f` asked for it.
+    fn with_state<R>(&self, now_ms: u64, f: impl FnOnce(&mut QueueState, u64, u64) -> R) -> R {
+        let (r, wake) = {
+            let mut st = self.lock();
+            let now = st.catch_up(now_ms);
+            let r = f(&mut st, now, self.uid);
+            (r, std::mem::take(&mut st.wake))
+        };
+        if wake {
+            self.wake_waiters();
+        }
+        r
+    }
+
+    /// Wakes every long poll waiting on this queue.
+    pub fn wake_waiters(&self) {
+        if self.waiters.load(Ordering::Acquire) > 0 {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// The queue's settings.
+    pub fn settings(&self) -> QueueSettings {
+        self.lock().settings.clone()
+    }
+
+    /// Replaces the settings and bumps LastModifiedTimestamp.
+    pub fn set_settings(&self, settings: QueueSettings, now_ms: u64) {
+        self.with_state(now_ms, |st, now, _| {
+            st.settings = settings;
+            st.last_modified_s = now / 1000;
+            // A shorter retention may expire messages right away.
+            st.expire(now);
+            st.wake = true;
+        })
+    }
+
+    /// Reads settings, counts and timestamps in one go.
+    pub fn snapshot(&self, now_ms: u64) -> QueueSnapshot {
+        self.with_state(now_ms, |st, _, _| QueueSnapshot {
+            settings: st.settings.clone(),
+            counts: QueueCounts {
+                visible: st.visible.len(),
+                in_flight: st.in_flight,
+                delayed: st.delayed,
+            },
+            created_s: st.created_s,
+            last_modified_s: st.last_modified_s,
+        })
+    }
+
+    /// The queue's tags.
+    pub fn tags(&self) -> BTreeMap<String, String> {
+        self.lock().tags.clone()
+    }
+
+    /// Edits the tags in place.
+    pub fn update_tags<R>(&self, f: impl FnOnce(&mut BTreeMap<String, String>) -> R) -> R {
+        f(&mut self.lock().tags)
+    }
+
+    /// Stores a message. Validation of content is the caller's; size is checked here
+    /// because the limit is the queue's.
+    pub fn send(&self, msg: NewMessage, now_ms: u64) -> Result<SendReceipt, EngineError> {
+        self.with_state(now_ms, |st, now, _| {
+            let limit = st.settings.maximum_message_size;
+            if msg.size() > limit as usize {
+                return Err(EngineError::MessageTooLong { limit });
+            }
+            let delay = msg.delay_seconds.unwrap_or(st.settings.delay_seconds);
+            Ok(st.insert(msg, delay, now))
+        })
+    }
+
+    /// Stores several messages under one lock; each either gets a receipt or an error.
+    pub fn send_batch(
+        &self,
+        msgs: Vec<NewMessage>,
+        now_ms: u64,
+    ) -> Vec<Result<SendReceipt, EngineError>> {
+        self.with_state(now_ms, |st, now, _| {
+            let limit = st.settings.maximum_message_size;
+            msgs.into_iter()
+                .map(|msg| {
+                    if msg.size() > limit as usize {
+                        return Err(EngineError::MessageTooLong { limit });
+                    }
+                    let delay = msg.delay_seconds.unwrap_or(st.settings.delay_seconds);
+                    Ok(st.insert(msg, delay, now))
+                })
+                .collect()
+        })
+    }
+
+    /// Hands out up to `req.max_messages` visible messages and hides them.
+    pub fn receive(&self, req: ReceiveRequest, now_ms: u64) -> Result<ReceiveOutcome, EngineError> {
+        self.with_state(now_ms, |st, now, uid| st.receive(req, now, uid))
+    }
+
+    /// Deletes the message a handle points at. Stale handles of a standard queue still
+    /// delete; a message that is already gone is not an error.
+    pub fn delete_message(&self, handle: &str, now_ms: u64) -> Result<(), EngineError> {
+        let receipt = self.own_receipt(handle)?;
+        self.with_state(now_ms, |st, _, _| {
+            st.remove(&receipt.key);
+            Ok(())
+        })
+    }
+
+    /// Sets the visibility timeout of a received message, counted from now.
+    pub fn change_visibility(
+        &self,
+        handle: &str,
+        timeout_s: u32,
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
+        let receipt = self.own_receipt(handle)?;
+        self.with_state(now_ms, |st, now, _| {
+            st.change_visibility(receipt, timeout_s, now)
+        })
+    }
+
+    fn own_receipt(&self, handle: &str) -> Result<Receipt, EngineError> {
+        match Receipt::decode(handle) {
+            Some(r) if r.queue_uid == self.uid => Ok(r),
+            _ => Err(EngineError::ReceiptHandleInvalid),
+        }
+    }
+
+    /// Removes every message; refused within 60 s of the previous purge when `cooldown`.
+    pub fn purge(&self, now_ms: u64, cooldown: bool) -> Result<(), EngineError> {
+        self.with_state(now_ms, |st, now, _| {
+            if cooldown {
+                if let Some(last) = st.last_purge_ms {
+                    if now < last + PURGE_COOLDOWN_MS {
+                        return Err(EngineError::PurgeInProgress);
+                    }
+                }
+            }
+            st.messages.clear();
+            st.visible.clear();
+            st.timers.clear();
+            st.in_flight = 0;
+            st.delayed = 0;
+            st.last_purge_ms = Some(now);
+            Ok(())
+        })
+    }
+
+    /// Marks the queue deleted and releases its long polls.
+    pub fn mark_deleted(&self) {
+        self.deleted.store(true, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// Whether the queue has been deleted.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::Acquire)
+    }
+
+    /// Registers a long poll; the returned guard must live while it waits on
+    /// [`Queue::changed`]. Register before checking for messages so no wake-up is lost.
+    pub fn register_waiter(&self) -> WaiterGuard<'_> {
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        WaiterGuard(self)
+    }
+
+    /// The notification long polls wait on.
+    pub fn changed(&self) -> &Notify {
+        &self.changed
+    }
+}
+
+/// Counts a waiting long poll while alive.
+pub struct WaiterGuard<'a>(&'a Queue);
+
+impl Drop for WaiterGuard<'_> {
+    fn drop(&mut self) {
+        self.0.waiters.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A consistent view of a queue for GetQueueAttributes.
+#[derive(Debug, Clone)]
+pub struct QueueSnapshot {
+    pub settings: QueueSettings,
+    pub counts: QueueCounts,
+    pub created_s: u64,
+    pub last_modified_s: u64,
+}
+
+impl QueueState {
+    /// Brings the queue up to `now_ms` (never backwards) and returns the time to use.
+    fn catch_up(&mut self, now_ms: u64) -> u64 {
+        let now = now_ms.max(self.last_now);
+        self.last_now = now;
+        self.expire(now);
+        while let Some(&(deadline, key)) = self.timers.first() {
+            if deadline > now {
+                break;
+            }
+            self.timers.pop_first();
+            if let Some(msg) = self.messages.get_mut(&key) {
+                match msg.delivery {
+                    Delivery::InFlight { .. } => self.in_flight -= 1,
+                    Delivery::Delayed { .. } => self.delayed -= 1,
+                    Delivery::Visible => continue,
+                }
+                msg.delivery = Delivery::Visible;
+                self.visible.insert(key);
+            }
+        }
+        now
+    }
+
+    /// Drops messages older than the retention period, oldest first.
+    fn expire(&mut self, now: u64) {
+        let retention_ms = self.settings.message_retention_period as u64 * 1000;
+        while let Some((key, _)) = self.messages.first_key_value() {
+            if key.sent_ms + retention_ms > now {
+                break;
+            }
+            let key = *key;
+            self.remove(&key);
+        }
+    }
+
+    fn insert(&mut self, msg: NewMessage, delay_s: u32, now: u64) -> SendReceipt {
+        let key = MessageKey {
+            sent_ms: now,
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        let md5_of_body = md5_hex(msg.body.as_bytes());
+        let md5_attrs = md5_of_attributes(msg.attributes.iter().map(|(n, v)| (n.as_str(), v)));
+        let md5_of_system_attributes =
+            md5_of_attributes(msg.system_attributes.iter().map(|(n, v)| (n.as_str(), v)));
+        let payload = Arc::new(Payload {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            body: msg.body,
+            md5_of_body,
+            attributes: msg.attributes,
+            md5_of_attributes: md5_attrs,
+            sender_id: msg.sender_id,
+            aws_trace_header: msg.aws_trace_header,
+            sent_ms: now,
+            group_id: msg.group_id,
+            deduplication_id: msg.deduplication_id,
+            sequence_number: None,
+            dead_letter_source_arn: None,
+        });
+        let receipt = SendReceipt {
+            message_id: payload.message_id.clone(),
+            md5_of_body: payload.md5_of_body.clone(),
+            md5_of_attributes: payload.md5_of_attributes.clone(),
+            md5_of_system_attributes,
+            sequence_number: None,
+        };
+        let delivery = if delay_s > 0 {
+            let until_ms = now + delay_s as u64 * 1000;
+            self.timers.insert((until_ms, key));
+            self.delayed += 1;
+            self.note_deadline(until_ms);
+            Delivery::Delayed { until_ms }
+        } else {
+            self.visible.insert(key);
+            self.wake = true;
+            Delivery::Visible
+        };
+        self.messages.insert(
+            key,
+            StoredMessage {
+                payload,
+                delivery,
+                receive_count: 0,
+                first_receive_ms: None,
+                last_receive_ms: 0,
+            },
+        );
+        receipt
+    }
+
+    /// Wakes waiters if `deadline` is now the earliest, so they re-plan their sleep.
+    fn note_deadline(&mut self, deadline: u64) {
+        if self.timers.first().is_some_and(|(d, _)| *d >= deadline) {
+            self.wake = true;
+        }
+    }
+
+    fn receive(
+        &mut self,
+        req: ReceiveRequest,
+        now: u64,
+        uid: u64,
+    ) -> Result<ReceiveOutcome, EngineError> {
+        if self.in_flight >= req.max_in_flight {
+            return Err(EngineError::OverLimit);
+        }
+        let room = req.max_in_flight.saturating_sub(self.in_flight);
+        let take = req.max_messages.min(room);
+        let visibility_s = req
+            .visibility_timeout
+            .unwrap_or(self.settings.visibility_timeout);
+        let until_ms = now + visibility_s as u64 * 1000;
+        let mut messages = Vec::with_capacity(take.min(self.visible.len()));
+        while messages.len() < take {
+            let Some(key) = self.visible.pop_first() else {
+                break;
+            };
+            let Some(msg) = self.messages.get_mut(&key) else {
+                continue;
+            };
+            msg.receive_count += 1;
+            let first = *msg.first_receive_ms.get_or_insert(now);
+            msg.last_receive_ms = now;
+            msg.delivery = Delivery::InFlight { until_ms };
+            self.timers.insert((until_ms, key));
+            self.in_flight += 1;
+            messages.push(ReceivedMessage {
+                payload: Arc::clone(&msg.payload),
+                receipt_handle: Receipt {
+                    queue_uid: uid,
+                    key,
+                    receive_number: msg.receive_count,
+                }
+                .encode(),
+                receive_count: msg.receive_count,
+                first_receive_ms: first,
+            });
+        }
+        Ok(ReceiveOutcome {
+            messages,
+            next_deadline_ms: self.timers.first().map(|(d, _)| *d),
+        })
+    }
+
+    fn change_visibility(
+        &mut self,
+        receipt: Receipt,
+        timeout_s: u32,
+        now: u64,
+    ) -> Result<(), EngineError> {
+        let key = receipt.key;
+        let Some(msg) = self.messages.get_mut(&key) else {
+            return Err(EngineError::MessageNotAvailable);
+        };
+        // A handle from an earlier receive must not disturb the consumer that holds the
+        // message now.
+        if msg.receive_count != receipt.receive_number {
+            return Err(EngineError::MessageNotAvailable);
+        }
+        let elapsed_ms = now.saturating_sub(msg.last_receive_ms);
+        if elapsed_ms + timeout_s as u64 * 1000 > MAX_VISIBILITY_TIMEOUT_S as u64 * 1000 {
+            return Err(EngineError::VisibilityCapExceeded {
+                max_s: MAX_VISIBILITY_TIMEOUT_S,
+            });
+        }
+        match msg.delivery {
+            Delivery::InFlight { until_ms } => {
+                self.timers.remove(&(until_ms, key));
+                self.in_flight -= 1;
+            }
+            Delivery::Visible => {
+                self.visible.remove(&key);
+            }
+            Delivery::Delayed { .. } => return Err(EngineError::MessageNotAvailable),
+        }
+        if timeout_s == 0 {
+            msg.delivery = Delivery::Visible;
+            self.visible.insert(key);
+            self.wake = true;
+        } else {
+            let until_ms = now + timeout_s as u64 * 1000;
+            msg.delivery = Delivery::InFlight { until_ms };
+            self.timers.insert((until_ms, key));
+            self.in_flight += 1;
+            self.note_deadline(until_ms);
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &MessageKey) -> Option<StoredMessage> {
+        let msg = self.messages.remove(key)?;
+        match msg.delivery {
+            Delivery::Visible => {
+                self.visible.remove(key);
+            }
+            Delivery::Delayed { until_ms } => {
+                self.timers.remove(&(until_ms, *key));
+                self.delayed -= 1;
+            }
+            Delivery::InFlight { until_ms } => {
+                self.timers.remove(&(until_ms, *key));
+                self.in_flight -= 1;
+            }
+        }
+        Some(msg)
+    }
+}

@@ -1,0 +1,85 @@
+//! A queue's configurable attributes, typed. Parsing and rendering their wire names and
+//! values is the API layer's job; the engine only obeys them.
+
+/// Longest visibility timeout, and the cap on a message's total invisibility per receive.
+pub const MAX_VISIBILITY_TIMEOUT_S: u32 = 43_200;
+/// Largest message (body plus attributes) a queue may be configured to accept.
+pub const MAX_MESSAGE_SIZE: u32 = 1_048_576;
+/// In-flight messages a queue may hold before receives stop handing out more.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 120_000;
+/// Minimum time between two purges of one queue.
+pub const PURGE_COOLDOWN_MS: u64 = 60_000;
+
+/// How a FIFO queue scopes deduplication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeduplicationScope {
+    Queue,
+    MessageGroup,
+}
+
+/// How a FIFO queue's throughput quota is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FifoThroughputLimit {
+    PerQueue,
+    PerMessageGroupId,
+}
+
+/// The settable attributes of one queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSettings {
+    pub delay_seconds: u32,
+    pub maximum_message_size: u32,
+    pub message_retention_period: u32,
+    pub receive_message_wait_time_seconds: u32,
+    pub visibility_timeout: u32,
+    pub policy: Option<String>,
+    pub redrive_policy: Option<String>,
+    pub redrive_allow_policy: Option<String>,
+    pub kms_master_key_id: Option<String>,
+    pub kms_data_key_reuse_period_seconds: u32,
+    pub sqs_managed_sse_enabled: bool,
+    pub fifo_queue: bool,
+    pub content_based_deduplication: bool,
+    pub deduplication_scope: DeduplicationScope,
+    pub fifo_throughput_limit: FifoThroughputLimit,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        QueueSettings {
+            delay_seconds: 0,
+            maximum_message_size: MAX_MESSAGE_SIZE,
+            message_retention_period: 345_600,
+            receive_message_wait_time_seconds: 0,
+            visibility_timeout: 30,
+            policy: None,
+            redrive_policy: None,
+            redrive_allow_policy: None,
+            kms_master_key_id: None,
+            kms_data_key_reuse_period_seconds: 300,
+            sqs_managed_sse_enabled: true,
+            fifo_queue: false,
+            content_based_deduplication: false,
+            deduplication_scope: DeduplicationScope::Queue,
+            fifo_throughput_limit: FifoThroughputLimit::PerQueue,
+        }
+    }
+}
+
+/// Engine-wide knobs.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// In-flight quota per queue.
+    pub max_in_flight: usize,
+    /// Refuse a second purge within 60 seconds, as AWS does.
+    pub purge_cooldown: bool,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            purge_cooldown: true,
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Bytes in, bytes out, for both SQS wire protocols: AWS JSON 1.0 (`X-Amz-Target`) and the
+//! query protocol (form-encoded `Action=`, XML replies). No queue logic lives here.
+
+pub mod query;
+pub mod xml;
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{ErrorCode, SqsError};
+pub use xml::XmlWriter;
+
+/// The XML namespace of every query-protocol reply.
+pub const XML_NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
+/// Content-Type of JSON requests and replies.
+pub const JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
+/// Content-Type of query-protocol replies.
+pub const XML_CONTENT_TYPE: &str = "text/xml";
+
+/// Which wire protocol a request used; replies go back in the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Json,
+    Query,
+}
+
+/// A request's input members, not yet typed.
+#[derive(Debug)]
+pub enum Params {
+    /// The JSON body, deserialized straight into the typed input.
+    Json(Bytes),
+    /// Query pairs already rebuilt into the JSON input shape.
+    Query(Map<String, Value>),
+}
+
+impl Params {
+    /// Deserializes the typed input of an action.
+    pub fn parse<T: DeserializeOwned>(self) -> Result<T, SqsError> {
+        match self {
+            Params::Json(body) => {
+                let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
+                    b"{}"
+                } else {
+                    &body
+                };
+                serde_json::from_slice(body)
+                    .map_err(|e| SqsError::new(ErrorCode::Serialization, e.to_string()))
+            }
+            Params::Query(map) => serde_json::from_value(Value::Object(map))
+                .map_err(|e| SqsError::invalid(e.to_string())),
+        }
+    }
+}
+
+/// A request whose protocol and action are known.
+#[derive(Debug)]
+pub struct Decoded {
+    pub protocol: Protocol,
+    pub action: String,
+    pub params: Params,
+}
+
+/// Why a request could not be decoded far enough to name an action.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// A query request with no `Action` at all: AWS answers 404 `<UnknownOperationException/>`.
+    NoAction,
+    /// Anything else, rendered in the given protocol.
+    Error(Protocol, SqsError),
+}
+
+/// The parts of an HTTP request the decoder looks at.
+pub struct RawRequest<'a> {
+    pub is_get: bool,
+    pub target: Option<&'a str>,
+    pub content_type: Option<&'a str>,
+    pub uri_query: Option<&'a str>,
+    pub body: Bytes,
+}
+
+/// Works out the protocol and action of a request.
+pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
+    if let Some(target) = req.target {
+        let action = target
+            .strip_prefix("AmazonSQS.")
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| {
+                DecodeError::Error(
+                    Protocol::Json,
+                    SqsError::new(ErrorCode::UnknownOperation, String::new()),
+                )
+            })?;
+        return Ok(Decoded {
+            protocol: Protocol::Json,
+            action: action.to_string(),
+            params: Params::Json(req.body),
+        });
+    }
+    let mut pairs: Vec<(String, String)> = match req.uri_query {
+        Some(q) => serde_urlencoded::from_str(q).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let form_body = !req.is_get
+        && req
+            .content_type
+            .is_none_or(|ct| ct.starts_with("application/x-www-form-urlencoded"));
+    if form_body && !req.body.is_empty() {
+        let body: Vec<(String, String)> = serde_urlencoded::from_bytes(&req.body)
+            .map_err(|e| DecodeError::Error(Protocol::Query, SqsError::invalid(e.to_string())))?;
+        pairs.extend(body);
+    }
+    let Some(action) = pairs
+        .iter()
+        .find(|(k, _)| k == "Action")
+        .map(|(_, v)| v.clone())
+    else {
+        return Err(DecodeError::NoAction);
+    };
+    let map = query::to_json_input(pairs).map_err(|e| DecodeError::Error(Protocol::Query, e))?;
+    Ok(Decoded {
+        protocol: Protocol::Query,
+        action,
+        params: Params::Query(map),
+    })
+}
+
+/// An action's output, renderable in both protocols.
+pub trait Reply: Send {
+    /// The JSON body.
+    fn write_json(&self, out: &mut Vec<u8>);
+    /// The children of `<{Action}Result>`.
+    fn write_xml(&self, w: &mut XmlWriter);
+    /// False for actions whose XML reply has no `{Action}Result` element.
+    fn has_result(&self) -> bool {
+        true
+    }
+}
+
+/// How an output type writes its XML result; its JSON comes from `Serialize`.
+pub trait XmlResult {
+    /// The children of `<{Action}Result>`.
+    fn write_xml(&self, w: &mut XmlWriter);
+    /// False for actions that return nothing.
+    fn has_result(&self) -> bool {
+        true
+    }
+}
+
+impl<T: Serialize + XmlResult + Send> Reply for T {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        // Serializing plain structs of strings and numbers into a Vec cannot fail.
+        let _ = serde_json::to_writer(out, self);
+    }
+    fn write_xml(&self, w: &mut XmlWriter) {
+        XmlResult::write_xml(self, w)
+    }
+    fn has_result(&self) -> bool {
+        XmlResult::has_result(self)
+    }
+}
+
+/// A reply ready for HTTP.
+#[derive(Debug)]
+pub struct Encoded {
+    pub status: u16,
+    pub content_type: &'static str,
+    /// `x-amzn-query-error` for JSON errors.
+    pub query_error: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// Renders a successful reply.
+pub fn encode_reply(
+    protocol: Protocol,
+    action: &str,
+    request_id: &str,
+    reply: &dyn Reply,
+) -> Encoded {
+    match protocol {
+        Protocol::Json => {
+            let mut body = Vec::with_capacity(256);
+            reply.write_json(&mut body);
+            Encoded {
+                status: 200,
+                content_type: JSON_CONTENT_TYPE,
+                query_error: None,
+                body,
+            }
+        }
+        Protocol::Query => {
+            let mut w = XmlWriter::with_capacity(512);
+            w.raw("<?xml version=\"1.0\"?><");
+            w.raw(action);
+            w.raw("Response xmlns=\"");
+            w.raw(XML_NAMESPACE);
+            w.raw("\">");
+            if reply.has_result() {
+                let mut inner = XmlWriter::with_capacity(256);
+                reply.write_xml(&mut inner);
+                let inner = inner.into_bytes();
+                w.raw("<");
+                w.raw(action);
+                if inner.is_empty() {
+                    w.raw("Result/>");
+                } else {
+                    w.raw("Result>");
+                    // Safe: XmlWriter only ever holds UTF-8.
+                    w.raw(std::str::from_utf8(&inner).unwrap_or_default());
+                    w.raw("</");
+                    w.raw(action);
+                    w.raw("Result>");
+                }
+            }
+            w.raw("<ResponseMetadata><RequestId>");
+            w.raw(request_id);
+            w.raw("</RequestId></ResponseMetadata></");
+            w.raw(action);
+            w.raw("Response>");
+            Encoded {
+                status: 200,
+                content_type: XML_CONTENT_TYPE,
+                query_error: None,
+                body: w.into_bytes(),
+            }
+        }
+    }
+}
+
+/// Renders an error in the protocol's shape.
+pub fn encode_error(protocol: Protocol, request_id: &str, err: &SqsError) -> Encoded {
+    let code = err.code;
+    match protocol {
+        Protocol::Json => {
+            #[derive(Serialize)]
+            struct Body<'a> {
+                #[serde(rename = "__type")]
+                kind: &'a str,
+                message: &'a str,
+            }
+            let body = serde_json::to_vec(&Body {
+                kind: code.json_type(),
+                message: &err.message,
+            })
+            .unwrap_or_default();
+            Encoded {
+                status: code.status(),
+                content_type: JSON_CONTENT_TYPE,
+                query_error: Some(format!("{};{}", code.query_code(), code.fault())),
+                body,
+            }
+        }
+        Protocol::Query => {
+            let mut w = XmlWriter::with_capacity(384);
+            w.raw("<?xml version=\"1.0\"?><ErrorResponse xmlns=\"");
+            w.raw(XML_NAMESPACE);
+            w.raw("\"><Error>");
+            w.elem("Type", code.fault());
+            w.elem("Code", code.query_code());
+            w.elem("Message", err.query_message());
+            w.raw("<Detail/></Error>");
+            w.elem("RequestId", request_id);
+            w.raw("</ErrorResponse>");
+            Encoded {
+                status: code.status(),
+                content_type: XML_CONTENT_TYPE,
+                query_error: None,
+                body: w.into_bytes(),
+            }
+        }
+    }
+}
+
+/// The reply to a query request that names no action at all.
+pub fn encode_no_action() -> Encoded {
+    Encoded {
+        status: 404,
+        content_type: XML_CONTENT_TYPE,
+        query_error: None,
+        body: b"<UnknownOperationException/>".to_vec(),
+    }
+}

@@ -1,0 +1,181 @@
+//! The runtime: binding, the accept loop, graceful shutdown, and the [`Server`] handle that
+//! embedders and tests use to run sqsim in-process.
+
+mod admin;
+mod service;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::engine::{Clock, Engine};
+
+/// How long shutdown waits for open requests before closing connections.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// State shared by every connection.
+#[derive(Debug)]
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    pub config: Config,
+    pub local_addr: SocketAddr,
+}
+
+/// Serves `listener` until `shutdown` completes, then releases long polls and drains
+/// open connections for a bounded time.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let state = Arc::clone(&state);
+                let svc = hyper::service::service_fn(move |req| {
+                    service::handle(Arc::clone(&state), req)
+                });
+                let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    state.engine.begin_shutdown();
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after the drain timeout");
+    }
+}
+
+/// Builds an in-process server.
+#[derive(Debug, Default)]
+pub struct ServerBuilder {
+    config: Config,
+    clock: Option<Arc<Clock>>,
+}
+
+impl ServerBuilder {
+    /// Uses `config` (host and port included; the default binds `127.0.0.1:0`).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Runs the engine on `clock` instead of a new one.
+    pub fn clock(mut self, clock: Arc<Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Binds and starts serving in the background.
+    pub async fn start(self) -> std::io::Result<Server> {
+        let listener = TcpListener::bind((self.config.host.as_str(), self.config.port)).await?;
+        let local_addr = listener.local_addr()?;
+        let clock = self.clock.unwrap_or_default();
+        let engine = Arc::new(Engine::new(clock, self.config.engine.clone()));
+        let state = Arc::new(AppState {
+            engine: Arc::clone(&engine),
+            config: self.config,
+            local_addr,
+        });
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve(listener, state, async {
+            let _ = rx.await;
+        }));
+        Ok(Server {
+            local_addr,
+            engine,
+            stop: Some(tx),
+            task: Some(task),
+        })
+    }
+}
+
+/// A running sqsim. Stops on [`Server::shutdown`] or when dropped.
+#[derive(Debug)]
+pub struct Server {
+    local_addr: SocketAddr,
+    engine: Arc<Engine>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// A builder with default settings.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `http://127.0.0.1:<port>`: what to give an SDK as its endpoint.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    /// The engine, for inspection.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The clock every timer of this server obeys.
+    pub fn clock(&self) -> &Arc<Clock> {
+        self.engine.clock()
+    }
+
+    /// Moves time forward and wakes long polls whose messages became visible.
+    pub fn advance_clock(&self, by: Duration) {
+        self.engine.advance_clock(by);
+    }
+
+    /// Stops accepting, releases long polls and waits for connections to drain.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The hyper service: body limit, request id, protocol detection, context, dispatch and
+//! encoding. Every outcome, including undecodable input, becomes a proper SQS response.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, Response, StatusCode};
+
+use crate::api::{self, Context};
+use crate::error::{ErrorCode, SqsError};
+use crate::protocol::{self, DecodeError, Encoded, Protocol, RawRequest};
+
+use super::{admin, AppState};
+
+/// The reserved path prefix of sqsim's own endpoints (a queue path starts with 12 digits).
+pub const ADMIN_PREFIX: &str = "/_sqsim/";
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The region of a SigV4-signed request: from the `Authorization` credential scope or a
+/// presigned URL's `X-Amz-Credential`.
+fn signed_region<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
+    let credential = header(headers, "authorization")
+        .and_then(|a| a.split("Credential=").nth(1))
+        .or_else(|| query.and_then(|q| q.split("X-Amz-Credential=").nth(1)))?;
+    let credential = credential.split([',', '&', ' ']).next()?;
+    // AKID/date/region/service/aws4_request, possibly percent-encoded in a query string.
+    let mut parts = credential.split(['/']).flat_map(|p| p.split("%2F"));
+    parts.nth(2).filter(|r| !r.is_empty())
+}
+
+/// Handles one HTTP request.
+pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let request_id = uuid::Uuid::new_v4().to_string();
+    if req.uri().path().starts_with(ADMIN_PREFIX) {
+        return Ok(admin::handle(&state, req).await);
+    }
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    let target = header(headers, "x-amz-target");
+    let protocol = if target.is_some() {
+        Protocol::Json
+    } else {
+        Protocol::Query
+    };
+    let body = match Limited::new(body, state.config.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            let err = if e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                SqsError::new(
+                    ErrorCode::RequestEntityTooLarge,
+                    format!(
+                        "Request body is larger than {} bytes.",
+                        state.config.max_body_bytes
+                    ),
+                )
+            } else {
+                SqsError::invalid("The request body could not be read.")
+            };
+            return Ok(respond(
+                protocol::encode_error(protocol, &request_id, &err),
+                &request_id,
+            ));
+        }
+    };
+    let query = parts.uri.query();
+    let decoded = protocol::decode(RawRequest {
+        is_get: parts.method == Method::GET,
+        target,
+        content_type: header(headers, "content-type"),
+        uri_query: query,
+        body,
+    });
+    let decoded = match decoded {
+        Ok(d) => d,
+        Err(DecodeError::NoAction) => {
+            return Ok(respond(protocol::encode_no_action(), &request_id))
+        }
+        Err(DecodeError::Error(p, err)) => {
+            return Ok(respond(
+                protocol::encode_error(p, &request_id, &err),
+                &request_id,
+            ))
+        }
+    };
+    let base_url = match &state.config.advertised_url {
+        Some(u) => u.trim_end_matches('/').to_string(),
+        None => match header(headers, HOST.as_str()) {
+            Some(h) => format!("http://{h}"),
+            None => format!("http://{}", state.local_addr),
+        },
+    };
+    let ctx = Context {
+        engine: Arc::clone(&state.engine),
+        protocol: decoded.protocol,
+        region: signed_region(headers, query)
+            .unwrap_or(&state.config.region)
+            .to_string(),
+        account: state.config.account_id.clone(),
+        base_url,
+        path: parts.uri.path().to_string(),
+        trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),
+        request_id: request_id.clone(),
+    };
+    let encoded = match api::dispatch(&ctx, &decoded.action, decoded.params).await {
+        Ok(reply) => protocol::encode_reply(
+            decoded.protocol,
+            &decoded.action,
+            &request_id,
+            reply.as_ref(),
+        ),
+        Err(err) => {
+            tracing::debug!(action = %decoded.action, code = ?err.code, message = %err.message, "request failed");
+            protocol::encode_error(decoded.protocol, &request_id, &err)
+        }
+    };
+    Ok(respond(encoded, &request_id))
+}
+
+/// Turns an encoded reply into an HTTP response with SQS's headers.
+pub fn respond(e: Encoded, request_id: &str) -> Response<Full<Bytes>> {
+    let len = e.body.len();
+    let mut resp = Response::new(Full::new(Bytes::from(e.body)));
+    *resp.status_mut() = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(e.content_type));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        h.insert("x-amzn-requestid", v);
+    }
+    if let Some(q) = e.query_error.and_then(|q| HeaderValue::from_str(&q).ok()) {
+        h.insert("x-amzn-query-error", q);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn region_from_signature() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            "authorization",
+            HeaderValue::from_static(
+                "AWS4-HMAC-SHA256 Credential=AKID/20240101/eu-west-2/sqs/aws4_request, SignedHeaders=host, Signature=abc",
+            ),
+        );
+        assert_eq!(signed_region(&h, None), Some("eu-west-2"));
+        let h = HeaderMap::new();
+        assert_eq!(
+            signed_region(
+                &h,
+                Some("X-Amz-Credential=AKID%2F20240101%2Fap-south-1%2Fsqs%2Faws4_request&x=1")
+            ),
+            Some("ap-south-1")
+        );
+        assert_eq!(signed_region(&h, None), None);
+    }
+}
