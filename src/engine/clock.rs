@@ -68,7 +68,7 @@ impl Clock {
         let _ = self
             .frozen_at
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |f| {
-                (f != NOT_FROZEN).then_some(f + ms)
+                (f != NOT_FROZEN).then(|| f + ms)
             });
     }
 

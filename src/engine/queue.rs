@@ -534,3 +534,146 @@ impl QueueState {
         Some(msg)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> Queue {
+        let id = QueueId {
+            region: "us-east-1".into(),
+            account: "000000000000".into(),
+            name: "q".into(),
+        };
+        Queue::new(id, 1, QueueSettings::default(), 1_000_000)
+    }
+
+    fn msg(body: &str, delay: Option<u32>) -> NewMessage {
+        NewMessage {
+            body: body.into(),
+            delay_seconds: delay,
+            ..NewMessage::default()
+        }
+    }
+
+    fn req(n: usize, vis: Option<u32>) -> ReceiveRequest {
+        ReceiveRequest {
+            max_messages: n,
+            visibility_timeout: vis,
+            max_in_flight: 120_000,
+        }
+    }
+
+    /// The counters always agree with the indexes.
+    fn check(q: &Queue) {
+        let st = q.lock();
+        let (mut v, mut f, mut d) = (0, 0, 0);
+        for (key, m) in &st.messages {
+            match m.delivery {
+                Delivery::Visible => {
+                    v += 1;
+                    assert!(st.visible.contains(key));
+                }
+                Delivery::InFlight { until_ms } => {
+                    f += 1;
+                    assert!(st.timers.contains(&(until_ms, *key)));
+                }
+                Delivery::Delayed { until_ms } => {
+                    d += 1;
+                    assert!(st.timers.contains(&(until_ms, *key)));
+                }
+            }
+        }
+        assert_eq!((v, f, d), (st.visible.len(), st.in_flight, st.delayed));
+        assert_eq!(st.timers.len(), f + d);
+    }
+
+    #[test]
+    fn receive_hides_and_timeout_reveals() {
+        let q = queue();
+        let t = 1_000_000;
+        q.send(msg("a", None), t).unwrap();
+        q.send(msg("b", Some(10)), t).unwrap();
+        check(&q);
+        let got = q.receive(req(10, Some(5)), t).unwrap();
+        assert_eq!(got.messages.len(), 1);
+        assert_eq!(got.next_deadline_ms, Some(t + 5_000));
+        check(&q);
+        assert!(q
+            .receive(req(10, None), t + 4_999)
+            .unwrap()
+            .messages
+            .is_empty());
+        let got = q.receive(req(10, None), t + 10_000).unwrap();
+        assert_eq!(
+            got.messages.len(),
+            2,
+            "both the expired and the delayed one"
+        );
+        assert_eq!(got.messages[0].receive_count, 2);
+        check(&q);
+    }
+
+    #[test]
+    fn handles_of_other_queues_and_garbage_are_invalid() {
+        let q = queue();
+        assert_eq!(
+            q.delete_message("garbage", 1_000_000),
+            Err(EngineError::ReceiptHandleInvalid)
+        );
+        let foreign = Receipt {
+            queue_uid: 2,
+            key: MessageKey { sent_ms: 1, seq: 0 },
+            receive_number: 1,
+        }
+        .encode();
+        assert_eq!(
+            q.change_visibility(&foreign, 1, 1_000_000),
+            Err(EngineError::ReceiptHandleInvalid)
+        );
+    }
+
+    #[test]
+    fn random_operations_keep_indexes_consistent() {
+        let q = queue();
+        let mut t = 1_000_000u64;
+        let mut handles: Vec<String> = Vec::new();
+        let mut x = 0x9e3779b97f4a7c15u64;
+        for _ in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 7 {
+                0 | 1 => {
+                    q.send(msg("m", Some((x % 3) as u32)), t).unwrap();
+                }
+                2 => {
+                    let got = q.receive(req(3, Some((x % 4) as u32)), t).unwrap();
+                    handles.extend(got.messages.into_iter().map(|m| m.receipt_handle));
+                }
+                3 if !handles.is_empty() => {
+                    let h = handles.swap_remove((x as usize) % handles.len());
+                    q.delete_message(&h, t).unwrap();
+                }
+                4 if !handles.is_empty() => {
+                    let h = &handles[(x as usize) % handles.len()];
+                    let _ = q.change_visibility(h, (x % 3) as u32, t);
+                }
+                5 => t += x % 2_000,
+                6 if x.is_multiple_of(50) => {
+                    let _ = q.purge(t, false);
+                }
+                _ => {}
+            }
+            check(&q);
+        }
+    }
+
+    #[test]
+    fn purge_cooldown() {
+        let q = queue();
+        q.purge(1_000_000, true).unwrap();
+        assert_eq!(q.purge(1_059_999, true), Err(EngineError::PurgeInProgress));
+        q.purge(1_060_000, true).unwrap();
+    }
+}

@@ -73,7 +73,6 @@ impl XmlWriter {
                 b'<' => b"&lt;",
                 b'>' => b"&gt;",
                 b'"' => b"&quot;",
-                b'\'' => b"&apos;",
                 b'\r' => b"&#xD;",
                 _ => continue,
             };
@@ -100,7 +99,7 @@ mod tests {
         w.elem("Body", "a&b<c>\"d\"\r\ne'");
         assert_eq!(
             String::from_utf8(w.into_bytes()).unwrap(),
-            "<Body>a&amp;b&lt;c&gt;&quot;d&quot;&#xD;\ne&apos;</Body>"
+            "<Body>a&amp;b&lt;c&gt;&quot;d&quot;&#xD;\ne'</Body>"
         );
     }
 }

@@ -1,0 +1,64 @@
+# sqsim — the two commands that matter: `make run` and `make test`.
+
+PYTHON ?= python3
+VENV := .venv
+VENV_QUERY := .venv-query
+SQSIM_BIN := $(CURDIR)/target/debug/sqsim
+PORT ?= 9324
+
+.PHONY: run build test test-rust test-python test-query test-cli test-node lint fmt clean
+
+## Build in release mode and serve on http://localhost:$(PORT), in memory.
+run:
+	cargo run --release -- --host 0.0.0.0 --port $(PORT)
+
+build:
+	cargo build
+
+## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node.
+test: test-rust test-python test-query test-cli test-node
+
+test-rust:
+	cargo test
+
+# Virtualenvs are rebuilt when their requirements change.
+$(VENV)/.installed: tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+$(VENV_QUERY)/.installed: tests/requirements-query.txt
+	$(PYTHON) -m venv $(VENV_QUERY)
+	$(VENV_QUERY)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-query.txt
+	touch $@
+
+tests/node/node_modules/.installed: tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## boto3 (current release: AWS JSON protocol).
+test-python: build $(VENV)/.installed
+	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q tests/python
+
+## boto3/botocore 1.34.89, the last release that speaks the query protocol to SQS.
+test-query: build $(VENV_QUERY)/.installed
+	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=query $(VENV_QUERY)/bin/python -m pytest -q tests/python
+
+## The aws CLI smoke script.
+test-cli: build $(VENV)/.installed
+	SQSIM_BIN=$(SQSIM_BIN) PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash tests/cli/smoke.sh
+
+## JavaScript SDK v3 and v2.
+test-node: build tests/node/node_modules/.installed
+	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node --test
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --all-targets -- -D warnings
+
+fmt:
+	cargo fmt --all
+
+clean:
+	cargo clean
+	rm -rf $(VENV) $(VENV_QUERY) tests/node/node_modules

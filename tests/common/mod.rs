@@ -1,0 +1,174 @@
+//! Shared test harness: an in-process sqsim on a random port, an `aws-sdk-sqs` client for it,
+//! and a minimal raw HTTP/1.1 client for byte-level protocol tests.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+use sqsim::{Config, Server};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Starts a server with default settings on 127.0.0.1:0.
+pub async fn start() -> Server {
+    start_with(Config::default()).await
+}
+
+/// Starts a server with `config`.
+pub async fn start_with(config: Config) -> Server {
+    Server::builder()
+        .config(config)
+        .start()
+        .await
+        .expect("server starts")
+}
+
+/// An SDK client pointed at `server`.
+pub fn sdk(server: &Server) -> aws_sdk_sqs::Client {
+    sdk_for(&server.endpoint(), "us-east-1")
+}
+
+/// An SDK client for any endpoint and region.
+pub fn sdk_for(endpoint: &str, region: &str) -> aws_sdk_sqs::Client {
+    let conf = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(region.to_string()))
+        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+        .build();
+    aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// A raw HTTP response.
+#[derive(Debug, Clone)]
+pub struct RawResponse {
+    pub status: u16,
+    /// Lowercased names, in arrival order.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl RawResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("bad JSON {e}: {}", self.body))
+    }
+
+    /// Unescaped text of the first `<tag>` element in an XML body.
+    pub fn xml_text(&self, tag: &str) -> Option<String> {
+        let open = format!("<{tag}>");
+        let start = self.body.find(&open)? + open.len();
+        let end = self.body[start..].find(&format!("</{tag}>"))? + start;
+        Some(
+            self.body[start..end]
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&#xD;", "\r")
+                .replace("&amp;", "&"),
+        )
+    }
+}
+
+/// Sends one request over a fresh connection and reads the whole response.
+pub async fn raw(
+    server: &Server,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> RawResponse {
+    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: sqsim.test\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    stream.write_all(req.as_bytes()).await.expect("write");
+    stream.write_all(body).await.expect("write body");
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut buf))
+        .await
+        .expect("response in time")
+        .expect("read");
+    parse_response(&buf)
+}
+
+fn parse_response(buf: &[u8]) -> RawResponse {
+    let text = String::from_utf8_lossy(buf);
+    let (head, body) = text.split_once("\r\n\r\n").expect("header end");
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().expect("status line");
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    RawResponse {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// A JSON-protocol request.
+pub async fn json(server: &Server, action: &str, body: &serde_json::Value) -> RawResponse {
+    raw(
+        server,
+        "POST",
+        "/",
+        &[
+            ("Content-Type", "application/x-amz-json-1.0"),
+            ("X-Amz-Target", &format!("AmazonSQS.{action}")),
+        ],
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+/// A query-protocol POST with a form body (given unencoded as key/value pairs).
+pub async fn query(server: &Server, pairs: &[(&str, &str)]) -> RawResponse {
+    query_at(server, "/", pairs).await
+}
+
+/// A query-protocol POST to `path`.
+pub async fn query_at(server: &Server, path: &str, pairs: &[(&str, &str)]) -> RawResponse {
+    let body = serde_urlencoded::to_string(pairs).expect("form");
+    raw(
+        server,
+        "POST",
+        path,
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        body.as_bytes(),
+    )
+    .await
+}
+
+/// The URL a queue called `name` gets when addressed through [`raw`] (Host: sqsim.test).
+pub fn raw_url(name: &str) -> String {
+    format!("http://sqsim.test/000000000000/{name}")
+}
+
+/// Creates a queue through the SDK and returns its URL.
+pub async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
+    client
+        .create_queue()
+        .queue_name(name)
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url
+        .expect("url")
+}

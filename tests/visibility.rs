@@ -1,0 +1,457 @@
+//! Visibility timeouts, delays, retention, purge and the in-flight quota, on the server's
+//! controllable clock: no test here sleeps for the durations it checks.
+
+mod common;
+
+use std::time::Duration;
+
+use aws_sdk_sqs::error::ProvideErrorMetadata;
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use common::{create, sdk, start};
+use sqsim::engine::{NewMessage, QueueId, ReceiveRequest};
+
+async fn receive_one(
+    c: &aws_sdk_sqs::Client,
+    url: &str,
+    vis: Option<i32>,
+) -> Option<aws_sdk_sqs::types::Message> {
+    let out = c
+        .receive_message()
+        .queue_url(url)
+        .set_visibility_timeout(vis)
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .send()
+        .await
+        .unwrap();
+    out.messages.and_then(|mut m| m.pop())
+}
+
+async fn count(c: &aws_sdk_sqs::Client, url: &str, name: QueueAttributeName) -> String {
+    c.get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(name.clone())
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap()
+        .remove(&name)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn received_message_is_invisible_until_its_timeout() {
+    let server = start().await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let url = create(&c, "vis").await;
+    c.send_message()
+        .queue_url(&url)
+        .message_body("m")
+        .send()
+        .await
+        .unwrap();
+
+    let first = receive_one(&c, &url, Some(45)).await.expect("message");
+    assert_eq!(
+        count(
+            &c,
+            &url,
+            QueueAttributeName::ApproximateNumberOfMessagesNotVisible
+        )
+        .await,
+        "1"
+    );
+    server.advance_clock(Duration::from_millis(44_999));
+    assert!(receive_one(&c, &url, None).await.is_none());
+    server.advance_clock(Duration::from_millis(1));
+    let second = receive_one(&c, &url, None).await.expect("visible again");
+    assert_eq!(second.message_id, first.message_id);
+    assert_ne!(second.receipt_handle, first.receipt_handle);
+    let attrs = second.attributes.unwrap();
+    assert_eq!(
+        attrs[&MessageSystemAttributeName::ApproximateReceiveCount],
+        "2"
+    );
+
+    // The queue default (30 s) applies to the next receive.
+    server.advance_clock(Duration::from_secs(29));
+    assert!(receive_one(&c, &url, None).await.is_none());
+    server.advance_clock(Duration::from_secs(1));
+    assert!(receive_one(&c, &url, None).await.is_some());
+}
+
+#[tokio::test]
+async fn change_visibility_extends_releases_and_is_capped_at_twelve_hours() {
+    let server = start().await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let url = create(&c, "cmv").await;
+    c.send_message()
+        .queue_url(&url)
+        .message_body("m")
+        .send()
+        .await
+        .unwrap();
+    let m = receive_one(&c, &url, Some(10)).await.unwrap();
+    let handle = m.receipt_handle.unwrap();
+
+    // Extend from now: 100 s.
+    server.advance_clock(Duration::from_secs(5));
+    c.change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&handle)
+        .visibility_timeout(100)
+        .send()
+        .await
+        .unwrap();
+    server.advance_clock(Duration::from_secs(99));
+    assert!(receive_one(&c, &url, None).await.is_none());
+
+    // 12 hours counted from the receive: 104 s have passed.
+    let err = c
+        .change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&handle)
+        .visibility_timeout(43_200 - 103)
+        .send()
+        .await
+        .unwrap_err()
+        .into_service_error();
+    assert_eq!(err.code(), Some("InvalidParameterValue"));
+    assert_eq!(
+        err.message(),
+        Some("Value 43097 for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]")
+    );
+    c.change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&handle)
+        .visibility_timeout(43_200 - 104)
+        .send()
+        .await
+        .unwrap();
+
+    // 0 makes it visible at once.
+    c.change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&handle)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+    let again = receive_one(&c, &url, Some(30))
+        .await
+        .expect("visible after 0");
+
+    // The old handle no longer controls the message; the message's current one does.
+    let err = c
+        .change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&handle)
+        .visibility_timeout(5)
+        .send()
+        .await
+        .unwrap_err()
+        .into_service_error();
+    assert_eq!(err.code(), Some("InvalidParameterValue"));
+
+    // Deleted: not available for a visibility change.
+    let h2 = again.receipt_handle.unwrap();
+    c.delete_message()
+        .queue_url(&url)
+        .receipt_handle(&h2)
+        .send()
+        .await
+        .unwrap();
+    let err = c
+        .change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(&h2)
+        .visibility_timeout(5)
+        .send()
+        .await
+        .unwrap_err()
+        .into_service_error();
+    assert!(err
+        .message()
+        .unwrap()
+        .contains("Message does not exist or is not available"));
+}
+
+#[tokio::test]
+async fn delays_per_message_and_per_queue() {
+    let server = start().await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let url = c
+        .create_queue()
+        .queue_name("delayed")
+        .attributes(QueueAttributeName::DelaySeconds, "20")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    c.send_message()
+        .queue_url(&url)
+        .message_body("queue-delay")
+        .send()
+        .await
+        .unwrap();
+    c.send_message()
+        .queue_url(&url)
+        .message_body("own-delay")
+        .delay_seconds(5)
+        .send()
+        .await
+        .unwrap();
+    c.send_message()
+        .queue_url(&url)
+        .message_body("no-delay")
+        .delay_seconds(0)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        count(
+            &c,
+            &url,
+            QueueAttributeName::ApproximateNumberOfMessagesDelayed
+        )
+        .await,
+        "2"
+    );
+    assert_eq!(
+        receive_one(&c, &url, None).await.unwrap().body.unwrap(),
+        "no-delay"
+    );
+    assert!(receive_one(&c, &url, None).await.is_none());
+    server.advance_clock(Duration::from_secs(5));
+    assert_eq!(
+        receive_one(&c, &url, None).await.unwrap().body.unwrap(),
+        "own-delay"
+    );
+    server.advance_clock(Duration::from_secs(15));
+    assert_eq!(
+        receive_one(&c, &url, None).await.unwrap().body.unwrap(),
+        "queue-delay"
+    );
+}
+
+#[tokio::test]
+async fn retention_expires_old_messages_even_in_flight() {
+    let server = start().await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let url = c
+        .create_queue()
+        .queue_name("retention")
+        .attributes(QueueAttributeName::MessageRetentionPeriod, "60")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    c.send_message()
+        .queue_url(&url)
+        .message_body("old")
+        .send()
+        .await
+        .unwrap();
+    c.send_message()
+        .queue_url(&url)
+        .message_body("in-flight")
+        .send()
+        .await
+        .unwrap();
+    let m = receive_one(&c, &url, Some(3600)).await.unwrap();
+    server.advance_clock(Duration::from_secs(30));
+    c.send_message()
+        .queue_url(&url)
+        .message_body("young")
+        .send()
+        .await
+        .unwrap();
+    server.advance_clock(Duration::from_secs(30));
+    assert_eq!(
+        count(&c, &url, QueueAttributeName::ApproximateNumberOfMessages).await,
+        "1"
+    );
+    assert_eq!(
+        count(
+            &c,
+            &url,
+            QueueAttributeName::ApproximateNumberOfMessagesNotVisible
+        )
+        .await,
+        "0"
+    );
+    assert_eq!(
+        receive_one(&c, &url, None).await.unwrap().body.unwrap(),
+        "young"
+    );
+    // Deleting an expired message with its old handle still succeeds.
+    c.delete_message()
+        .queue_url(&url)
+        .receipt_handle(m.receipt_handle.unwrap())
+        .send()
+        .await
+        .unwrap();
+
+    // Lowering retention expires messages that are already older.
+    c.send_message()
+        .queue_url(&url)
+        .message_body("x")
+        .send()
+        .await
+        .unwrap();
+    server.advance_clock(Duration::from_secs(200));
+    c.set_queue_attributes()
+        .queue_url(&url)
+        .attributes(QueueAttributeName::MessageRetentionPeriod, "600")
+        .send()
+        .await
+        .unwrap();
+    c.send_message()
+        .queue_url(&url)
+        .message_body("y")
+        .send()
+        .await
+        .unwrap();
+    c.set_queue_attributes()
+        .queue_url(&url)
+        .attributes(QueueAttributeName::MessageRetentionPeriod, "100")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        receive_one(&c, &url, None).await.unwrap().body.unwrap(),
+        "y"
+    );
+}
+
+#[tokio::test]
+async fn purge_clears_everything_once_a_minute() {
+    let server = start().await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let url = create(&c, "purge").await;
+    for i in 0..3 {
+        c.send_message()
+            .queue_url(&url)
+            .message_body(format!("{i}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    c.send_message()
+        .queue_url(&url)
+        .message_body("d")
+        .delay_seconds(60)
+        .send()
+        .await
+        .unwrap();
+    receive_one(&c, &url, None).await.unwrap();
+    c.purge_queue().queue_url(&url).send().await.unwrap();
+    for n in [
+        QueueAttributeName::ApproximateNumberOfMessages,
+        QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        QueueAttributeName::ApproximateNumberOfMessagesDelayed,
+    ] {
+        assert_eq!(count(&c, &url, n).await, "0");
+    }
+    c.send_message()
+        .queue_url(&url)
+        .message_body("after")
+        .send()
+        .await
+        .unwrap();
+    server.advance_clock(Duration::from_secs(59));
+    let err = c.purge_queue().queue_url(&url).send().await.unwrap_err();
+    let raw = err.raw_response().unwrap();
+    assert_eq!(raw.status().as_u16(), 403);
+    let err = err.into_service_error();
+    assert!(err.is_purge_queue_in_progress());
+    assert_eq!(
+        err.message(),
+        Some("Only one PurgeQueue operation on purge is allowed every 60 seconds.")
+    );
+    assert_eq!(
+        receive_one(&c, &url, None).await.unwrap().body.unwrap(),
+        "after"
+    );
+    server.advance_clock(Duration::from_secs(1));
+    c.purge_queue().queue_url(&url).send().await.unwrap();
+}
+
+#[tokio::test]
+async fn in_flight_quota_gives_over_limit_on_short_poll_and_empty_long_poll() {
+    let server = start().await;
+    let c = sdk(&server);
+    let url = create(&c, "quota").await;
+    // Fill the quota through the engine directly: 120,000 sends and receives over HTTP
+    // would only test the HTTP layer 24,000 more times.
+    let queue = server
+        .engine()
+        .queue(&QueueId {
+            region: "us-east-1".into(),
+            account: "000000000000".into(),
+            name: "quota".into(),
+        })
+        .unwrap();
+    let now = server.clock().now_ms();
+    for i in 0..120_001 {
+        queue
+            .send(
+                NewMessage {
+                    body: format!("m{i}"),
+                    ..NewMessage::default()
+                },
+                now,
+            )
+            .unwrap();
+    }
+    let mut in_flight = 0;
+    while in_flight < 120_000 {
+        let got = queue
+            .receive(
+                ReceiveRequest {
+                    max_messages: 10,
+                    visibility_timeout: Some(3600),
+                    max_in_flight: server.engine().settings().max_in_flight,
+                },
+                now,
+            )
+            .unwrap();
+        assert!(!got.messages.is_empty());
+        in_flight += got.messages.len();
+    }
+    assert_eq!(in_flight, 120_000);
+    assert_eq!(
+        count(
+            &c,
+            &url,
+            QueueAttributeName::ApproximateNumberOfMessagesNotVisible
+        )
+        .await,
+        "120000"
+    );
+
+    let err = c
+        .receive_message()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(err.raw_response().unwrap().status().as_u16(), 403);
+    assert_eq!(err.into_service_error().code(), Some("OverLimit"));
+
+    let long = c
+        .receive_message()
+        .queue_url(&url)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    assert!(long.messages.is_none());
+}
