@@ -3,10 +3,14 @@
 PYTHON ?= python3
 VENV := .venv
 VENV_QUERY := .venv-query
+VENV_BENCH := .venv-bench
+MOTO_PORT ?= 5077
+BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: run build test test-rust test-python test-query test-cli test-node lint fmt clean
+
+.PHONY: bench run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -51,6 +55,25 @@ test-cli: build $(VENV)/.installed
 ## JavaScript SDK v3 and v2.
 test-node: build tests/node/node_modules/.installed
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node --test
+
+$(VENV_BENCH)/.installed:
+	$(PYTHON) -m venv $(VENV_BENCH)
+	$(VENV_BENCH)/bin/pip install --quiet --disable-pip-version-check 'moto[server]'
+	touch $@
+
+## Release build, then the load generator against sqsim, the floor server and moto, side by side.
+## Results: a table on stdout and bench-results.json. Without moto: `make bench MOTO=`.
+MOTO ?= 1
+bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
+	cargo build --release --bins
+	@if [ -n "$(MOTO)" ]; then \
+	  $(VENV_BENCH)/bin/moto_server -H 127.0.0.1 -p $(MOTO_PORT) >/dev/null 2>&1 & moto=$$!; \
+	  trap "kill $$moto 2>/dev/null" EXIT; \
+	  for i in $$(seq 50); do curl -s -o /dev/null http://127.0.0.1:$(MOTO_PORT)/ && break; sleep 0.2; done; \
+	  target/release/sqsim-bench --seconds $(BENCH_SECONDS) --moto http://127.0.0.1:$(MOTO_PORT); \
+	else \
+	  target/release/sqsim-bench --seconds $(BENCH_SECONDS); \
+	fi
 
 lint:
 	cargo fmt --all -- --check

@@ -1,0 +1,245 @@
+//! A keep-alive HTTP/1.1 SQS client for load generation: requests are prebuilt bytes in
+//! either protocol, and replies are scanned for the few fields the scenarios need.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+
+/// Which wire protocol to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    Json,
+    Query,
+}
+
+impl Proto {
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Json => "json",
+            Proto::Query => "query",
+        }
+    }
+}
+
+/// A prebuilt request.
+#[derive(Debug, Clone)]
+pub struct Call {
+    target: Option<&'static str>,
+    body: Bytes,
+}
+
+/// Builds SQS requests in one protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct Api(pub Proto);
+
+fn form(pairs: &[(String, String)]) -> Bytes {
+    Bytes::from(serde_urlencoded::to_string(pairs).unwrap_or_default())
+}
+
+fn pair(k: impl Into<String>, v: impl Into<String>) -> (String, String) {
+    (k.into(), v.into())
+}
+
+impl Api {
+    fn call(&self, action: &'static str, json: serde_json::Value, query: Vec<(String, String)>) -> Call {
+        match self.0 {
+            Proto::Json => Call {
+                target: Some(action),
+                body: Bytes::from(json.to_string()),
+            },
+            Proto::Query => {
+                let mut q = vec![pair("Action", action), pair("Version", "2012-11-05")];
+                q.extend(query);
+                Call {
+                    target: None,
+                    body: form(&q),
+                }
+            }
+        }
+    }
+
+    pub fn create_queue(&self, name: &str, fifo: bool) -> Call {
+        let mut attrs = serde_json::Map::new();
+        let mut q = vec![pair("QueueName", name)];
+        if fifo {
+            attrs.insert("FifoQueue".into(), "true".into());
+            attrs.insert("ContentBasedDeduplication".into(), "true".into());
+            q.extend([
+                pair("Attribute.1.Name", "FifoQueue"),
+                pair("Attribute.1.Value", "true"),
+                pair("Attribute.2.Name", "ContentBasedDeduplication"),
+                pair("Attribute.2.Value", "true"),
+            ]);
+        }
+        self.call(
+            "CreateQueue",
+            serde_json::json!({"QueueName": name, "Attributes": attrs}),
+            q,
+        )
+    }
+
+    pub fn send(&self, url: &str, body: &str, group: Option<&str>) -> Call {
+        let mut j = serde_json::json!({"QueueUrl": url, "MessageBody": body});
+        let mut q = vec![pair("QueueUrl", url), pair("MessageBody", body)];
+        if let Some(g) = group {
+            j["MessageGroupId"] = g.into();
+            q.push(pair("MessageGroupId", g));
+        }
+        self.call("SendMessage", j, q)
+    }
+
+    /// `bodies` with optional group ids.
+    pub fn send_batch(&self, url: &str, bodies: &[(String, Option<String>)]) -> Call {
+        let mut entries = Vec::new();
+        let mut q = vec![pair("QueueUrl", url)];
+        for (i, (b, g)) in bodies.iter().enumerate() {
+            let mut e = serde_json::json!({"Id": format!("m{i}"), "MessageBody": b});
+            let p = format!("SendMessageBatchRequestEntry.{}", i + 1);
+            q.push(pair(format!("{p}.Id"), format!("m{i}")));
+            q.push(pair(format!("{p}.MessageBody"), b.clone()));
+            if let Some(g) = g {
+                e["MessageGroupId"] = g.clone().into();
+                q.push(pair(format!("{p}.MessageGroupId"), g.clone()));
+            }
+            entries.push(e);
+        }
+        self.call(
+            "SendMessageBatch",
+            serde_json::json!({"QueueUrl": url, "Entries": entries}),
+            q,
+        )
+    }
+
+    pub fn receive(&self, url: &str, max: u32, wait: u32) -> Call {
+        self.call(
+            "ReceiveMessage",
+            serde_json::json!({"QueueUrl": url, "MaxNumberOfMessages": max, "WaitTimeSeconds": wait}),
+            vec![
+                pair("QueueUrl", url),
+                pair("MaxNumberOfMessages", max.to_string()),
+                pair("WaitTimeSeconds", wait.to_string()),
+            ],
+        )
+    }
+
+    pub fn delete(&self, url: &str, handle: &str) -> Call {
+        self.call(
+            "DeleteMessage",
+            serde_json::json!({"QueueUrl": url, "ReceiptHandle": handle}),
+            vec![pair("QueueUrl", url), pair("ReceiptHandle", handle)],
+        )
+    }
+
+    pub fn delete_batch(&self, url: &str, handles: &[String]) -> Call {
+        let entries: Vec<_> = handles
+            .iter()
+            .enumerate()
+            .map(|(i, h)| serde_json::json!({"Id": format!("d{i}"), "ReceiptHandle": h}))
+            .collect();
+        let mut q = vec![pair("QueueUrl", url)];
+        for (i, h) in handles.iter().enumerate() {
+            let p = format!("DeleteMessageBatchRequestEntry.{}", i + 1);
+            q.push(pair(format!("{p}.Id"), format!("d{i}")));
+            q.push(pair(format!("{p}.ReceiptHandle"), h.clone()));
+        }
+        self.call(
+            "DeleteMessageBatch",
+            serde_json::json!({"QueueUrl": url, "Entries": entries}),
+            q,
+        )
+    }
+}
+
+/// One keep-alive connection.
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+impl Conn {
+    /// Connects to `host:port`.
+    pub async fn connect(addr: &str) -> std::io::Result<Conn> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(std::io::Error::other)?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Conn {
+            sender,
+            host: addr.to_string(),
+        })
+    }
+
+    /// Sends a call; returns the status and body.
+    pub async fn send(&mut self, call: &Call) -> std::io::Result<(u16, Bytes)> {
+        let mut req = Request::post("/").header("host", &self.host);
+        req = match call.target {
+            Some(t) => req
+                .header("content-type", "application/x-amz-json-1.0")
+                .header("x-amz-target", format!("AmazonSQS.{t}")),
+            None => req.header("content-type", "application/x-www-form-urlencoded"),
+        };
+        let req = req
+            .body(Full::new(call.body.clone()))
+            .map_err(std::io::Error::other)?;
+        self.sender.ready().await.map_err(std::io::Error::other)?;
+        let resp = self
+            .sender
+            .send_request(req)
+            .await
+            .map_err(std::io::Error::other)?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(std::io::Error::other)?
+            .to_bytes();
+        Ok((status, body))
+    }
+
+    /// A GET, for health checks.
+    pub async fn get(&mut self, path: &str) -> std::io::Result<u16> {
+        let req = Request::get(path)
+            .header("host", &self.host)
+            .body(Full::new(Bytes::new()))
+            .map_err(std::io::Error::other)?;
+        self.sender.ready().await.map_err(std::io::Error::other)?;
+        let resp = self
+            .sender
+            .send_request(req)
+            .await
+            .map_err(std::io::Error::other)?;
+        let status = resp.status().as_u16();
+        let _ = resp.into_body().collect().await;
+        Ok(status)
+    }
+}
+
+/// Every value of `field` in a reply of either protocol (unescaping nothing: the fields the
+/// bench reads — handles, URLs, bodies it wrote — need none).
+pub fn fields(body: &[u8], field: &str, proto: Proto) -> Vec<String> {
+    let text = String::from_utf8_lossy(body);
+    let (open, close) = match proto {
+        Proto::Json => (format!("\"{field}\":\""), "\"".to_string()),
+        Proto::Query => (format!("<{field}>"), format!("</{field}>")),
+    };
+    let mut out = Vec::new();
+    let mut rest = &text[..];
+    while let Some(i) = rest.find(&open) {
+        rest = &rest[i + open.len()..];
+        match rest.find(&close) {
+            Some(j) => {
+                out.push(rest[..j].to_string());
+                rest = &rest[j..];
+            }
+            None => break,
+        }
+    }
+    out
+}

@@ -1,0 +1,276 @@
+//! `sqsim-bench`: the load generator behind `make bench`. It starts sqsim (or uses any
+//! endpoint), a canned-reply floor server for the HTTP ceiling and, when given, a peer such as
+//! moto, runs the same scenarios against each on one core, and prints one table plus JSON.
+
+mod client;
+mod floor;
+mod scenarios;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use client::Proto;
+use scenarios::{Outcome, Target};
+
+/// Load generator for sqsim and other SQS endpoints.
+#[derive(Debug, Parser)]
+#[command(name = "sqsim-bench")]
+struct Args {
+    /// Benchmark this endpoint (host:port or http://host:port) instead of starting sqsim.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// The sqsim binary to start (default: next to this one).
+    #[arg(long)]
+    sqsim_bin: Option<PathBuf>,
+    /// A moto_server (or other peer) to compare with, e.g. http://127.0.0.1:5000.
+    #[arg(long)]
+    moto: Option<String>,
+    /// Seconds per throughput scenario.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Messages queued before the large backlog run.
+    #[arg(long, default_value_t = 1_000_000)]
+    backlog: usize,
+    /// Skip the floor server.
+    #[arg(long)]
+    no_floor: bool,
+    /// Where to write the JSON results.
+    #[arg(long, default_value = "bench-results.json")]
+    json: PathBuf,
+}
+
+fn addr_of(endpoint: &str) -> String {
+    endpoint
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+struct Spawned {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sqsim_bin(args: &Args) -> PathBuf {
+    args.sqsim_bin.clone().unwrap_or_else(|| {
+        let me = std::env::current_exe().expect("own path");
+        me.with_file_name("sqsim")
+    })
+}
+
+fn spawn_sqsim(bin: &PathBuf) -> Spawned {
+    let mut child = Command::new(bin)
+        .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut line).expect("listening line");
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .expect("address")
+        .to_string();
+    Spawned { child, addr }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+fn main() {
+    let args = Args::parse();
+    // One core for the generator: a single-threaded runtime.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(run(args));
+}
+
+async fn run(args: Args) {
+    let dur = Duration::from_secs_f64(args.seconds);
+    let mut results: Vec<Outcome> = Vec::new();
+    let mut facts: Vec<(String, String)> = Vec::new();
+
+    let bin = sqsim_bin(&args);
+    let mut spawned = None;
+    let sqsim_addr = match &args.endpoint {
+        Some(e) => addr_of(e),
+        None => {
+            // Startup: exec to the first successful request, best of five.
+            let mut times = Vec::new();
+            for _ in 0..5 {
+                let start = Instant::now();
+                let s = spawn_sqsim(&bin);
+                scenarios::wait_ready(&s.addr, Duration::from_secs(10))
+                    .await
+                    .expect("sqsim ready");
+                times.push(start.elapsed());
+            }
+            times.sort();
+            facts.push((
+                "startup_ms (exec to first 200, median of 5)".into(),
+                format!("{:.2}", times[2].as_secs_f64() * 1000.0),
+            ));
+            let s = spawn_sqsim(&bin);
+            scenarios::wait_ready(&s.addr, Duration::from_secs(10)).await;
+            if let Some(kib) = rss_kib(s.child.id()) {
+                facts.push(("rss_idle_mib".into(), format!("{:.1}", kib as f64 / 1024.0)));
+            }
+            let a = s.addr.clone();
+            spawned = Some(s);
+            a
+        }
+    };
+    let sqsim = Target {
+        name: "sqsim".into(),
+        addr: sqsim_addr,
+    };
+
+    let mut targets = vec![sqsim.clone()];
+    if !args.no_floor {
+        let addr = floor::start(2).expect("floor server");
+        targets.push(Target {
+            name: "floor".into(),
+            addr: addr.to_string(),
+        });
+    }
+    if let Some(m) = &args.moto {
+        targets.push(Target {
+            name: "moto".into(),
+            addr: addr_of(m),
+        });
+    }
+
+    for t in &targets {
+        let protos: &[Proto] = if t.name == "sqsim" {
+            &[Proto::Json, Proto::Query]
+        } else {
+            &[Proto::Json]
+        };
+        for &p in protos {
+            eprintln!("[{}] send/{}", t.name, p.name());
+            results.push(scenarios::send(t, p, 8, dur).await);
+            eprintln!("[{}] cycle/{}", t.name, p.name());
+            let url = scenarios::create_queue(t, p, &format!("bench-cycle-{}", p.name()), false).await;
+            results.push(scenarios::cycle(t, p, &url, 4, 8, dur, 0, "cycle").await);
+            eprintln!("[{}] single/{}", t.name, p.name());
+            results.push(scenarios::single(t, p, 8, dur).await);
+            if t.name != "floor" {
+                eprintln!("[{}] latency/{}", t.name, p.name());
+                results.push(scenarios::latency(t, p, 200, Duration::from_millis(10)).await);
+            }
+        }
+    }
+
+    // Backlog: the cycle rate with a small and a large queue behind it.
+    for (label, n) in [("backlog-1k", 1_000usize), ("backlog-large", args.backlog)] {
+        eprintln!("[sqsim] {label}: queueing {n}");
+        let url = scenarios::create_queue(&sqsim, Proto::Json, &format!("bench-{label}"), false).await;
+        scenarios::prefill(&sqsim, Proto::Json, &url, n, 8).await;
+        if label == "backlog-large" {
+            if let Some(s) = &spawned {
+                if let Some(kib) = rss_kib(s.child.id()) {
+                    facts.push((
+                        format!("rss_after_{n}_queued_mib"),
+                        format!("{:.1}", kib as f64 / 1024.0),
+                    ));
+                }
+            }
+        }
+        let mut o = scenarios::cycle(&sqsim, Proto::Json, &url, 4, 8, dur, 0, label).await;
+        o.note = format!("{n} messages queued first; {}", o.note);
+        results.push(o);
+    }
+
+    print_table(&results, &facts);
+    let json = serde_json::json!({
+        "machine": machine(),
+        "facts": facts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "results": results,
+    });
+    if let Err(e) = std::fs::write(&args.json, serde_json::to_string_pretty(&json).unwrap_or_default()) {
+        eprintln!("cannot write {}: {e}", args.json.display());
+    } else {
+        eprintln!("results written to {}", args.json.display());
+    }
+    drop(spawned);
+}
+
+fn machine() -> serde_json::Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    serde_json::json!({"cpu": cpu, "cores": cores})
+}
+
+fn print_table(results: &[Outcome], facts: &[(String, String)]) {
+    let find = |scenario: &str, proto: &str, target: &str| {
+        results
+            .iter()
+            .find(|o| o.scenario == scenario && o.protocol == proto && o.target == target)
+            .map(|o| o.messages_per_s)
+    };
+    println!(
+        "{:<14} {:<6} {:<7} {:>12} {:>11} {:>9} {:>9} {:>10} {:>10}",
+        "scenario", "proto", "target", "msgs/s", "reqs/s", "p50 ms", "p99 ms", "vs floor", "vs moto"
+    );
+    for o in results {
+        let ratio = |other: &str| {
+            if o.target != "sqsim" || o.scenario == "latency" {
+                return "-".to_string();
+            }
+            find(&o.scenario, "json", other).map_or("-".into(), |v| format!("{:.2}x", o.messages_per_s / v))
+        };
+        println!(
+            "{:<14} {:<6} {:<7} {:>12.0} {:>11.0} {:>9} {:>9} {:>10} {:>10}",
+            o.scenario,
+            o.protocol,
+            o.target,
+            o.messages_per_s,
+            o.requests_per_s,
+            fmt_opt(o.p50_ms),
+            fmt_opt(o.p99_ms),
+            ratio("floor"),
+            ratio("moto"),
+        );
+    }
+    if let (Some(small), Some(large)) = (find("backlog-1k", "json", "sqsim"), find("backlog-large", "json", "sqsim")) {
+        println!("backlog: large/small rate = {:.2}", large / small);
+    }
+    for (k, v) in facts {
+        println!("{k}: {v}");
+    }
+}

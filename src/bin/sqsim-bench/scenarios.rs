@@ -1,0 +1,326 @@
+//! The load scenarios. Each runs for a bounded time over keep-alive connections and reports
+//! messages per second and, where bodies carry send times, send→receive latency.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+
+use crate::client::{fields, Api, Conn, Proto};
+
+/// Bytes per message body, as in the scenarios.
+pub const BODY_BYTES: usize = 256;
+
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+fn now_us() -> u64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64
+}
+
+/// A 256-byte body that starts with its send time.
+pub fn body() -> String {
+    let mut b = format!("{:020}", now_us());
+    b.push_str(&"x".repeat(BODY_BYTES - 20));
+    b
+}
+
+fn sent_at(body: &str) -> Option<u64> {
+    body.get(..20)?.parse().ok()
+}
+
+/// One measured result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    pub scenario: String,
+    pub protocol: &'static str,
+    pub target: String,
+    pub messages_per_s: f64,
+    pub requests_per_s: f64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub note: String,
+}
+
+/// Where to send load.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub addr: String,
+}
+
+fn percentile(sorted: &[u64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    Some(sorted[i] as f64 / 1000.0)
+}
+
+async fn connect(t: &Target) -> Conn {
+    Conn::connect(&t.addr)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {} at {}: {e}", t.name, t.addr))
+}
+
+/// Creates a queue and returns its URL.
+pub async fn create_queue(t: &Target, proto: Proto, name: &str, fifo: bool) -> String {
+    let mut c = connect(t).await;
+    let (status, body) = c
+        .send(&Api(proto).create_queue(name, fifo))
+        .await
+        .expect("create queue");
+    assert_eq!(status, 200, "CreateQueue on {}: {}", t.name, String::from_utf8_lossy(&body));
+    fields(&body, "QueueUrl", proto)
+        .pop()
+        .expect("QueueUrl in reply")
+}
+
+fn batch(group: impl Fn(usize) -> Option<String>) -> Vec<(String, Option<String>)> {
+    (0..10).map(|i| (body(), group(i))).collect()
+}
+
+/// Sends `n` messages in batches of ten over `conns` connections.
+pub async fn prefill(t: &Target, proto: Proto, url: &str, n: usize, conns: usize) {
+    let left = Arc::new(AtomicU64::new(n.div_ceil(10) as u64));
+    let mut set = JoinSet::new();
+    for _ in 0..conns {
+        let (t, url, left) = (t.clone(), url.to_string(), Arc::clone(&left));
+        set.spawn(async move {
+            let mut c = connect(&t).await;
+            let api = Api(proto);
+            while left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1))
+                .is_ok()
+            {
+                let (s, b) = c.send(&api.send_batch(&url, &batch(|_| None))).await.expect("send");
+                assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
+            }
+        });
+    }
+    while set.join_next().await.is_some() {}
+}
+
+/// `send`: SendMessageBatch of 10 × 256 B on `conns` connections.
+pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
+    let url = create_queue(t, proto, "bench-send", false).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let requests = Arc::new(AtomicU64::new(0));
+    let mut set = JoinSet::new();
+    for _ in 0..conns {
+        let (t, url, stop, requests) = (t.clone(), url.clone(), stop.clone(), requests.clone());
+        set.spawn(async move {
+            let mut c = connect(&t).await;
+            let api = Api(proto);
+            while !stop.load(Ordering::Relaxed) {
+                let (s, _) = c.send(&api.send_batch(&url, &batch(|_| None))).await.expect("send");
+                assert_eq!(s, 200);
+                requests.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    let start = Instant::now();
+    tokio::time::sleep(dur).await;
+    stop.store(true, Ordering::Relaxed);
+    let secs = start.elapsed().as_secs_f64();
+    while set.join_next().await.is_some() {}
+    let reqs = requests.load(Ordering::Relaxed) as f64;
+    Outcome {
+        scenario: "send".into(),
+        protocol: proto.name(),
+        target: t.name.clone(),
+        messages_per_s: reqs * 10.0 / secs,
+        requests_per_s: reqs / secs,
+        p50_ms: None,
+        p99_ms: None,
+        note: format!("{conns} connections, SendMessageBatch 10 x {BODY_BYTES} B"),
+    }
+}
+
+/// `cycle`: producers SendMessageBatch while consumers ReceiveMessage(10, long poll) and
+/// DeleteMessageBatch. `groups` > 0 sends to a FIFO queue with that many message groups.
+#[allow(clippy::too_many_arguments)]
+pub async fn cycle(
+    t: &Target,
+    proto: Proto,
+    url: &str,
+    producers: usize,
+    consumers: usize,
+    dur: Duration,
+    groups: usize,
+    label: &str,
+) -> Outcome {
+    let stop = Arc::new(AtomicBool::new(false));
+    let requests = Arc::new(AtomicU64::new(0));
+    let consumed = Arc::new(AtomicU64::new(0));
+    let mut producers_set = JoinSet::new();
+    for p in 0..producers {
+        let (t, url, stop, requests) = (t.clone(), url.to_string(), stop.clone(), requests.clone());
+        producers_set.spawn(async move {
+            let mut c = connect(&t).await;
+            let api = Api(proto);
+            let mut n = p;
+            while !stop.load(Ordering::Relaxed) {
+                let call = api.send_batch(&url, &batch(|i| {
+                    (groups > 0).then(|| format!("g{}", (n * 10 + i) % groups))
+                }));
+                n += producers;
+                let (s, b) = c.send(&call).await.expect("send");
+                assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
+                requests.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    let mut consumers_set = JoinSet::new();
+    for _ in 0..consumers {
+        let (t, url, stop, requests, consumed) =
+            (t.clone(), url.to_string(), stop.clone(), requests.clone(), consumed.clone());
+        consumers_set.spawn(async move {
+            let mut c = connect(&t).await;
+            let api = Api(proto);
+            let mut lat = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let (s, b) = c.send(&api.receive(&url, 10, 1)).await.expect("receive");
+                assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
+                let got = now_us();
+                requests.fetch_add(1, Ordering::Relaxed);
+                let handles = fields(&b, "ReceiptHandle", proto);
+                lat.extend(fields(&b, "Body", proto).iter().filter_map(|b| sent_at(b)).map(|s| got.saturating_sub(s)));
+                if handles.is_empty() {
+                    continue;
+                }
+                let (s, b) = c.send(&api.delete_batch(&url, &handles)).await.expect("delete");
+                assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
+                requests.fetch_add(1, Ordering::Relaxed);
+                consumed.fetch_add(handles.len() as u64, Ordering::Relaxed);
+            }
+            lat
+        });
+    }
+    let start = Instant::now();
+    tokio::time::sleep(dur).await;
+    stop.store(true, Ordering::Relaxed);
+    let secs = start.elapsed().as_secs_f64();
+    while producers_set.join_next().await.is_some() {}
+    let mut lat = Vec::new();
+    while let Some(Ok(l)) = consumers_set.join_next().await {
+        lat.extend(l);
+    }
+    lat.sort_unstable();
+    Outcome {
+        scenario: label.into(),
+        protocol: proto.name(),
+        target: t.name.clone(),
+        messages_per_s: consumed.load(Ordering::Relaxed) as f64 / secs,
+        requests_per_s: requests.load(Ordering::Relaxed) as f64 / secs,
+        p50_ms: percentile(&lat, 0.5),
+        p99_ms: percentile(&lat, 0.99),
+        note: format!("{producers} producers, {consumers} consumers; latency = send to receive"),
+    }
+}
+
+/// `single`: SendMessage, ReceiveMessage(1), DeleteMessage per message, on `conns` connections.
+pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
+    let url = create_queue(t, proto, "bench-single", false).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let mut set = JoinSet::new();
+    for _ in 0..conns {
+        let (t, url, stop, done) = (t.clone(), url.clone(), stop.clone(), done.clone());
+        set.spawn(async move {
+            let mut c = connect(&t).await;
+            let api = Api(proto);
+            while !stop.load(Ordering::Relaxed) {
+                let (s, _) = c.send(&api.send(&url, &body(), None)).await.expect("send");
+                assert_eq!(s, 200);
+                let (s, b) = c.send(&api.receive(&url, 1, 0)).await.expect("receive");
+                assert_eq!(s, 200);
+                if let Some(h) = fields(&b, "ReceiptHandle", proto).pop() {
+                    let (s, _) = c.send(&api.delete(&url, &h)).await.expect("delete");
+                    assert_eq!(s, 200);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+    let start = Instant::now();
+    tokio::time::sleep(dur).await;
+    stop.store(true, Ordering::Relaxed);
+    let secs = start.elapsed().as_secs_f64();
+    while set.join_next().await.is_some() {}
+    let n = done.load(Ordering::Relaxed) as f64;
+    Outcome {
+        scenario: "single".into(),
+        protocol: proto.name(),
+        target: t.name.clone(),
+        messages_per_s: n / secs,
+        requests_per_s: n * 3.0 / secs,
+        p50_ms: None,
+        p99_ms: None,
+        note: format!("{conns} connections, 3 calls per message"),
+    }
+}
+
+/// `latency`: one long-polling consumer, one producer sending every `interval`.
+pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration) -> Outcome {
+    let url = create_queue(t, proto, "bench-latency", false).await;
+    let consumer = {
+        let (t, url) = (t.clone(), url.clone());
+        tokio::spawn(async move {
+            let mut c = connect(&t).await;
+            let api = Api(proto);
+            let mut lat = Vec::with_capacity(count);
+            while lat.len() < count {
+                let (s, b) = c.send(&api.receive(&url, 10, 20)).await.expect("receive");
+                let got = now_us();
+                assert_eq!(s, 200);
+                lat.extend(fields(&b, "Body", proto).iter().filter_map(|b| sent_at(b)).map(|s| got.saturating_sub(s)));
+                let handles = fields(&b, "ReceiptHandle", proto);
+                if !handles.is_empty() {
+                    c.send(&api.delete_batch(&url, &handles)).await.expect("delete");
+                }
+            }
+            lat
+        })
+    };
+    let mut p = connect(t).await;
+    let api = Api(proto);
+    // Let the consumer park in its long poll first.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut tick = tokio::time::interval(interval);
+    for _ in 0..count {
+        tick.tick().await;
+        p.send(&api.send(&url, &body(), None)).await.expect("send");
+    }
+    let mut lat = tokio::time::timeout(Duration::from_secs(30), consumer)
+        .await
+        .expect("consumer finished")
+        .expect("consumer ok");
+    lat.sort_unstable();
+    Outcome {
+        scenario: "latency".into(),
+        protocol: proto.name(),
+        target: t.name.clone(),
+        messages_per_s: 1.0 / interval.as_secs_f64(),
+        requests_per_s: 0.0,
+        p50_ms: percentile(&lat, 0.5),
+        p99_ms: percentile(&lat, 0.99),
+        note: format!("{count} messages, one every {} ms; latency = send to long-poll wake", interval.as_millis()),
+    }
+}
+
+/// Milliseconds until `GET /_sqsim/health` answers 200 (or any answer, for other servers).
+pub async fn wait_ready(addr: &str, limit: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(mut c) = Conn::connect(addr).await {
+            if let Ok(s) = c.get("/_sqsim/health").await {
+                if s == 200 {
+                    return Some(start.elapsed());
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    None
+}
