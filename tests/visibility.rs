@@ -419,6 +419,7 @@ async fn in_flight_quota_gives_over_limit_on_short_poll_and_empty_long_poll() {
                     max_messages: 10,
                     visibility_timeout: Some(3600),
                     max_in_flight: server.engine().settings().max_in_flight,
+                    attempt_id: None,
                 },
                 now,
             )

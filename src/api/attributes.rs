@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use crate::engine::settings::{
     DeduplicationScope, FifoThroughputLimit, MAX_MESSAGE_SIZE, MAX_VISIBILITY_TIMEOUT_S,
 };
-use crate::engine::{QueueSettings, QueueSnapshot};
+use crate::engine::{Engine, QueueId, QueueSettings, QueueSnapshot};
 use crate::error::{ErrorCode, SqsError};
 
 /// Every attribute name GetQueueAttributes knows, in the order replies list them.
@@ -288,4 +288,44 @@ pub fn render(
         }
     }
     Ok(out)
+}
+
+/// Checks that a RedrivePolicy's dead-letter queue exists next to the source (same account
+/// and region) and is of the same type. Only called when the attribute is being set.
+pub fn check_redrive_target(
+    engine: &Engine,
+    source: &QueueId,
+    source_fifo: bool,
+    value: &str,
+) -> Result<(), SqsError> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    let invalid = |reason: &str| SqsError::invalid_value(value, "RedrivePolicy", reason);
+    let arn = serde_json::from_str::<serde_json::Value>(value)
+        .ok()
+        .and_then(|d| d.get("deadLetterTargetArn")?.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let parts: Vec<&str> = arn.split(':').collect();
+    let [_, _, "sqs", region, account, name] = parts[..] else {
+        return Err(invalid("Invalid value for deadLetterTargetArn."));
+    };
+    if region != source.region || account != source.account {
+        return Err(invalid(
+            "Dead-letter target must be in the same account and region as the source queue.",
+        ));
+    }
+    let target = engine
+        .queue(&QueueId {
+            region: region.to_string(),
+            account: account.to_string(),
+            name: name.to_string(),
+        })
+        .ok_or_else(|| invalid("Dead letter target does not exist."))?;
+    if target.settings().fifo_queue != source_fifo {
+        return Err(invalid(
+            "Dead-letter queue must be same type of queue as the source.",
+        ));
+    }
+    Ok(())
 }

@@ -65,16 +65,27 @@ fn valid_number(s: &str) -> bool {
     };
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     let digits_ok = |d: &str| d.chars().all(|c| c.is_ascii_digit());
-    let significant = format!("{int}{frac}");
-    let significant = significant.trim_start_matches('0').trim_end_matches('0');
-    !(int.is_empty() && frac.is_empty())
+    let all_digits = format!("{int}{frac}");
+    let leading_zeros = all_digits.len() - all_digits.trim_start_matches('0').len();
+    let significant = all_digits.trim_start_matches('0').trim_end_matches('0');
+    let exp: Option<i64> = match exponent {
+        None => Some(0),
+        Some(e) if !e.is_empty() && e.len() <= 6 => e.parse().ok(),
+        Some(_) => None,
+    };
+    let shape_ok = !(int.is_empty() && frac.is_empty())
         && digits_ok(int)
         && digits_ok(frac)
-        && significant.len() <= 38
-        && exponent.is_none_or(|e| {
-            let e = e.strip_prefix(['-', '+']).unwrap_or(e);
-            !e.is_empty() && digits_ok(e) && e.len() <= 4
-        })
+        && significant.len() <= 38;
+    let Some(exp) = exp.filter(|_| shape_ok) else {
+        return false;
+    };
+    if significant.is_empty() {
+        return true; // zero
+    }
+    // The value is d.ddd × 10^magnitude; SQS accepts 10^-128 to 10^126.
+    let magnitude = int.len() as i64 - 1 - leading_zeros as i64 + exp;
+    (-128..=126).contains(&magnitude)
 }
 
 /// Validates and converts message attributes; the result is sorted by name.

@@ -107,6 +107,9 @@ pub(crate) fn receipt_error(err: EngineError, handle: &str, timeout: i64) -> Sqs
             ErrorCode::ReceiptHandleIsInvalid,
             format!("The input receipt handle \"{handle}\" is not a valid receipt handle."),
         ),
+        EngineError::ReceiptHandleExpired => {
+            SqsError::invalid_value(handle, "ReceiptHandle", "The receipt handle has expired.")
+        }
         EngineError::MessageNotAvailable => SqsError::invalid_value(
             handle,
             "ReceiptHandle",

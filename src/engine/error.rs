@@ -8,6 +8,8 @@ pub enum EngineError {
     QueueDoesNotExist,
     #[error("receipt handle is not valid for this queue")]
     ReceiptHandleInvalid,
+    #[error("the receipt handle has expired")]
+    ReceiptHandleExpired,
     #[error("message is gone or is not available for a visibility change")]
     MessageNotAvailable,
     #[error("total visibility timeout would exceed {max_s} seconds")]

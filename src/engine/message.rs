@@ -73,7 +73,7 @@ pub struct Payload {
     pub sender_id: String,
     pub aws_trace_header: Option<String>,
     pub sent_ms: u64,
-    pub group_id: Option<String>,
+    pub group_id: Option<std::sync::Arc<str>>,
     pub deduplication_id: Option<String>,
     pub sequence_number: Option<String>,
     pub dead_letter_source_arn: Option<String>,

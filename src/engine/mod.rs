@@ -5,6 +5,8 @@
 pub mod clock;
 pub mod digest;
 pub mod error;
+pub mod fair;
+pub mod fifo;
 pub mod message;
 pub mod queue;
 pub mod receipt;

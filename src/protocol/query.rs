@@ -18,6 +18,25 @@ const INTEGER_MEMBERS: &[&str] = &[
     "MaxNumberOfMessagesPerSecond",
 ];
 
+/// List members, by their model names: botocore sends an empty one as `Name=`.
+const EMPTY_LIST_MEMBERS: &[&str] = &[
+    "Entries",
+    "AttributeNames",
+    "MessageAttributeNames",
+    "MessageSystemAttributeNames",
+    "TagKeys",
+    "AWSAccountIds",
+    "Actions",
+];
+
+/// Map members, by their model names: an empty one arrives as `Name=`.
+const EMPTY_MAP_MEMBERS: &[&str] = &[
+    "Attributes",
+    "Tags",
+    "MessageAttributes",
+    "MessageSystemAttributes",
+];
+
 #[derive(Debug, Default)]
 enum Node {
     #[default]
@@ -126,6 +145,17 @@ fn object_to_json(node: Node) -> Result<Value, SqsError> {
                     .collect::<Result<Vec<_>, _>>()?;
                 out.insert("Entries".into(), Value::Array(entries));
             }
+            // An empty list or map is sent as its bare member name with no value.
+            k if EMPTY_LIST_MEMBERS.contains(&k)
+                && matches!(&child, Node::Leaf(v) if v.is_empty()) =>
+            {
+                out.insert(key, Value::Array(Vec::new()));
+            }
+            k if EMPTY_MAP_MEMBERS.contains(&k)
+                && matches!(&child, Node::Leaf(v) if v.is_empty()) =>
+            {
+                out.insert(key, Value::Object(Map::new()));
+            }
             k if INTEGER_MEMBERS.contains(&k) => {
                 out.insert(key.clone(), integer(&key, child)?);
             }
@@ -225,6 +255,14 @@ mod tests {
         assert_eq!(v["MessageAttributeNames"], json!(["Foo"]));
         assert_eq!(v["MaxNumberOfMessages"], json!(10));
         assert_eq!(v["tags"], json!({"k":"v"}));
+    }
+
+    #[test]
+    fn empty_members() {
+        let v = conv("Action=SendMessageBatch&Entries=&AttributeNames=&Attributes=");
+        assert_eq!(v["Entries"], json!([]));
+        assert_eq!(v["AttributeNames"], json!([]));
+        assert_eq!(v["Attributes"], json!({}));
     }
 
     #[test]

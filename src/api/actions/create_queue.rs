@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::attributes::{apply, setting_value};
+use crate::api::attributes::{apply, check_redrive_target, setting_value};
 use crate::api::{required, Context};
 use crate::engine::QueueSettings;
 use crate::error::{ErrorCode, SqsError};
@@ -81,6 +81,9 @@ pub fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
         ..QueueSettings::default()
     };
     apply(&mut settings, &attrs, fifo)?;
+    if let Some(v) = attrs.get("RedrivePolicy") {
+        check_redrive_target(&ctx.engine, &ctx.own_queue_id(name), fifo, v)?;
+    }
     let tags = input.tags.unwrap_or_default();
     check_new_tags(&tags, tags.len())?;
 

@@ -78,7 +78,7 @@ impl OutMessage {
         add("AWSTraceHeader", p.aws_trace_header.clone());
         add("SequenceNumber", p.sequence_number.clone());
         add("MessageDeduplicationId", p.deduplication_id.clone());
-        add("MessageGroupId", p.group_id.clone());
+        add("MessageGroupId", p.group_id.as_deref().map(str::to_string));
         add("DeadLetterQueueSourceArn", p.dead_letter_source_arn.clone());
 
         let selected: Vec<usize> = if names.is_empty() {
@@ -261,10 +261,26 @@ pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
         }
     }
     let names = NameFilter::new(input.message_attribute_names.as_deref().unwrap_or_default());
+    let attempt_id = match input.receive_request_attempt_id {
+        Some(id) if queue.settings().fifo_queue => {
+            let ok = !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_graphic());
+            if !ok {
+                return Err(SqsError::invalid_value(
+                    &id,
+                    "ReceiveRequestAttemptId",
+                    "ReceiveRequestAttemptId can only include alphanumeric and punctuation characters. 1 to 128 in length.",
+                ));
+            }
+            Some(id)
+        }
+        // Standard queues ignore it.
+        _ => None,
+    };
     let req = ReceiveRequest {
         max_messages: max,
         visibility_timeout: visibility,
         max_in_flight: ctx.engine.settings().max_in_flight,
+        attempt_id,
     };
     let received = poll(ctx, &queue, req, Duration::from_secs(wait_s)).await?;
     Ok(Output {
@@ -296,7 +312,7 @@ async fn poll(
         let changed = queue.changed().notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let next_deadline = match queue.receive(req, engine.now_ms()) {
+        let next_deadline = match queue.receive(req.clone(), engine.now_ms()) {
             Ok(o) if !o.messages.is_empty() => return Ok(o.messages),
             Ok(o) => o.next_deadline_ms,
             // A long poll over the in-flight quota waits instead of failing.

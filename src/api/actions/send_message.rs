@@ -64,18 +64,62 @@ pub fn check_fifo_id(value: &str, parameter: &str) -> Result<(), SqsError> {
     }
 }
 
+/// What FIFO sends need to know about the queue.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueKind {
+    pub fifo: bool,
+    pub content_based_deduplication: bool,
+}
+
+impl QueueKind {
+    /// The kind of `queue`.
+    pub fn of(queue: &crate::engine::Queue) -> QueueKind {
+        let s = queue.settings();
+        QueueKind {
+            fifo: s.fifo_queue,
+            content_based_deduplication: s.content_based_deduplication,
+        }
+    }
+}
+
+/// The FIFO send errors that fail a whole batch rather than one entry.
+pub fn check_fifo_ids(kind: QueueKind, input: &MessageInput) -> Result<(), SqsError> {
+    if !kind.fifo {
+        return Ok(());
+    }
+    if input.message_group_id.is_none() {
+        return Err(SqsError::missing("MessageGroupId"));
+    }
+    if input.message_deduplication_id.is_none() && !kind.content_based_deduplication {
+        return Err(SqsError::invalid(
+            "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+        ));
+    }
+    Ok(())
+}
+
 /// Validates one message and turns it into what the engine stores.
 pub fn build_message(
     ctx: &Context,
-    fifo: bool,
-    input: MessageInput,
+    kind: QueueKind,
+    mut input: MessageInput,
 ) -> Result<NewMessage, SqsError> {
-    let body = match input.message_body {
+    let body = match input.message_body.take() {
         Some(b) if !b.is_empty() => b,
         _ => return Err(SqsError::missing("MessageBody")),
     };
+    let fifo = kind.fifo;
     let delay_seconds = match input.delay_seconds {
         None => None,
+        // On FIFO queues only the queue's delay applies; an explicit 0 is accepted.
+        Some(0) if fifo => None,
+        Some(d) if fifo => {
+            return Err(SqsError::invalid_value(
+                d,
+                "DelaySeconds",
+                "The request include parameter that is not valid for this queue type.",
+            ))
+        }
         Some(d) if (0..=MAX_DELAY_SECONDS).contains(&d) => Some(d as u32),
         Some(d) => {
             return Err(SqsError::invalid_value(
@@ -85,6 +129,7 @@ pub fn build_message(
             ))
         }
     };
+    check_fifo_ids(kind, &input)?;
     check_body(&body)?;
     let attributes = convert(input.message_attributes, false)?;
     let system_attributes = convert(input.message_system_attributes, true)?;
@@ -101,6 +146,10 @@ pub fn build_message(
         }
         check_fifo_id(d, "MessageDeduplicationId")?;
     }
+    let deduplication_id = match input.message_deduplication_id {
+        None if fifo => Some(content_hash(&body)),
+        other => other,
+    };
     let aws_trace_header = system_attributes
         .iter()
         .find(|(n, _)| n == "AWSTraceHeader")
@@ -117,8 +166,17 @@ pub fn build_message(
         aws_trace_header,
         delay_seconds,
         group_id: input.message_group_id,
-        deduplication_id: input.message_deduplication_id,
+        deduplication_id,
     })
+}
+
+/// Content-based deduplication id: lowercase hex SHA-256 of the body.
+fn content_hash(body: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -178,8 +236,7 @@ impl XmlResult for Output {
 
 pub fn handle(ctx: &Context, mut input: MessageInput) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.take().as_deref())?;
-    let fifo = queue.id.name.ends_with(".fifo");
-    let msg = build_message(ctx, fifo, input)?;
+    let msg = build_message(ctx, QueueKind::of(&queue), input)?;
     let receipt = queue.send(msg, ctx.engine.now_ms()).map_err(engine_error)?;
     Ok(receipt.into())
 }

@@ -8,7 +8,9 @@ use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{XmlResult, XmlWriter};
 
-use super::send_message::{build_message, MessageInput, Output as SendOutput};
+use super::send_message::{
+    build_message, check_fifo_ids, MessageInput, Output as SendOutput, QueueKind,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -59,13 +61,18 @@ pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
             ),
         ));
     }
-    let fifo = queue.id.name.ends_with(".fifo");
+    let kind = QueueKind::of(&queue);
+    for e in &entries {
+        // A missing group or deduplication id fails the whole FIFO batch, and as
+        // InvalidParameterValue even where a single send says MissingParameter.
+        check_fifo_ids(kind, e).map_err(|err| SqsError::invalid(err.message))?;
+    }
     let mut failed = Vec::new();
     let mut ids = Vec::with_capacity(entries.len());
     let mut messages = Vec::with_capacity(entries.len());
     for mut entry in entries {
         let id = entry.id.take().unwrap_or_default();
-        match build_message(ctx, fifo, entry) {
+        match build_message(ctx, kind, entry) {
             Ok(m) => {
                 ids.push(id);
                 messages.push(m);

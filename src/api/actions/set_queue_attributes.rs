@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::api::attributes::apply;
+use crate::api::attributes::{apply, check_redrive_target};
 use crate::api::{Context, Empty};
 use crate::error::SqsError;
 
@@ -26,6 +26,9 @@ pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let mut settings = queue.settings();
     let fifo = settings.fifo_queue;
     apply(&mut settings, &attrs, fifo)?;
+    if let Some(v) = attrs.get("RedrivePolicy") {
+        check_redrive_target(&ctx.engine, &queue.id, fifo, v)?;
+    }
     queue.set_settings(settings, ctx.engine.now_ms());
     Ok(Empty {})
 }

@@ -43,7 +43,12 @@ fn pair(k: impl Into<String>, v: impl Into<String>) -> (String, String) {
 }
 
 impl Api {
-    fn call(&self, action: &'static str, json: serde_json::Value, query: Vec<(String, String)>) -> Call {
+    fn call(
+        &self,
+        action: &'static str,
+        json: serde_json::Value,
+        query: Vec<(String, String)>,
+    ) -> Call {
         match self.0 {
             Proto::Json => Call {
                 target: Some(action),
@@ -152,6 +157,9 @@ impl Api {
     }
 }
 
+/// A SigV4-shaped Authorization header (nobody checks the signature).
+const AUTHORIZATION: &str = "AWS4-HMAC-SHA256 Credential=bench/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host;x-amz-date, Signature=0000000000000000000000000000000000000000000000000000000000000000";
+
 /// One keep-alive connection.
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
@@ -177,7 +185,10 @@ impl Conn {
 
     /// Sends a call; returns the status and body.
     pub async fn send(&mut self, call: &Call) -> std::io::Result<(u16, Bytes)> {
-        let mut req = Request::post("/").header("host", &self.host);
+        // Real SDKs sign every request; peers such as moto route on the credential scope.
+        let mut req = Request::post("/")
+            .header("host", &self.host)
+            .header("authorization", AUTHORIZATION);
         req = match call.target {
             Some(t) => req
                 .header("content-type", "application/x-amz-json-1.0")
@@ -221,19 +232,36 @@ impl Conn {
     }
 }
 
-/// Every value of `field` in a reply of either protocol (unescaping nothing: the fields the
-/// bench reads — handles, URLs, bodies it wrote — need none).
+/// Every value of `field` in a reply of either protocol. JSON is scanned rather than parsed,
+/// tolerating whitespace after the colon (other servers pretty-print); the fields the bench
+/// reads (handles, URLs, bodies it wrote) need no unescaping.
 pub fn fields(body: &[u8], field: &str, proto: Proto) -> Vec<String> {
     let text = String::from_utf8_lossy(body);
     let (open, close) = match proto {
-        Proto::Json => (format!("\"{field}\":\""), "\"".to_string()),
-        Proto::Query => (format!("<{field}>"), format!("</{field}>")),
+        Proto::Json => (format!("\"{field}\""), "\""),
+        Proto::Query => (format!("<{field}>"), ""),
     };
+    let xml_close = format!("</{field}>");
     let mut out = Vec::new();
     let mut rest = &text[..];
     while let Some(i) = rest.find(&open) {
         rest = &rest[i + open.len()..];
-        match rest.find(&close) {
+        if proto == Proto::Json {
+            let trimmed = rest.trim_start();
+            let Some(after_colon) = trimmed.strip_prefix(':') else {
+                continue;
+            };
+            let Some(value) = after_colon.trim_start().strip_prefix('"') else {
+                continue;
+            };
+            rest = value;
+        }
+        let end = if proto == Proto::Json {
+            close
+        } else {
+            xml_close.as_str()
+        };
+        match rest.find(end) {
             Some(j) => {
                 out.push(rest[..j].to_string());
                 rest = &rest[j..];

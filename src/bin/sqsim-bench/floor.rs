@@ -40,7 +40,9 @@ fn reply(target: &str, body: &[u8]) -> String {
     }
 }
 
-async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+async fn handle(
+    req: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let target = req
         .headers()
         .get("x-amz-target")
@@ -48,7 +50,12 @@ async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Byt
         .and_then(|t| t.strip_prefix("AmazonSQS."))
         .unwrap_or("")
         .to_string();
-    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let mut resp = Response::new(Full::new(Bytes::from(reply(&target, &body))));
     resp.headers_mut().insert(
         "content-type",

@@ -77,7 +77,9 @@ fn spawn_sqsim(bin: &PathBuf) -> Spawned {
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
     let mut line = String::new();
     let stdout = child.stdout.take().expect("stdout");
-    BufReader::new(stdout).read_line(&mut line).expect("listening line");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("listening line");
     let addr = line
         .trim()
         .rsplit("http://")
@@ -177,7 +179,8 @@ async fn run(args: Args) {
             eprintln!("[{}] send/{}", t.name, p.name());
             results.push(scenarios::send(t, p, 8, dur).await);
             eprintln!("[{}] cycle/{}", t.name, p.name());
-            let url = scenarios::create_queue(t, p, &format!("bench-cycle-{}", p.name()), false).await;
+            let url =
+                scenarios::create_queue(t, p, &format!("bench-cycle-{}", p.name()), false).await;
             results.push(scenarios::cycle(t, p, &url, 4, 8, dur, 0, "cycle").await);
             eprintln!("[{}] single/{}", t.name, p.name());
             results.push(scenarios::single(t, p, 8, dur).await);
@@ -191,7 +194,8 @@ async fn run(args: Args) {
     // Backlog: the cycle rate with a small and a large queue behind it.
     for (label, n) in [("backlog-1k", 1_000usize), ("backlog-large", args.backlog)] {
         eprintln!("[sqsim] {label}: queueing {n}");
-        let url = scenarios::create_queue(&sqsim, Proto::Json, &format!("bench-{label}"), false).await;
+        let url =
+            scenarios::create_queue(&sqsim, Proto::Json, &format!("bench-{label}"), false).await;
         scenarios::prefill(&sqsim, Proto::Json, &url, n, 8).await;
         if label == "backlog-large" {
             if let Some(s) = &spawned {
@@ -214,7 +218,10 @@ async fn run(args: Args) {
         "facts": facts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "results": results,
     });
-    if let Err(e) = std::fs::write(&args.json, serde_json::to_string_pretty(&json).unwrap_or_default()) {
+    if let Err(e) = std::fs::write(
+        &args.json,
+        serde_json::to_string_pretty(&json).unwrap_or_default(),
+    ) {
         eprintln!("cannot write {}: {e}", args.json.display());
     } else {
         eprintln!("results written to {}", args.json.display());
@@ -245,14 +252,23 @@ fn print_table(results: &[Outcome], facts: &[(String, String)]) {
     };
     println!(
         "{:<14} {:<6} {:<7} {:>12} {:>11} {:>9} {:>9} {:>10} {:>10}",
-        "scenario", "proto", "target", "msgs/s", "reqs/s", "p50 ms", "p99 ms", "vs floor", "vs moto"
+        "scenario",
+        "proto",
+        "target",
+        "msgs/s",
+        "reqs/s",
+        "p50 ms",
+        "p99 ms",
+        "vs floor",
+        "vs moto"
     );
     for o in results {
         let ratio = |other: &str| {
             if o.target != "sqsim" || o.scenario == "latency" {
                 return "-".to_string();
             }
-            find(&o.scenario, "json", other).map_or("-".into(), |v| format!("{:.2}x", o.messages_per_s / v))
+            find(&o.scenario, "json", other)
+                .map_or("-".into(), |v| format!("{:.2}x", o.messages_per_s / v))
         };
         println!(
             "{:<14} {:<6} {:<7} {:>12.0} {:>11.0} {:>9} {:>9} {:>10} {:>10}",
@@ -267,7 +283,10 @@ fn print_table(results: &[Outcome], facts: &[(String, String)]) {
             ratio("moto"),
         );
     }
-    if let (Some(small), Some(large)) = (find("backlog-1k", "json", "sqsim"), find("backlog-large", "json", "sqsim")) {
+    if let (Some(small), Some(large)) = (
+        find("backlog-1k", "json", "sqsim"),
+        find("backlog-large", "json", "sqsim"),
+    ) {
         println!("backlog: large/small rate = {:.2}", large / small);
     }
     for (k, v) in facts {

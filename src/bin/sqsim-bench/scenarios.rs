@@ -70,7 +70,13 @@ pub async fn create_queue(t: &Target, proto: Proto, name: &str, fifo: bool) -> S
         .send(&Api(proto).create_queue(name, fifo))
         .await
         .expect("create queue");
-    assert_eq!(status, 200, "CreateQueue on {}: {}", t.name, String::from_utf8_lossy(&body));
+    assert_eq!(
+        status,
+        200,
+        "CreateQueue on {}: {}",
+        t.name,
+        String::from_utf8_lossy(&body)
+    );
     fields(&body, "QueueUrl", proto)
         .pop()
         .expect("QueueUrl in reply")
@@ -93,7 +99,10 @@ pub async fn prefill(t: &Target, proto: Proto, url: &str, n: usize, conns: usize
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1))
                 .is_ok()
             {
-                let (s, b) = c.send(&api.send_batch(&url, &batch(|_| None))).await.expect("send");
+                let (s, b) = c
+                    .send(&api.send_batch(&url, &batch(|_| None)))
+                    .await
+                    .expect("send");
                 assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
             }
         });
@@ -113,7 +122,10 @@ pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outc
             let mut c = connect(&t).await;
             let api = Api(proto);
             while !stop.load(Ordering::Relaxed) {
-                let (s, _) = c.send(&api.send_batch(&url, &batch(|_| None))).await.expect("send");
+                let (s, _) = c
+                    .send(&api.send_batch(&url, &batch(|_| None)))
+                    .await
+                    .expect("send");
                 assert_eq!(s, 200);
                 requests.fetch_add(1, Ordering::Relaxed);
             }
@@ -161,9 +173,10 @@ pub async fn cycle(
             let api = Api(proto);
             let mut n = p;
             while !stop.load(Ordering::Relaxed) {
-                let call = api.send_batch(&url, &batch(|i| {
-                    (groups > 0).then(|| format!("g{}", (n * 10 + i) % groups))
-                }));
+                let call = api.send_batch(
+                    &url,
+                    &batch(|i| (groups > 0).then(|| format!("g{}", (n * 10 + i) % groups))),
+                );
                 n += producers;
                 let (s, b) = c.send(&call).await.expect("send");
                 assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
@@ -173,8 +186,13 @@ pub async fn cycle(
     }
     let mut consumers_set = JoinSet::new();
     for _ in 0..consumers {
-        let (t, url, stop, requests, consumed) =
-            (t.clone(), url.to_string(), stop.clone(), requests.clone(), consumed.clone());
+        let (t, url, stop, requests, consumed) = (
+            t.clone(),
+            url.to_string(),
+            stop.clone(),
+            requests.clone(),
+            consumed.clone(),
+        );
         consumers_set.spawn(async move {
             let mut c = connect(&t).await;
             let api = Api(proto);
@@ -185,11 +203,19 @@ pub async fn cycle(
                 let got = now_us();
                 requests.fetch_add(1, Ordering::Relaxed);
                 let handles = fields(&b, "ReceiptHandle", proto);
-                lat.extend(fields(&b, "Body", proto).iter().filter_map(|b| sent_at(b)).map(|s| got.saturating_sub(s)));
+                lat.extend(
+                    fields(&b, "Body", proto)
+                        .iter()
+                        .filter_map(|b| sent_at(b))
+                        .map(|s| got.saturating_sub(s)),
+                );
                 if handles.is_empty() {
                     continue;
                 }
-                let (s, b) = c.send(&api.delete_batch(&url, &handles)).await.expect("delete");
+                let (s, b) = c
+                    .send(&api.delete_batch(&url, &handles))
+                    .await
+                    .expect("delete");
                 assert_eq!(s, 200, "{}", String::from_utf8_lossy(&b));
                 requests.fetch_add(1, Ordering::Relaxed);
                 consumed.fetch_add(handles.len() as u64, Ordering::Relaxed);
@@ -274,10 +300,17 @@ pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration)
                 let (s, b) = c.send(&api.receive(&url, 10, 20)).await.expect("receive");
                 let got = now_us();
                 assert_eq!(s, 200);
-                lat.extend(fields(&b, "Body", proto).iter().filter_map(|b| sent_at(b)).map(|s| got.saturating_sub(s)));
+                lat.extend(
+                    fields(&b, "Body", proto)
+                        .iter()
+                        .filter_map(|b| sent_at(b))
+                        .map(|s| got.saturating_sub(s)),
+                );
                 let handles = fields(&b, "ReceiptHandle", proto);
                 if !handles.is_empty() {
-                    c.send(&api.delete_batch(&url, &handles)).await.expect("delete");
+                    c.send(&api.delete_batch(&url, &handles))
+                        .await
+                        .expect("delete");
                 }
             }
             lat
@@ -305,7 +338,10 @@ pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration)
         requests_per_s: 0.0,
         p50_ms: percentile(&lat, 0.5),
         p99_ms: percentile(&lat, 0.99),
-        note: format!("{count} messages, one every {} ms; latency = send to long-poll wake", interval.as_millis()),
+        note: format!(
+            "{count} messages, one every {} ms; latency = send to long-poll wake",
+            interval.as_millis()
+        ),
     }
 }
 

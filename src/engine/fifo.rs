@@ -1,0 +1,178 @@
+//! FIFO queue state beside the message store: message groups in send order with the
+//! round-robin of groups ready to serve, the 5-minute deduplication cache, receive-attempt
+//! memory for retried receives, and sequence numbers.
+//!
+//! A group is ready when its oldest message is visible. A receive serves a ready group from its
+//! head until it meets a message that is not visible, so nothing behind an in-flight message is
+//! delivered and a group's order is never broken.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use super::queue::MessageKey;
+
+/// How long a deduplication id and a receive attempt id are remembered.
+pub const DEDUP_WINDOW_MS: u64 = 5 * 60 * 1000;
+
+#[derive(Debug, Default)]
+struct Group {
+    /// Every stored message of the group, oldest first.
+    keys: BTreeSet<MessageKey>,
+    in_ready: bool,
+}
+
+/// What a duplicate send returns: the original's identity.
+#[derive(Debug, Clone)]
+pub struct Original {
+    pub message_id: String,
+    pub sequence_number: String,
+}
+
+/// A receive that may be retried with the same ReceiveRequestAttemptId.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub expires_ms: u64,
+    /// Each message with the receive number that attempt gave it.
+    pub messages: Vec<(MessageKey, u32)>,
+}
+
+/// FIFO bookkeeping of one queue.
+#[derive(Debug, Default)]
+pub struct FifoIndex {
+    groups: HashMap<Arc<str>, Group>,
+    ready: VecDeque<Arc<str>>,
+    dedup: HashMap<String, (u64, Original)>,
+    dedup_order: VecDeque<(u64, String)>,
+    attempts: HashMap<String, Attempt>,
+    attempt_order: VecDeque<(u64, String)>,
+    last_sequence: u128,
+}
+
+impl FifoIndex {
+    /// A stored message joins its group.
+    pub fn insert(&mut self, key: MessageKey, group: &Arc<str>) {
+        self.groups
+            .entry(Arc::clone(group))
+            .or_default()
+            .keys
+            .insert(key);
+    }
+
+    /// Marks the group ready if `is_visible` says its head is receivable.
+    pub fn refresh(&mut self, group: &Arc<str>, is_visible: impl Fn(&MessageKey) -> bool) {
+        let Some(g) = self.groups.get_mut(group) else {
+            return;
+        };
+        if g.in_ready {
+            return;
+        }
+        if g.keys.first().is_some_and(is_visible) {
+            g.in_ready = true;
+            self.ready.push_back(Arc::clone(group));
+        }
+    }
+
+    /// A message left the queue.
+    pub fn remove(&mut self, key: &MessageKey, group: &Arc<str>) {
+        if let Some(g) = self.groups.get_mut(group) {
+            g.keys.remove(key);
+            if g.keys.is_empty() && !g.in_ready {
+                self.groups.remove(group);
+            }
+        }
+    }
+
+    /// Picks up to `n` messages: whole runs of visible messages from the heads of ready
+    /// groups, one group after another in rotation.
+    pub fn take(&mut self, n: usize, is_visible: impl Fn(&MessageKey) -> bool) -> Vec<MessageKey> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            let Some(name) = self.ready.pop_front() else {
+                break;
+            };
+            let Some(g) = self.groups.get_mut(&name) else {
+                continue;
+            };
+            g.in_ready = false;
+            for k in &g.keys {
+                if out.len() == n || !is_visible(k) {
+                    break;
+                }
+                out.push(*k);
+            }
+            if g.keys.is_empty() {
+                self.groups.remove(&name);
+            }
+        }
+        out
+    }
+
+    /// The next sequence number: strictly increasing, large, not consecutive across time.
+    pub fn next_sequence(&mut self, now_ms: u64) -> String {
+        let candidate = (now_ms as u128) << 20;
+        self.last_sequence = candidate.max(self.last_sequence + 1);
+        self.last_sequence.to_string()
+    }
+
+    /// The original of a duplicate sent within the window, if any.
+    pub fn duplicate_of(&mut self, dedup_key: &str, now_ms: u64) -> Option<Original> {
+        while let Some((expires, key)) = self.dedup_order.front() {
+            if *expires > now_ms {
+                break;
+            }
+            if self.dedup.get(key).is_some_and(|(e, _)| e == expires) {
+                self.dedup.remove(key);
+            }
+            self.dedup_order.pop_front();
+        }
+        self.dedup.get(dedup_key).map(|(_, o)| o.clone())
+    }
+
+    /// Remembers a sent message's deduplication key for the window.
+    pub fn remember(&mut self, dedup_key: String, original: Original, now_ms: u64) {
+        let expires = now_ms + DEDUP_WINDOW_MS;
+        self.dedup_order.push_back((expires, dedup_key.clone()));
+        self.dedup.insert(dedup_key, (expires, original));
+    }
+
+    /// A remembered, unexpired receive attempt.
+    pub fn attempt(&mut self, id: &str, now_ms: u64) -> Option<Attempt> {
+        while let Some((expires, key)) = self.attempt_order.front() {
+            if *expires > now_ms {
+                break;
+            }
+            if self
+                .attempts
+                .get(key)
+                .is_some_and(|a| a.expires_ms == *expires)
+            {
+                self.attempts.remove(key);
+            }
+            self.attempt_order.pop_front();
+        }
+        self.attempts.get(id).cloned()
+    }
+
+    /// Remembers what a receive attempt returned.
+    pub fn remember_attempt(&mut self, id: String, messages: Vec<(MessageKey, u32)>, now_ms: u64) {
+        let expires_ms = now_ms + DEDUP_WINDOW_MS;
+        self.attempt_order.push_back((expires_ms, id.clone()));
+        self.attempts.insert(
+            id,
+            Attempt {
+                expires_ms,
+                messages,
+            },
+        );
+    }
+
+    /// Forgets messages, groups and the deduplication cache (purge). Sequence numbers keep
+    /// increasing.
+    pub fn clear(&mut self) {
+        let last_sequence = self.last_sequence;
+        *self = FifoIndex {
+            last_sequence,
+            ..FifoIndex::default()
+        };
+    }
+}

@@ -1,0 +1,179 @@
+// Shared helpers for the Node client tests: start/stop one sqsim per test file, build
+// v3 and v2 SDK clients against it, drive the admin clock, and compute the SQS digests
+// independently of the server (neither SDK checks MD5OfMessageAttributes, so the tests do).
+
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Quiet the SDKs' end-of-support banners; they are read when a client is built/loaded.
+process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE = '1';
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+
+export const ACCOUNT = '000000000000';
+export const REGION = 'us-east-1';
+export const CREDENTIALS = { accessKeyId: 'AKIDTEST', secretAccessKey: 'test-secret' };
+
+/** The sqsim binary: $SQSIM_BIN, else the debug build of this checkout. */
+export function binaryPath() {
+  return process.env.SQSIM_BIN || path.resolve(here, '../../target/debug/sqsim');
+}
+
+/**
+ * Starts sqsim on a free port. Resolves to { endpoint, stop(), advanceClock(s), clock() }.
+ * Rejects if the server does not announce its port within 15 s.
+ */
+export function startServer() {
+  const child = spawn(binaryPath(), ['--host', '127.0.0.1', '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`sqsim did not start in 15 s; stdout=${out} stderr=${stderr}`));
+    }, 15_000);
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`sqsim exited early (${code ?? signal}); stderr=${stderr}`));
+    });
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/sqsim listening on (http:\/\/[^\s]+)/);
+      if (!m) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      child.stdout.removeAllListeners('data');
+      child.stdout.resume();
+      const endpoint = m[1];
+      resolve(makeServer(child, endpoint));
+    });
+  });
+}
+
+function makeServer(child, endpoint) {
+  const exited = new Promise((r) => child.once('exit', r));
+  return {
+    endpoint,
+    queueUrl: (name) => `${endpoint}/${ACCOUNT}/${name}`,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(t);
+    },
+    /** Moves the server's virtual clock forward. */
+    async advanceClock(seconds) {
+      const res = await fetch(`${endpoint}/_sqsim/clock`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ advance_seconds: seconds }),
+      });
+      if (res.status !== 200) throw new Error(`clock advance failed: ${res.status} ${await res.text()}`);
+      return res.json();
+    },
+    async clock() {
+      const res = await fetch(`${endpoint}/_sqsim/clock`);
+      return res.json();
+    },
+    async health() {
+      const res = await fetch(`${endpoint}/_sqsim/health`);
+      return { status: res.status, body: await res.json() };
+    },
+  };
+}
+
+/** A v3 SQSClient for `endpoint`. */
+export async function v3Client(endpoint) {
+  const { SQSClient } = await import('@aws-sdk/client-sqs');
+  return new SQSClient({ endpoint, region: REGION, credentials: CREDENTIALS, maxAttempts: 1 });
+}
+
+/** The aws-sdk v2 module (loaded lazily so the banner env var above is already set). */
+export function awsV2() {
+  return require('aws-sdk');
+}
+
+/** A v2 AWS.SQS for `endpoint`. */
+export function v2Client(endpoint) {
+  const AWS = awsV2();
+  return new AWS.SQS({
+    endpoint,
+    region: REGION,
+    credentials: new AWS.Credentials(CREDENTIALS),
+    maxRetries: 0,
+  });
+}
+
+let counter = 0;
+/** A queue name unique within this process (test files each have their own server). */
+export function uniqueName(prefix = 'q') {
+  counter += 1;
+  return `${prefix}-${process.pid}-${counter}`;
+}
+
+export function md5Hex(data) {
+  return createHash('md5').update(data).digest('hex');
+}
+
+/**
+ * MD5OfMessageAttributes as SQS computes it: names sorted by byte value; for each,
+ * len+name, len+DataType, transport byte (1 string, 2 binary), len+value.
+ * `attrs` is the SDK shape: { Name: { DataType, StringValue | BinaryValue } }.
+ * Returns undefined for no attributes.
+ */
+export function md5OfMessageAttributes(attrs) {
+  const names = Object.keys(attrs || {});
+  if (names.length === 0) return undefined;
+  names.sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
+  const parts = [];
+  const lenPrefixed = (buf) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(buf.length);
+    parts.push(len, buf);
+  };
+  for (const name of names) {
+    const v = attrs[name];
+    lenPrefixed(Buffer.from(name, 'utf8'));
+    lenPrefixed(Buffer.from(v.DataType, 'utf8'));
+    if (v.BinaryValue !== undefined && v.BinaryValue !== null) {
+      parts.push(Buffer.from([2]));
+      const bin = typeof v.BinaryValue === 'string' ? Buffer.from(v.BinaryValue, 'base64') : Buffer.from(v.BinaryValue);
+      lenPrefixed(bin);
+    } else {
+      parts.push(Buffer.from([1]));
+      lenPrefixed(Buffer.from(v.StringValue, 'utf8'));
+    }
+  }
+  return md5Hex(Buffer.concat(parts));
+}
+
+/** Normalizes received message attributes (Uint8Array/Buffer binary) for deepEqual. */
+export function normalizeAttributes(attrs) {
+  if (!attrs) return attrs;
+  const out = {};
+  for (const [k, v] of Object.entries(attrs)) {
+    const n = { DataType: v.DataType };
+    if (v.StringValue !== undefined) n.StringValue = v.StringValue;
+    if (v.BinaryValue !== undefined) n.BinaryValue = Buffer.from(v.BinaryValue).toString('base64');
+    out[k] = n;
+  }
+  return out;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

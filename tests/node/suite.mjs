@@ -1,0 +1,1093 @@
+// The SQS behaviour tests both SDKs run. Each test file builds an adapter around one SDK:
+//   call(op, input)            -> the SDK's output for operation `op` (e.g. 'SendMessage')
+//   otherCaller()              -> `call` of a second, independent client (for "another process")
+//   assertError(promise, exp)  -> checks the rejection with that SDK's own error fields;
+//                                 exp = { shape, code, status, message? (string|RegExp) }
+//   assertOmitted(out, key)    -> the server left the empty list/map `key` out of the reply
+//                                 (v2 fills missing lists with [], so it checks the raw body)
+// Expected values come from /work/shared/sqs-reference.md (section numbers in comments).
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { ACCOUNT, REGION, md5Hex, md5OfMessageAttributes, normalizeAttributes, uniqueName } from './helpers.mjs';
+
+// §12 error table, as [JSON shape (the __type suffix), query code, HTTP status].
+export const ERR = {
+  QueueDoesNotExist: { shape: 'QueueDoesNotExist', code: 'AWS.SimpleQueueService.NonExistentQueue', status: 400 },
+  QueueNameExists: { shape: 'QueueNameExists', code: 'QueueAlreadyExists', status: 400 },
+  InvalidAttributeName: { shape: 'InvalidAttributeName', code: 'InvalidAttributeName', status: 400 },
+  InvalidAttributeValue: { shape: 'InvalidAttributeValue', code: 'InvalidAttributeValue', status: 400 },
+  InvalidMessageContents: { shape: 'InvalidMessageContents', code: 'InvalidMessageContents', status: 400 },
+  ReceiptHandleIsInvalid: { shape: 'ReceiptHandleIsInvalid', code: 'ReceiptHandleIsInvalid', status: 404 },
+  PurgeQueueInProgress: {
+    shape: 'PurgeQueueInProgress',
+    code: 'AWS.SimpleQueueService.PurgeQueueInProgress',
+    status: 403,
+  },
+  EmptyBatchRequest: { shape: 'EmptyBatchRequest', code: 'AWS.SimpleQueueService.EmptyBatchRequest', status: 400 },
+  TooManyEntriesInBatchRequest: {
+    shape: 'TooManyEntriesInBatchRequest',
+    code: 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest',
+    status: 400,
+  },
+  BatchEntryIdsNotDistinct: {
+    shape: 'BatchEntryIdsNotDistinct',
+    code: 'AWS.SimpleQueueService.BatchEntryIdsNotDistinct',
+    status: 400,
+  },
+  InvalidBatchEntryId: {
+    shape: 'InvalidBatchEntryId',
+    code: 'AWS.SimpleQueueService.InvalidBatchEntryId',
+    status: 400,
+  },
+  BatchRequestTooLong: {
+    shape: 'BatchRequestTooLong',
+    code: 'AWS.SimpleQueueService.BatchRequestTooLong',
+    status: 400,
+  },
+  // Unmodeled errors: v3 has no class for them and names the error after the query code.
+  InvalidParameterValue: {
+    shape: 'InvalidParameterValueException',
+    v3Name: 'InvalidParameterValue',
+    code: 'InvalidParameterValue',
+    status: 400,
+  },
+  MissingParameter: {
+    shape: 'MissingRequiredParameterException',
+    v3Name: 'MissingParameter',
+    code: 'MissingParameter',
+    status: 400,
+  },
+};
+
+const NO_QUEUE_MSG = 'The specified queue does not exist.';
+
+// A body that breaks naive XML/JSON handling: CR, CRLF, quotes, escapes, non-ASCII, astral.
+export const TRICKY_BODY =
+  'line1\r\nline2\rline3\n"double" \'single\' &quot; <tag> & \\ back\\slash \t tab ' +
+  'héllo wörld ñ 日本語 Ελληνικά 🚀👍🏽 \u{10FFFF} \uE000 end\r';
+
+/**
+ * Registers the shared tests. `ctx()` returns { call, otherCaller, assertError, server }
+ * once the file's `before` hook has run.
+ */
+export function defineSharedTests(ctx) {
+  const call = (op, input) => ctx().call(op, input);
+  const assertError = (p, exp) => ctx().assertError(p, exp);
+  const server = () => ctx().server;
+  const assertOmitted = (out, key) => ctx().assertOmitted(out, key);
+
+  async function createQueue(prefix = 'q', Attributes, extra = {}) {
+    const QueueName = uniqueName(prefix);
+    const out = await call('CreateQueue', { QueueName, ...(Attributes ? { Attributes } : {}), ...extra });
+    return { name: QueueName, url: out.QueueUrl };
+  }
+
+  async function attrs(url, names = ['All']) {
+    const out = await call('GetQueueAttributes', { QueueUrl: url, AttributeNames: names });
+    return out.Attributes;
+  }
+
+  async function receiveAll(url, extra = {}) {
+    const out = await call('ReceiveMessage', { QueueUrl: url, MaxNumberOfMessages: 10, ...extra });
+    return out.Messages || [];
+  }
+
+  async function counts(url) {
+    const a = await attrs(url, [
+      'ApproximateNumberOfMessages',
+      'ApproximateNumberOfMessagesNotVisible',
+      'ApproximateNumberOfMessagesDelayed',
+    ]);
+    return {
+      visible: Number(a.ApproximateNumberOfMessages),
+      inFlight: Number(a.ApproximateNumberOfMessagesNotVisible),
+      delayed: Number(a.ApproximateNumberOfMessagesDelayed),
+    };
+  }
+
+  describe('admin endpoints', () => {
+    it('health reports ok and the clock advances', async () => {
+      const h = await server().health();
+      assert.equal(h.status, 200);
+      assert.deepEqual(h.body, { status: 'ok' });
+      const before = await server().clock();
+      const after = await server().advanceClock(5);
+      assert.ok(after.now_ms - before.now_ms >= 5000, `clock moved ${after.now_ms - before.now_ms} ms`);
+    });
+  });
+
+  describe('CreateQueue', () => {
+    it('returns <endpoint>/<account>/<name> and applies the attributes', async () => {
+      const Attributes = {
+        DelaySeconds: '5',
+        MaximumMessageSize: '2048',
+        MessageRetentionPeriod: '86400',
+        ReceiveMessageWaitTimeSeconds: '3',
+        VisibilityTimeout: '45',
+      };
+      const { name, url } = await createQueue('create', Attributes);
+      assert.equal(url, server().queueUrl(name));
+      const a = await attrs(url);
+      for (const [k, v] of Object.entries(Attributes)) assert.equal(a[k], v, k);
+      assert.equal(a.QueueArn, `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}`);
+    });
+
+    it('is idempotent with the same attributes, a subset, or none', async () => {
+      const Attributes = { DelaySeconds: '2', VisibilityTimeout: '60' };
+      const { name, url } = await createQueue('idem', Attributes);
+      const again = await call('CreateQueue', { QueueName: name, Attributes });
+      assert.equal(again.QueueUrl, url);
+      const subset = await call('CreateQueue', { QueueName: name, Attributes: { VisibilityTimeout: '60' } });
+      assert.equal(subset.QueueUrl, url);
+      const bare = await call('CreateQueue', { QueueName: name });
+      assert.equal(bare.QueueUrl, url);
+      // Defaults spelled out explicitly are equal to the current values too.
+      const defaults = await call('CreateQueue', { QueueName: name, Attributes: { MaximumMessageSize: '1048576' } });
+      assert.equal(defaults.QueueUrl, url);
+    });
+
+    it('fails with QueueNameExists when a supplied attribute differs', async () => {
+      const { name } = await createQueue('exists', { DelaySeconds: '2' });
+      await assertError(call('CreateQueue', { QueueName: name, Attributes: { DelaySeconds: '3' } }), {
+        ...ERR.QueueNameExists,
+        message: 'A queue already exists with the same name and a different value for attribute DelaySeconds',
+      });
+    });
+
+    it('compares with the current value after SetQueueAttributes', async () => {
+      const { name, url } = await createQueue('exists2', { VisibilityTimeout: '30' });
+      await call('SetQueueAttributes', { QueueUrl: url, Attributes: { VisibilityTimeout: '99' } });
+      await assertError(
+        call('CreateQueue', { QueueName: name, Attributes: { VisibilityTimeout: '30' } }),
+        ERR.QueueNameExists,
+      );
+      const same = await call('CreateQueue', { QueueName: name, Attributes: { VisibilityTimeout: '99' } });
+      assert.equal(same.QueueUrl, url);
+    });
+
+    it('rejects bad names and bad attribute values', async () => {
+      await assertError(call('CreateQueue', { QueueName: 'has space' }), ERR.InvalidParameterValue);
+      await assertError(call('CreateQueue', { QueueName: 'x'.repeat(81) }), ERR.InvalidParameterValue);
+      await assertError(call('CreateQueue', { QueueName: 'dotted.name' }), ERR.InvalidParameterValue);
+      await assertError(
+        call('CreateQueue', { QueueName: uniqueName('badattr'), Attributes: { VisibilityTimeout: '43201' } }),
+        { ...ERR.InvalidAttributeValue, message: 'Invalid value for the parameter VisibilityTimeout.' },
+      );
+      await assertError(
+        call('CreateQueue', { QueueName: uniqueName('badattr'), Attributes: { DelaySeconds: 'soon' } }),
+        { ...ERR.InvalidAttributeValue, message: 'Invalid value for the parameter DelaySeconds.' },
+      );
+      await assertError(
+        call('CreateQueue', { QueueName: uniqueName('badattr'), Attributes: { ContentBasedDeduplication: 'true' } }),
+        { ...ERR.InvalidAttributeName, message: 'Unknown Attribute ContentBasedDeduplication.' },
+      );
+      // FIFO name without FifoQueue=true, and FifoQueue=true without the suffix (§2).
+      await assertError(call('CreateQueue', { QueueName: `${uniqueName('f')}`, Attributes: { FifoQueue: 'true' } }), ERR.InvalidParameterValue);
+      await assertError(call('CreateQueue', { QueueName: `${uniqueName('f')}.fifo` }), ERR.InvalidParameterValue);
+    });
+
+    it('creates FIFO queues with their FIFO attributes', async () => {
+      const QueueName = `${uniqueName('fifo')}.fifo`;
+      const { QueueUrl } = await call('CreateQueue', {
+        QueueName,
+        Attributes: { FifoQueue: 'true', ContentBasedDeduplication: 'true' },
+      });
+      assert.equal(QueueUrl, server().queueUrl(QueueName));
+      const a = await attrs(QueueUrl);
+      assert.equal(a.FifoQueue, 'true');
+      assert.equal(a.ContentBasedDeduplication, 'true');
+      assert.equal(a.DeduplicationScope, 'queue');
+      assert.equal(a.FifoThroughputLimit, 'perQueue');
+    });
+
+    it('accepts tags', async () => {
+      const { url } = await createQueue('ctags', undefined, { tags: { team: 'core', env: 'test' } });
+      const out = await call('ListQueueTags', { QueueUrl: url });
+      assert.deepEqual(out.Tags, { team: 'core', env: 'test' });
+    });
+  });
+
+  describe('GetQueueUrl', () => {
+    it('returns the URL of an existing queue', async () => {
+      const { name, url } = await createQueue('geturl');
+      const out = await call('GetQueueUrl', { QueueName: name });
+      assert.equal(out.QueueUrl, url);
+      const owned = await call('GetQueueUrl', { QueueName: name, QueueOwnerAWSAccountId: ACCOUNT });
+      assert.equal(owned.QueueUrl, url);
+    });
+
+    it('fails with QueueDoesNotExist for an unknown name', async () => {
+      await assertError(call('GetQueueUrl', { QueueName: uniqueName('missing') }), {
+        ...ERR.QueueDoesNotExist,
+        message: NO_QUEUE_MSG,
+      });
+    });
+  });
+
+  describe('ListQueues', () => {
+    it('filters by case-sensitive prefix', async () => {
+      const prefix = uniqueName('LP');
+      const urls = [];
+      for (const s of ['a', 'b', 'c']) {
+        urls.push((await call('CreateQueue', { QueueName: `${prefix}-${s}` })).QueueUrl);
+      }
+      await call('CreateQueue', { QueueName: `${uniqueName('other')}` });
+      const out = await call('ListQueues', { QueueNamePrefix: prefix });
+      assert.deepEqual([...out.QueueUrls].sort(), urls);
+      assert.equal(out.NextToken, undefined);
+      const lower = await call('ListQueues', { QueueNamePrefix: prefix.toLowerCase() });
+      assertOmitted(lower, 'QueueUrls'); // prefix match is case-sensitive
+      const none = await call('ListQueues', { QueueNamePrefix: 'no-such-prefix-zzz' });
+      assertOmitted(none, 'QueueUrls');
+    });
+
+    it('pages with MaxResults and NextToken', async () => {
+      const prefix = uniqueName('page');
+      const names = ['a', 'b', 'c', 'd', 'e'].map((s) => `${prefix}-${s}`);
+      for (const n of names) await call('CreateQueue', { QueueName: n });
+      const pages = [];
+      let NextToken;
+      do {
+        const out = await call('ListQueues', { QueueNamePrefix: prefix, MaxResults: 2, ...(NextToken ? { NextToken } : {}) });
+        pages.push(out.QueueUrls);
+        NextToken = out.NextToken;
+        assert.ok(pages.length <= 5, 'pagination does not terminate');
+      } while (NextToken);
+      assert.deepEqual(pages.map((p) => p.length), [2, 2, 1]);
+      assert.deepEqual(pages.flat(), names.map((n) => server().queueUrl(n)));
+      // Exactly MaxResults left: no NextToken.
+      const all = await call('ListQueues', { QueueNamePrefix: prefix, MaxResults: 5 });
+      assert.equal(all.QueueUrls.length, 5);
+      assert.equal(all.NextToken, undefined);
+    });
+
+    it('rejects MaxResults out of range', async () => {
+      await assertError(call('ListQueues', { MaxResults: 1001 }), ERR.InvalidParameterValue);
+      await assertError(call('ListQueues', { MaxResults: 0 }), ERR.InvalidParameterValue);
+    });
+  });
+
+  describe('Get/SetQueueAttributes', () => {
+    it('All on a new standard queue returns exactly the 12 documented attributes', async () => {
+      const { name, url } = await createQueue('attrs');
+      const { now_ms } = await server().clock();
+      const a = await attrs(url);
+      assert.deepEqual(Object.keys(a).sort(), [
+        'ApproximateNumberOfMessages',
+        'ApproximateNumberOfMessagesDelayed',
+        'ApproximateNumberOfMessagesNotVisible',
+        'CreatedTimestamp',
+        'DelaySeconds',
+        'LastModifiedTimestamp',
+        'MaximumMessageSize',
+        'MessageRetentionPeriod',
+        'QueueArn',
+        'ReceiveMessageWaitTimeSeconds',
+        'SqsManagedSseEnabled',
+        'VisibilityTimeout',
+      ]);
+      assert.equal(a.ApproximateNumberOfMessages, '0');
+      assert.equal(a.DelaySeconds, '0');
+      assert.equal(a.MaximumMessageSize, '1048576');
+      assert.equal(a.MessageRetentionPeriod, '345600');
+      assert.equal(a.ReceiveMessageWaitTimeSeconds, '0');
+      assert.equal(a.VisibilityTimeout, '30');
+      assert.equal(a.SqsManagedSseEnabled, 'true');
+      assert.equal(a.QueueArn, `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}`);
+      assert.match(a.CreatedTimestamp, /^\d+$/);
+      assert.ok(Math.abs(Number(a.CreatedTimestamp) - Math.floor(now_ms / 1000)) <= 2, 'CreatedTimestamp is epoch seconds');
+    });
+
+    it('returns only the named attributes, and none without AttributeNames', async () => {
+      const { url } = await createQueue('attrs2');
+      const a = await attrs(url, ['VisibilityTimeout', 'QueueArn']);
+      assert.deepEqual(Object.keys(a).sort(), ['QueueArn', 'VisibilityTimeout']);
+      const none = await call('GetQueueAttributes', { QueueUrl: url });
+      assertOmitted(none, 'Attributes');
+    });
+
+    it('rejects unknown attribute names', async () => {
+      const { url } = await createQueue('attrs3');
+      await assertError(call('GetQueueAttributes', { QueueUrl: url, AttributeNames: ['Foobar'] }), {
+        ...ERR.InvalidAttributeName,
+        message: 'Unknown Attribute Foobar.',
+      });
+    });
+
+    it('sets, reads back and clears attributes; LastModifiedTimestamp moves', async () => {
+      const { name, url } = await createQueue('setattrs');
+      const before = await attrs(url);
+      await server().advanceClock(10);
+      const policy = JSON.stringify({
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Principal: '*', Action: 'sqs:SendMessage', Resource: `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}` }],
+      });
+      await call('SetQueueAttributes', {
+        QueueUrl: url,
+        Attributes: { VisibilityTimeout: '120', DelaySeconds: '7', Policy: policy, ReceiveMessageWaitTimeSeconds: '20' },
+      });
+      const after = await attrs(url);
+      assert.equal(after.VisibilityTimeout, '120');
+      assert.equal(after.DelaySeconds, '7');
+      assert.equal(after.ReceiveMessageWaitTimeSeconds, '20');
+      assert.deepEqual(JSON.parse(after.Policy), JSON.parse(policy));
+      assert.equal(after.CreatedTimestamp, before.CreatedTimestamp);
+      assert.ok(
+        Number(after.LastModifiedTimestamp) >= Number(before.LastModifiedTimestamp) + 10,
+        `LastModifiedTimestamp ${before.LastModifiedTimestamp} -> ${after.LastModifiedTimestamp}`,
+      );
+      await call('SetQueueAttributes', { QueueUrl: url, Attributes: { Policy: '' } });
+      const cleared = await attrs(url);
+      assert.equal(cleared.Policy, undefined);
+    });
+
+    it('rejects bad values, read-only and FIFO-only attributes', async () => {
+      const { url } = await createQueue('setbad');
+      await assertError(call('SetQueueAttributes', { QueueUrl: url, Attributes: { MessageRetentionPeriod: '59' } }), {
+        ...ERR.InvalidAttributeValue,
+        message: 'Invalid value for the parameter MessageRetentionPeriod.',
+      });
+      await assertError(
+        call('SetQueueAttributes', { QueueUrl: url, Attributes: { QueueArn: 'arn:aws:sqs:us-east-1:000000000000:x' } }),
+        { ...ERR.InvalidAttributeName, message: 'Unknown Attribute QueueArn.' },
+      );
+      await assertError(call('SetQueueAttributes', { QueueUrl: url, Attributes: { FifoQueue: 'false' } }), {
+        ...ERR.InvalidAttributeName,
+        message: 'Unknown Attribute FifoQueue.',
+      });
+      await assertError(call('SetQueueAttributes', { QueueUrl: url, Attributes: { DeduplicationScope: 'queue' } }), {
+        ...ERR.InvalidAttributeName,
+        message: 'You can specify the DeduplicationScope only when FifoQueue is set to true.',
+      });
+      assert.equal((await attrs(url, ['MessageRetentionPeriod'])).MessageRetentionPeriod, '345600');
+    });
+
+    it('counts visible, in-flight and delayed messages', async () => {
+      const { url } = await createQueue('counts');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'a' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'b' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'c' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'd', DelaySeconds: 60 });
+      assert.deepEqual(await counts(url), { visible: 3, inFlight: 0, delayed: 1 });
+      const got = await call('ReceiveMessage', { QueueUrl: url, MaxNumberOfMessages: 2 });
+      assert.equal(got.Messages.length, 2);
+      assert.deepEqual(await counts(url), { visible: 1, inFlight: 2, delayed: 1 });
+    });
+  });
+
+  describe('SendMessage and MD5 digests', () => {
+    it('round-trips a tricky body with String, Number and Binary attributes', async () => {
+      const { url } = await createQueue('send');
+      const binary = Buffer.from([0x00, 0x01, 0xfe, 0xff, 0x0d, 0x0a, 0x22, 0x80]);
+      const MessageAttributes = {
+        Str: { DataType: 'String', StringValue: 'quote " cr \r nl \n ünïcødé 😀' },
+        Num: { DataType: 'Number', StringValue: '-12345.678e3' },
+        'Num.custom': { DataType: 'Number.int', StringValue: '42' },
+        Bin: { DataType: 'Binary', BinaryValue: binary },
+        'Bin.gif': { DataType: 'Binary.gif', BinaryValue: Buffer.from('GIF89a') },
+        'attr.1øßä': { DataType: 'String.label', StringValue: 'x' },
+      };
+      const sent = await call('SendMessage', { QueueUrl: url, MessageBody: TRICKY_BODY, MessageAttributes });
+      assert.match(sent.MessageId, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      assert.equal(sent.MD5OfMessageBody, md5Hex(Buffer.from(TRICKY_BODY, 'utf8')));
+      assert.equal(sent.MD5OfMessageAttributes, md5OfMessageAttributes(MessageAttributes));
+      assert.equal(sent.MD5OfMessageSystemAttributes, undefined);
+      assert.equal(sent.SequenceNumber, undefined);
+
+      const [m] = await receiveAll(url, { MessageAttributeNames: ['All'] });
+      assert.equal(m.MessageId, sent.MessageId);
+      assert.equal(m.Body, TRICKY_BODY);
+      assert.equal(m.MD5OfBody, sent.MD5OfMessageBody);
+      assert.equal(m.MD5OfMessageAttributes, sent.MD5OfMessageAttributes);
+      assert.deepEqual(normalizeAttributes(m.MessageAttributes), normalizeAttributes(MessageAttributes));
+      assert.equal(md5OfMessageAttributes(m.MessageAttributes), sent.MD5OfMessageAttributes);
+    });
+
+    it('matches the AWS-recorded attribute digests (§5.3)', async () => {
+      const { url } = await createQueue('vectors');
+      const vectors = [
+        [{ Foo: { DataType: 'String', StringValue: 'Bar' } }, 'ae7155c6026991b6d54b11589678bf9c'],
+        [{ MyAttribute: { DataType: 'String', StringValue: 'foobar' } }, 'adb59cd4678ea5a855436b949cd07ab6'],
+        [{ timestamp: { DataType: 'Number', StringValue: '1493147359900' } }, '235c5c510d26fb653d073faed50ae77c'],
+        [
+          {
+            General: { DataType: 'String', StringValue: 'Kenobi' },
+            Hello: { DataType: 'String', StringValue: 'There' },
+            'Help.Me': { DataType: 'String', StringValue: 'Me' },
+          },
+          '4c360f3fdafd970e05fae2f149d997f5',
+        ],
+        [
+          {
+            attr1: {
+              DataType: 'Binary',
+              BinaryValue: Buffer.from('traceparent\x1e00-774062d6c37081a5a0b9b5b88e30627c-2d2482211f6489da-01', 'latin1'),
+            },
+          },
+          '8cbe4db156db8a94db8b801b7addb984',
+        ],
+      ];
+      for (const [MessageAttributes, expected] of vectors) {
+        assert.equal(md5OfMessageAttributes(MessageAttributes), expected, 'test helper digest');
+        const out = await call('SendMessage', { QueueUrl: url, MessageBody: 'hello', MessageAttributes });
+        assert.equal(out.MD5OfMessageBody, '5d41402abc4b2a76b9719d911017c592');
+        assert.equal(out.MD5OfMessageAttributes, expected, JSON.stringify(Object.keys(MessageAttributes)));
+      }
+    });
+
+    it('omits MD5OfMessageAttributes without attributes and reports system attribute digests', async () => {
+      const { url } = await createQueue('sysattr');
+      const plain = await call('SendMessage', { QueueUrl: url, MessageBody: 'plain' });
+      assert.equal(plain.MD5OfMessageAttributes, undefined);
+      assert.equal(plain.MD5OfMessageBody, md5Hex('plain'));
+      const trace = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
+      const out = await call('SendMessage', {
+        QueueUrl: url,
+        MessageBody: 'traced',
+        MessageAttributes: { Foo: { DataType: 'String', StringValue: 'Bar' } },
+        MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: trace } },
+      });
+      assert.equal(out.MD5OfMessageSystemAttributes, '5ae4d5d7636402d80f4eb6d213245a88');
+      // System attributes do not change MD5OfMessageAttributes.
+      assert.equal(out.MD5OfMessageAttributes, 'ae7155c6026991b6d54b11589678bf9c');
+      const msgs = await receiveAll(url, { MessageSystemAttributeNames: ['All'] });
+      const traced = msgs.find((m) => m.Body === 'traced');
+      const untraced = msgs.find((m) => m.Body === 'plain');
+      assert.equal(traced.Attributes.AWSTraceHeader, trace);
+      assert.equal(untraced.Attributes.AWSTraceHeader, undefined);
+    });
+
+    it('rejects invalid bodies and attributes', async () => {
+      const { url } = await createQueue('sendbad');
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: 'nul \u0000 here' }), ERR.InvalidMessageContents);
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: 'bad \uFFFF' }), ERR.InvalidMessageContents);
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: '' }), {
+        ...ERR.MissingParameter,
+        message: 'The request must contain the parameter MessageBody.',
+      });
+      await assertError(
+        call('SendMessage', {
+          QueueUrl: url,
+          MessageBody: 'x',
+          MessageAttributes: { ErrorDetails: { DataType: 'String', StringValue: '' } },
+        }),
+        { ...ERR.InvalidParameterValue, message: "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'." },
+      );
+      const eleven = Object.fromEntries(
+        Array.from({ length: 11 }, (_, i) => [`a${i}`, { DataType: 'String', StringValue: 'v' }]),
+      );
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: 'x', MessageAttributes: eleven }), {
+        ...ERR.InvalidParameterValue,
+        message: /Number of message attributes \[11\] exceeds the allowed maximum \[10\]/,
+      });
+      await assertError(
+        call('SendMessage', { QueueUrl: url, MessageBody: 'x', MessageAttributes: { 'AWS.reserved': { DataType: 'String', StringValue: 'v' } } }),
+        { ...ERR.InvalidParameterValue, message: /Invalid/i },
+      );
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: 'x', DelaySeconds: 901 }), ERR.InvalidParameterValue);
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 0, delayed: 0 });
+    });
+
+    it('enforces MaximumMessageSize on body plus attributes, with the limit itself allowed', async () => {
+      const { url } = await createQueue('size', { MaximumMessageSize: '1024' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'x'.repeat(1024) });
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: 'x'.repeat(1025) }), {
+        ...ERR.InvalidParameterValue,
+        message: 'One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.',
+      });
+      // 1000 body + "k"(1) + "String"(6) + 20 value bytes = 1027 > 1024.
+      await assertError(
+        call('SendMessage', {
+          QueueUrl: url,
+          MessageBody: 'x'.repeat(1000),
+          MessageAttributes: { k: { DataType: 'String', StringValue: 'v'.repeat(20) } },
+        }),
+        ERR.InvalidParameterValue,
+      );
+      // Multi-byte characters count in UTF-8 bytes: 342 * 3 = 1026.
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: '€'.repeat(342) }), ERR.InvalidParameterValue);
+    });
+
+    it('delays a message per DelaySeconds until the clock passes it', async () => {
+      const { url } = await createQueue('delay');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'later', DelaySeconds: 120 });
+      assert.deepEqual(await receiveAll(url), []);
+      await server().advanceClock(119);
+      assert.deepEqual(await receiveAll(url), []);
+      await server().advanceClock(2);
+      const msgs = await receiveAll(url);
+      assert.deepEqual(msgs.map((m) => m.Body), ['later']);
+    });
+
+    it('applies the queue DelaySeconds unless the message overrides it with 0', async () => {
+      const { url } = await createQueue('qdelay', { DelaySeconds: '30' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'queue-delay' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'now', DelaySeconds: 0 });
+      const [now] = await receiveAll(url);
+      assert.equal(now.Body, 'now');
+      await call('DeleteMessage', { QueueUrl: url, ReceiptHandle: now.ReceiptHandle });
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 0, delayed: 1 });
+      await server().advanceClock(31);
+      assert.deepEqual((await receiveAll(url)).map((m) => m.Body), ['queue-delay']);
+    });
+  });
+
+  describe('SendMessageBatch', () => {
+    it('sends every entry and reports per-entry digests', async () => {
+      const { url } = await createQueue('batch');
+      const Entries = [
+        { Id: 'one', MessageBody: TRICKY_BODY },
+        { Id: 'two', MessageBody: 'second', MessageAttributes: { Foo: { DataType: 'String', StringValue: 'Bar' } } },
+        { Id: 'three_3-x', MessageBody: 'third', DelaySeconds: 0 },
+      ];
+      const out = await call('SendMessageBatch', { QueueUrl: url, Entries });
+      assertOmitted(out, 'Failed');
+      assert.deepEqual(out.Successful.map((e) => e.Id).sort(), ['one', 'three_3-x', 'two']);
+      for (const e of out.Successful) {
+        const entry = Entries.find((x) => x.Id === e.Id);
+        assert.equal(e.MD5OfMessageBody, md5Hex(Buffer.from(entry.MessageBody, 'utf8')));
+        assert.equal(e.MD5OfMessageAttributes, md5OfMessageAttributes(entry.MessageAttributes));
+        assert.ok(e.MessageId);
+      }
+      const msgs = await receiveAll(url, { MessageAttributeNames: ['All'] });
+      assert.deepEqual(msgs.map((m) => m.Body).sort(), Entries.map((e) => e.MessageBody).sort());
+      const two = msgs.find((m) => m.Body === 'second');
+      assert.equal(two.MD5OfMessageAttributes, 'ae7155c6026991b6d54b11589678bf9c');
+    });
+
+    it('fails single entries without failing the request', async () => {
+      const { url } = await createQueue('batchfail', { MaximumMessageSize: '1024' });
+      const out = await call('SendMessageBatch', {
+        QueueUrl: url,
+        Entries: [
+          { Id: 'ok1', MessageBody: 'fine' },
+          { Id: 'badchars', MessageBody: 'bad \u0001 char' },
+          { Id: 'toolong', MessageBody: 'y'.repeat(1025) },
+          { Id: 'ok2', MessageBody: 'also fine' },
+        ],
+      });
+      assert.deepEqual(out.Successful.map((e) => e.Id).sort(), ['ok1', 'ok2']);
+      const failed = Object.fromEntries(out.Failed.map((f) => [f.Id, f]));
+      assert.deepEqual(Object.keys(failed).sort(), ['badchars', 'toolong']);
+      assert.equal(failed.badchars.SenderFault, true);
+      assert.equal(failed.badchars.Code, 'InvalidMessageContents');
+      assert.equal(failed.toolong.SenderFault, true);
+      assert.equal(failed.toolong.Code, 'InvalidParameterValue');
+      assert.equal(
+        failed.toolong.Message,
+        'One or more parameters cannot be validated. Reason: Message must be shorter than 1024 bytes.',
+      );
+      const msgs = await receiveAll(url);
+      assert.deepEqual(msgs.map((m) => m.Body).sort(), ['also fine', 'fine']);
+    });
+
+    it('rejects whole requests: empty, too many, bad or repeated ids, too long', async () => {
+      const { url } = await createQueue('batchreq');
+      await assertError(call('SendMessageBatch', { QueueUrl: url, Entries: [] }), ERR.EmptyBatchRequest);
+      const eleven = Array.from({ length: 11 }, (_, i) => ({ Id: `m${i}`, MessageBody: 'x' }));
+      await assertError(call('SendMessageBatch', { QueueUrl: url, Entries: eleven }), {
+        ...ERR.TooManyEntriesInBatchRequest,
+        message: 'Maximum number of entries per request are 10. You have sent 11.',
+      });
+      await assertError(
+        call('SendMessageBatch', { QueueUrl: url, Entries: [{ Id: 'a', MessageBody: 'x' }, { Id: 'a', MessageBody: 'y' }] }),
+        ERR.BatchEntryIdsNotDistinct,
+      );
+      await assertError(call('SendMessageBatch', { QueueUrl: url, Entries: [{ Id: 'bad id!', MessageBody: 'x' }] }), {
+        ...ERR.InvalidBatchEntryId,
+        message:
+          'A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.',
+      });
+      await assertError(
+        call('SendMessageBatch', { QueueUrl: url, Entries: [{ Id: 'x'.repeat(81), MessageBody: 'x' }] }),
+        ERR.InvalidBatchEntryId,
+      );
+      // 4 entries of 262144 bytes + 1 byte = 1048577 bytes in total.
+      const big = 'z'.repeat(262144);
+      await assertError(
+        call('SendMessageBatch', {
+          QueueUrl: url,
+          Entries: [
+            { Id: 'b1', MessageBody: big },
+            { Id: 'b2', MessageBody: big },
+            { Id: 'b3', MessageBody: big },
+            { Id: 'b4', MessageBody: big },
+            { Id: 'b5', MessageBody: 'z' },
+          ],
+        }),
+        { ...ERR.BatchRequestTooLong, message: 'Batch requests cannot be longer than 1048576 bytes. You have sent 1048577 bytes.' },
+      );
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 0, delayed: 0 });
+    });
+  });
+
+  describe('ReceiveMessage', () => {
+    it('returns all system attributes with All', async () => {
+      const { url } = await createQueue('recvall');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'sys' });
+      const { now_ms } = await server().clock();
+      const [m] = await receiveAll(url, { MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] });
+      assert.deepEqual(Object.keys(m.Attributes).sort(), [
+        'ApproximateFirstReceiveTimestamp',
+        'ApproximateReceiveCount',
+        'SenderId',
+        'SentTimestamp',
+      ]);
+      assert.equal(m.Attributes.SenderId, ACCOUNT);
+      assert.equal(m.Attributes.ApproximateReceiveCount, '1');
+      assert.match(m.Attributes.SentTimestamp, /^\d{13}$/);
+      assert.ok(Math.abs(Number(m.Attributes.SentTimestamp) - now_ms) < 5000, 'SentTimestamp is epoch ms');
+      assert.ok(Number(m.Attributes.ApproximateFirstReceiveTimestamp) >= Number(m.Attributes.SentTimestamp));
+      assert.equal(m.MessageAttributes, undefined);
+      assert.equal(m.MD5OfMessageAttributes, undefined);
+      assert.ok(m.ReceiptHandle && m.ReceiptHandle.length > 0);
+    });
+
+    it('honours the deprecated AttributeNames and named system attributes', async () => {
+      const { url } = await createQueue('recvnames');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'a' });
+      const [m] = await receiveAll(url, { AttributeNames: ['SenderId', 'SequenceNumber'], VisibilityTimeout: 0 });
+      assert.deepEqual(m.Attributes, { SenderId: ACCOUNT });
+      const [n] = await receiveAll(url, { AttributeNames: ['All'], VisibilityTimeout: 0 });
+      assert.equal(n.Attributes.ApproximateReceiveCount, '2');
+      const [o] = await receiveAll(url, { VisibilityTimeout: 0 });
+      assert.equal(o.Attributes, undefined);
+    });
+
+    it('filters message attributes by name and prefix, with digests over the subset', async () => {
+      const { url } = await createQueue('recvfilter');
+      const MessageAttributes = {
+        General: { DataType: 'String', StringValue: 'Kenobi' },
+        Hello: { DataType: 'String', StringValue: 'There' },
+        'Help.Me': { DataType: 'String', StringValue: 'Me' },
+      };
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'filter', MessageAttributes });
+      const cases = [
+        [['All'], ['General', 'Hello', 'Help.Me'], '4c360f3fdafd970e05fae2f149d997f5'],
+        [['.*'], ['General', 'Hello', 'Help.Me'], '4c360f3fdafd970e05fae2f149d997f5'],
+        [['Hel.*'], ['Hello', 'Help.Me'], '83fee93c1bcd8b9a5a923ffacdc636c7'],
+        [['General', 'Hello'], ['General', 'Hello'], 'fca026605781cb4126a1e9044df24232'],
+        [['Hello'], ['Hello'], 'a311262e065454b75da111d535b8dacd'],
+        [['Nope', 'AWS.x'], [], undefined],
+        [[], [], undefined],
+      ];
+      for (const [filter, names, md5] of cases) {
+        const [m] = await receiveAll(url, { MessageAttributeNames: filter, VisibilityTimeout: 0 });
+        assert.equal(m.Body, 'filter');
+        assert.deepEqual(Object.keys(m.MessageAttributes || {}).sort(), names, `filter ${filter}`);
+        assert.equal(m.MD5OfMessageAttributes, md5, `digest for filter ${filter}`);
+        if (md5) assert.equal(md5OfMessageAttributes(m.MessageAttributes), md5);
+      }
+    });
+
+    it('returns nothing from an empty queue and validates its parameters', async () => {
+      const { url } = await createQueue('recvempty');
+      const out = await call('ReceiveMessage', { QueueUrl: url });
+      assertOmitted(out, 'Messages');
+      await assertError(call('ReceiveMessage', { QueueUrl: url, MaxNumberOfMessages: 11 }), {
+        ...ERR.InvalidParameterValue,
+        message: 'Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.',
+      });
+      await assertError(call('ReceiveMessage', { QueueUrl: url, WaitTimeSeconds: 21 }), {
+        ...ERR.InvalidParameterValue,
+        message: 'Value 21 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.',
+      });
+      await assertError(call('ReceiveMessage', { QueueUrl: url, WaitTimeSeconds: -1 }), {
+        ...ERR.InvalidParameterValue,
+        message: 'Value -1 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.',
+      });
+      await assertError(call('ReceiveMessage', { QueueUrl: url, VisibilityTimeout: 43201 }), ERR.InvalidParameterValue);
+    });
+
+    it('returns up to MaxNumberOfMessages', async () => {
+      const { url } = await createQueue('recvmax');
+      const Entries = Array.from({ length: 10 }, (_, i) => ({ Id: `e${i}`, MessageBody: `body-${i}` }));
+      await call('SendMessageBatch', { QueueUrl: url, Entries });
+      const three = await call('ReceiveMessage', { QueueUrl: url, MaxNumberOfMessages: 3 });
+      assert.equal(three.Messages.length, 3);
+      const one = await call('ReceiveMessage', { QueueUrl: url });
+      assert.equal(one.Messages.length, 1, 'default MaxNumberOfMessages is 1');
+      const rest = await receiveAll(url);
+      assert.equal(rest.length, 6);
+      const bodies = [...three.Messages, ...one.Messages, ...rest].map((m) => m.Body).sort();
+      assert.deepEqual(bodies, Entries.map((e) => e.MessageBody).sort());
+    });
+
+    it('long poll returns soon after a send from another client', async () => {
+      const { url } = await createQueue('longpoll');
+      const other = ctx().otherCaller();
+      const started = Date.now();
+      const pending = call('ReceiveMessage', { QueueUrl: url, WaitTimeSeconds: 20, MaxNumberOfMessages: 10 });
+      await new Promise((r) => setTimeout(r, 500));
+      await other('SendMessage', { QueueUrl: url, MessageBody: 'wake up' });
+      const out = await pending;
+      const elapsed = Date.now() - started;
+      assert.deepEqual(out.Messages.map((m) => m.Body), ['wake up']);
+      assert.ok(elapsed >= 400, `returned after ${elapsed} ms, before the send`);
+      assert.ok(elapsed < 5000, `long poll took ${elapsed} ms after a send`);
+    });
+
+    it('long poll times out empty; the queue wait time applies when WaitTimeSeconds is absent', async () => {
+      const { url } = await createQueue('longpoll2', { ReceiveMessageWaitTimeSeconds: '2' });
+      let t = Date.now();
+      const out = await call('ReceiveMessage', { QueueUrl: url });
+      let elapsed = Date.now() - t;
+      assertOmitted(out, 'Messages');
+      assert.ok(elapsed >= 1900 && elapsed < 6000, `queue-level wait took ${elapsed} ms`);
+      t = Date.now();
+      const short = await call('ReceiveMessage', { QueueUrl: url, WaitTimeSeconds: 0 });
+      elapsed = Date.now() - t;
+      assertOmitted(short, 'Messages');
+      assert.ok(elapsed < 1500, `WaitTimeSeconds=0 should short-poll, took ${elapsed} ms`);
+    });
+
+    it('hides received messages for the visibility timeout, then redelivers with a new handle', async () => {
+      const { url } = await createQueue('vis', { VisibilityTimeout: '30' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'again' });
+      const [first] = await receiveAll(url, { MessageSystemAttributeNames: ['ApproximateReceiveCount'] });
+      assert.equal(first.Attributes.ApproximateReceiveCount, '1');
+      assert.deepEqual(await receiveAll(url), []);
+      await server().advanceClock(29);
+      assert.deepEqual(await receiveAll(url), []);
+      await server().advanceClock(2);
+      const [second] = await receiveAll(url, { MessageSystemAttributeNames: ['ApproximateReceiveCount'] });
+      assert.equal(second.MessageId, first.MessageId);
+      assert.equal(second.Attributes.ApproximateReceiveCount, '2');
+      assert.notEqual(second.ReceiptHandle, first.ReceiptHandle);
+      // A per-receive VisibilityTimeout of 0 leaves the message visible at once.
+      await server().advanceClock(31);
+      const [third] = await receiveAll(url, { VisibilityTimeout: 0 });
+      assert.equal(third.MessageId, first.MessageId);
+      const [fourth] = await receiveAll(url);
+      assert.equal(fourth.MessageId, first.MessageId);
+    });
+  });
+
+  describe('DeleteMessage and DeleteMessageBatch', () => {
+    it('deletes a received message for good; repeated deletes succeed', async () => {
+      const { url } = await createQueue('del');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'bye' });
+      const [m] = await receiveAll(url);
+      await call('DeleteMessage', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle });
+      await call('DeleteMessage', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle });
+      await server().advanceClock(60);
+      assert.deepEqual(await receiveAll(url), []);
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 0, delayed: 0 });
+    });
+
+    it('deletes with an old handle after the message was received again', async () => {
+      const { url } = await createQueue('delold');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'old' });
+      const [a] = await receiveAll(url, { VisibilityTimeout: 0 });
+      const [b] = await receiveAll(url);
+      assert.notEqual(a.ReceiptHandle, b.ReceiptHandle);
+      await call('DeleteMessage', { QueueUrl: url, ReceiptHandle: a.ReceiptHandle });
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 0, delayed: 0 });
+    });
+
+    it('rejects a garbage receipt handle', async () => {
+      const { url } = await createQueue('delbad');
+      await assertError(call('DeleteMessage', { QueueUrl: url, ReceiptHandle: 'garbage' }), {
+        ...ERR.ReceiptHandleIsInvalid,
+        message: 'The input receipt handle "garbage" is not a valid receipt handle.',
+      });
+    });
+
+    it('rejects a receipt handle from another queue', async () => {
+      const a = await createQueue('dela');
+      const b = await createQueue('delb');
+      await call('SendMessage', { QueueUrl: a.url, MessageBody: 'mine' });
+      const [m] = await receiveAll(a.url);
+      await assertError(call('DeleteMessage', { QueueUrl: b.url, ReceiptHandle: m.ReceiptHandle }), ERR.ReceiptHandleIsInvalid);
+      assert.deepEqual(await counts(a.url), { visible: 0, inFlight: 1, delayed: 0 });
+    });
+
+    it('batch deletes, failing bad entries alone', async () => {
+      const { url } = await createQueue('delbatch');
+      await call('SendMessageBatch', {
+        QueueUrl: url,
+        Entries: [1, 2, 3].map((i) => ({ Id: `s${i}`, MessageBody: `m${i}` })),
+      });
+      const msgs = await receiveAll(url);
+      assert.equal(msgs.length, 3);
+      const out = await call('DeleteMessageBatch', {
+        QueueUrl: url,
+        Entries: [
+          { Id: 'd0', ReceiptHandle: msgs[0].ReceiptHandle },
+          { Id: 'd1', ReceiptHandle: msgs[1].ReceiptHandle },
+          { Id: 'bad', ReceiptHandle: 'garbage' },
+        ],
+      });
+      assert.deepEqual(out.Successful.map((e) => e.Id).sort(), ['d0', 'd1']);
+      assert.equal(out.Failed.length, 1);
+      assert.equal(out.Failed[0].Id, 'bad');
+      assert.equal(out.Failed[0].SenderFault, true);
+      assert.equal(out.Failed[0].Code, 'ReceiptHandleIsInvalid');
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 1, delayed: 0 });
+      await server().advanceClock(31);
+      assert.deepEqual((await receiveAll(url)).map((m) => m.Body), [msgs[2].Body]);
+    });
+
+    it('batch delete rejects empty, oversized and non-distinct requests', async () => {
+      const { url } = await createQueue('delbatchreq');
+      await assertError(call('DeleteMessageBatch', { QueueUrl: url, Entries: [] }), ERR.EmptyBatchRequest);
+      const eleven = Array.from({ length: 11 }, (_, i) => ({ Id: `d${i}`, ReceiptHandle: 'h' }));
+      await assertError(call('DeleteMessageBatch', { QueueUrl: url, Entries: eleven }), {
+        ...ERR.TooManyEntriesInBatchRequest,
+        message: 'Maximum number of entries per request are 10. You have sent 11.',
+      });
+      await assertError(
+        call('DeleteMessageBatch', { QueueUrl: url, Entries: [{ Id: 'x', ReceiptHandle: 'a' }, { Id: 'x', ReceiptHandle: 'b' }] }),
+        ERR.BatchEntryIdsNotDistinct,
+      );
+    });
+  });
+
+  describe('ChangeMessageVisibility', () => {
+    it('extends a message from now, driven by the admin clock', async () => {
+      const { url } = await createQueue('cmv');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'extend' });
+      const [m] = await receiveAll(url);
+      await server().advanceClock(20);
+      await call('ChangeMessageVisibility', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 100 });
+      await server().advanceClock(99);
+      assert.deepEqual(await receiveAll(url), [], 'still hidden 99 s after the change');
+      await server().advanceClock(2);
+      assert.deepEqual((await receiveAll(url)).map((x) => x.MessageId), [m.MessageId]);
+    });
+
+    it('makes a message visible at once with 0', async () => {
+      const { url } = await createQueue('cmv0');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'now' });
+      const [m] = await receiveAll(url);
+      assert.deepEqual(await receiveAll(url), []);
+      await call('ChangeMessageVisibility', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0 });
+      const [again] = await receiveAll(url, { MessageSystemAttributeNames: ['ApproximateReceiveCount'] });
+      assert.equal(again.MessageId, m.MessageId);
+      assert.equal(again.Attributes.ApproximateReceiveCount, '2');
+    });
+
+    it('rejects out-of-range values, the 12-hour cap, deleted messages and garbage handles', async () => {
+      const { url } = await createQueue('cmvbad');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'cap' });
+      const [m] = await receiveAll(url);
+      await assertError(
+        call('ChangeMessageVisibility', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 43201 }),
+        ERR.InvalidParameterValue,
+      );
+      await server().advanceClock(10);
+      await assertError(
+        call('ChangeMessageVisibility', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 43200 }),
+        {
+          ...ERR.InvalidParameterValue,
+          message:
+            'Value 43200 for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]',
+        },
+      );
+      // Within the cap it works.
+      await call('ChangeMessageVisibility', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 43000 });
+      await assertError(
+        call('ChangeMessageVisibility', { QueueUrl: url, ReceiptHandle: 'garbage', VisibilityTimeout: 10 }),
+        ERR.ReceiptHandleIsInvalid,
+      );
+      await call('DeleteMessage', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle });
+      await assertError(
+        call('ChangeMessageVisibility', { QueueUrl: url, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 10 }),
+        {
+          ...ERR.InvalidParameterValue,
+          message: `Value ${m.ReceiptHandle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+        },
+      );
+    });
+
+    it('batch changes visibility per entry', async () => {
+      const { url } = await createQueue('cmvbatch');
+      await call('SendMessageBatch', {
+        QueueUrl: url,
+        Entries: [
+          { Id: 'a', MessageBody: 'show' },
+          { Id: 'b', MessageBody: 'hide' },
+        ],
+      });
+      const msgs = await receiveAll(url);
+      assert.equal(msgs.length, 2);
+      const show = msgs.find((m) => m.Body === 'show');
+      const hide = msgs.find((m) => m.Body === 'hide');
+      const out = await call('ChangeMessageVisibilityBatch', {
+        QueueUrl: url,
+        Entries: [
+          { Id: 'show', ReceiptHandle: show.ReceiptHandle, VisibilityTimeout: 0 },
+          { Id: 'hide', ReceiptHandle: hide.ReceiptHandle, VisibilityTimeout: 600 },
+          { Id: 'bad', ReceiptHandle: 'garbage', VisibilityTimeout: 0 },
+          { Id: 'range', ReceiptHandle: hide.ReceiptHandle, VisibilityTimeout: 50000 },
+        ],
+      });
+      assert.deepEqual(out.Successful.map((e) => e.Id).sort(), ['hide', 'show']);
+      const failed = Object.fromEntries(out.Failed.map((f) => [f.Id, f]));
+      assert.deepEqual(Object.keys(failed).sort(), ['bad', 'range']);
+      assert.equal(failed.bad.Code, 'ReceiptHandleIsInvalid');
+      assert.equal(failed.bad.SenderFault, true);
+      assert.equal(failed.range.Code, 'InvalidParameterValue');
+      const visibleNow = await receiveAll(url);
+      assert.deepEqual(visibleNow.map((m) => m.Body), ['show']);
+      await call('DeleteMessage', { QueueUrl: url, ReceiptHandle: visibleNow[0].ReceiptHandle });
+      await server().advanceClock(599);
+      assert.deepEqual(await receiveAll(url), []);
+      await server().advanceClock(2);
+      assert.deepEqual((await receiveAll(url)).map((m) => m.Body), ['hide']);
+      await assertError(call('ChangeMessageVisibilityBatch', { QueueUrl: url, Entries: [] }), ERR.EmptyBatchRequest);
+    });
+  });
+
+  describe('PurgeQueue', () => {
+    it('removes visible, in-flight and delayed messages, once a minute', async () => {
+      const { name, url } = await createQueue('purge');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'visible' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'inflight' });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'delayed', DelaySeconds: 600 });
+      const got = await receiveAll(url, { MaxNumberOfMessages: 1 });
+      assert.equal(got.length, 1);
+      assert.deepEqual(await counts(url), { visible: 1, inFlight: 1, delayed: 1 });
+      await call('PurgeQueue', { QueueUrl: url });
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 0, delayed: 0 });
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'after' });
+      await assertError(call('PurgeQueue', { QueueUrl: url }), {
+        ...ERR.PurgeQueueInProgress,
+        message: `Only one PurgeQueue operation on ${name} is allowed every 60 seconds.`,
+      });
+      await server().advanceClock(700);
+      assert.deepEqual((await receiveAll(url)).map((m) => m.Body), ['after'], 'messages sent after a purge are kept');
+      await call('PurgeQueue', { QueueUrl: url });
+      assert.deepEqual(await counts(url), { visible: 0, inFlight: 0, delayed: 0 });
+    });
+  });
+
+  describe('DeleteQueue', () => {
+    it('deletes a non-empty queue; it then does not exist', async () => {
+      const { name, url } = await createQueue('dq');
+      await call('SendMessage', { QueueUrl: url, MessageBody: 'left behind' });
+      await call('DeleteQueue', { QueueUrl: url });
+      await assertError(call('GetQueueUrl', { QueueName: name }), ERR.QueueDoesNotExist);
+      await assertError(call('SendMessage', { QueueUrl: url, MessageBody: 'x' }), ERR.QueueDoesNotExist);
+      await assertError(call('DeleteQueue', { QueueUrl: url }), ERR.QueueDoesNotExist);
+      const list = await call('ListQueues', { QueueNamePrefix: name });
+      assertOmitted(list, 'QueueUrls');
+    });
+  });
+
+  describe('tags', () => {
+    it('tags merge, keys are case-sensitive, untag ignores missing keys', async () => {
+      const { url } = await createQueue('tags');
+      const none = await call('ListQueueTags', { QueueUrl: url });
+      assertOmitted(none, 'Tags');
+      await call('TagQueue', { QueueUrl: url, Tags: { MyTag: 'one', mytag: 'two', empty: '' } });
+      await call('TagQueue', { QueueUrl: url, Tags: { MyTag: 'uno', extra: 'x' } });
+      assert.deepEqual((await call('ListQueueTags', { QueueUrl: url })).Tags, {
+        MyTag: 'uno',
+        mytag: 'two',
+        empty: '',
+        extra: 'x',
+      });
+      await call('UntagQueue', { QueueUrl: url, TagKeys: ['mytag', 'does-not-exist'] });
+      assert.deepEqual((await call('ListQueueTags', { QueueUrl: url })).Tags, { MyTag: 'uno', empty: '', extra: 'x' });
+      await call('UntagQueue', { QueueUrl: url, TagKeys: ['MyTag', 'empty', 'extra'] });
+      assertOmitted(await call('ListQueueTags', { QueueUrl: url }), 'Tags');
+    });
+
+    it('rejects reserved keys', async () => {
+      const { url } = await createQueue('tagsbad');
+      await assertError(call('TagQueue', { QueueUrl: url, Tags: { 'aws:reserved': 'x' } }), ERR.InvalidParameterValue);
+    });
+  });
+
+  describe('FIFO basics', () => {
+    async function createFifo(Attributes = {}) {
+      const QueueName = `${uniqueName('fifo')}.fifo`;
+      const { QueueUrl } = await call('CreateQueue', { QueueName, Attributes: { FifoQueue: 'true', ...Attributes } });
+      return QueueUrl;
+    }
+
+    it('SendMessage returns increasing SequenceNumbers, also received as an attribute', async () => {
+      const QueueUrl = await createFifo();
+      const s1 = await call('SendMessage', { QueueUrl, MessageBody: 'm1', MessageGroupId: 'g', MessageDeduplicationId: 'd1' });
+      const s2 = await call('SendMessage', { QueueUrl, MessageBody: 'm2', MessageGroupId: 'g', MessageDeduplicationId: 'd2' });
+      assert.match(String(s1.SequenceNumber), /^\d+$/, 'SendMessage on FIFO returns SequenceNumber');
+      assert.match(String(s2.SequenceNumber), /^\d+$/);
+      assert.ok(BigInt(s2.SequenceNumber) > BigInt(s1.SequenceNumber));
+      const batch = await call('SendMessageBatch', {
+        QueueUrl,
+        Entries: [{ Id: 'b', MessageBody: 'm3', MessageGroupId: 'g', MessageDeduplicationId: 'd3' }],
+      });
+      assert.match(String(batch.Successful[0].SequenceNumber), /^\d+$/, 'batch entries carry SequenceNumber');
+      const msgs = await receiveAll(QueueUrl, { MessageSystemAttributeNames: ['All'] });
+      assert.deepEqual(msgs.map((m) => m.Body), ['m1', 'm2', 'm3']);
+      assert.equal(msgs[0].Attributes.MessageGroupId, 'g');
+      assert.equal(msgs[0].Attributes.MessageDeduplicationId, 'd1');
+      assert.equal(msgs[0].Attributes.SequenceNumber, s1.SequenceNumber);
+    });
+
+    it('drops a duplicate MessageDeduplicationId within the window', async () => {
+      const QueueUrl = await createFifo();
+      await call('SendMessage', { QueueUrl, MessageBody: 'first', MessageGroupId: 'g', MessageDeduplicationId: 'same' });
+      await call('SendMessage', { QueueUrl, MessageBody: 'dup', MessageGroupId: 'g', MessageDeduplicationId: 'same' });
+      const msgs = await receiveAll(QueueUrl);
+      assert.deepEqual(msgs.map((m) => m.Body), ['first']);
+    });
+
+    it('requires MessageGroupId and a deduplication id, and refuses per-message delays', async () => {
+      const QueueUrl = await createFifo();
+      await assertError(call('SendMessage', { QueueUrl, MessageBody: 'nogroup', MessageDeduplicationId: 'd9' }), {
+        ...ERR.MissingParameter,
+        message: 'The request must contain the parameter MessageGroupId.',
+      });
+      await assertError(call('SendMessage', { QueueUrl, MessageBody: 'nodedup', MessageGroupId: 'g' }), {
+        ...ERR.InvalidParameterValue,
+        message:
+          'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
+      });
+      await assertError(
+        call('SendMessage', { QueueUrl, MessageBody: 'delayed', MessageGroupId: 'g', MessageDeduplicationId: 'dd', DelaySeconds: 2 }),
+        {
+          ...ERR.InvalidParameterValue,
+          message:
+            'Value 2 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.',
+        },
+      );
+      assert.deepEqual(await counts(QueueUrl), { visible: 0, inFlight: 0, delayed: 0 });
+    });
+
+    it('locks a message group while one of its messages is in flight', async () => {
+      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true' });
+      for (const b of ['g1-m1', 'g1-m2']) await call('SendMessage', { QueueUrl, MessageBody: b, MessageGroupId: 'g1' });
+      const [first] = await receiveAll(QueueUrl, { MaxNumberOfMessages: 1 });
+      assert.equal(first.Body, 'g1-m1');
+      assert.deepEqual(await receiveAll(QueueUrl), [], 'group g1 is locked while g1-m1 is in flight');
+      await call('DeleteMessage', { QueueUrl, ReceiptHandle: first.ReceiptHandle });
+      assert.deepEqual((await receiveAll(QueueUrl)).map((m) => m.Body), ['g1-m2']);
+    });
+  });
+
+  describe('nonexistent queue', () => {
+    it('every QueueUrl operation fails with QueueDoesNotExist', async () => {
+      const QueueUrl = server().queueUrl(uniqueName('ghost'));
+      const ops = [
+        ['SendMessage', { QueueUrl, MessageBody: 'x' }],
+        ['SendMessageBatch', { QueueUrl, Entries: [{ Id: 'a', MessageBody: 'x' }] }],
+        ['ReceiveMessage', { QueueUrl }],
+        ['GetQueueAttributes', { QueueUrl, AttributeNames: ['All'] }],
+        ['SetQueueAttributes', { QueueUrl, Attributes: { DelaySeconds: '1' } }],
+        ['DeleteMessage', { QueueUrl, ReceiptHandle: 'x' }],
+        ['ChangeMessageVisibility', { QueueUrl, ReceiptHandle: 'x', VisibilityTimeout: 1 }],
+        ['PurgeQueue', { QueueUrl }],
+        ['DeleteQueue', { QueueUrl }],
+        ['TagQueue', { QueueUrl, Tags: { a: 'b' } }],
+        ['ListQueueTags', { QueueUrl }],
+      ];
+      for (const [op, input] of ops) {
+        await assertError(call(op, input), { ...ERR.QueueDoesNotExist, message: NO_QUEUE_MSG });
+      }
+    });
+  });
+}

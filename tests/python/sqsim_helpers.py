@@ -1,0 +1,107 @@
+"""Helpers shared by the boto3 tests: error checks, MD5 digests as SQS computes them, and
+small wrappers around receive. Imported by conftest.py and the test modules."""
+
+import hashlib
+import os
+import struct
+
+import pytest
+from botocore.exceptions import ClientError
+
+#: "json" (current botocore) or "query" (botocore 1.34.89); None when run by hand.
+EXPECT_PROTOCOL = os.environ.get("SQSIM_EXPECT_PROTOCOL") or None
+
+ACCOUNT = "000000000000"
+REGION = "us-east-1"
+
+
+def only_protocol(protocol, reason):
+    """Skips a test unless the client under test speaks `protocol`."""
+    return pytest.mark.skipif(
+        EXPECT_PROTOCOL is not None and EXPECT_PROTOCOL != protocol,
+        reason=f"{protocol} protocol only: {reason}",
+    )
+
+
+def check_error(err, code, status=400):
+    """Asserts that a ClientError carries this legacy (query) code and HTTP status."""
+    assert isinstance(err, ClientError), f"expected a ClientError, got {err!r}"
+    got_code = err.response["Error"]["Code"]
+    got_status = err.response["ResponseMetadata"]["HTTPStatusCode"]
+    assert (got_code, got_status) == (code, status), (
+        f"expected {code}/{status}, got {got_code}/{got_status}: "
+        f"{err.response['Error'].get('Message')!r}"
+    )
+    # Every client error sqsim sends is the sender's fault.
+    assert err.response["Error"].get("Type") == "Sender", err.response["Error"]
+    return err
+
+
+def expect_error(fn, code, status=400, **kwargs):
+    """Calls fn(**kwargs), asserts it fails with `code`/`status`, returns the error."""
+    with pytest.raises(ClientError) as info:
+        fn(**kwargs)
+    return check_error(info.value, code, status)
+
+
+def md5_hex(data):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.md5(data).hexdigest()
+
+
+def md5_of_attributes(attrs):
+    """MD5OfMessageAttributes as SQS defines it (reference §5.3), from boto3-shaped values."""
+    if not attrs:
+        return None
+    out = bytearray()
+
+    def chunk(b):
+        out.extend(struct.pack(">I", len(b)))
+        out.extend(b)
+
+    for name in sorted(attrs, key=lambda n: n.encode("utf-8")):
+        value = attrs[name]
+        chunk(name.encode("utf-8"))
+        chunk(value["DataType"].encode("utf-8"))
+        if "StringValue" in value:
+            out.append(1)
+            chunk(value["StringValue"].encode("utf-8"))
+        else:
+            out.append(2)
+            binary = value["BinaryValue"]
+            chunk(binary if isinstance(binary, bytes) else binary.encode("utf-8"))
+    return hashlib.md5(bytes(out)).hexdigest()
+
+
+def receive(sqs, url, **kwargs):
+    """ReceiveMessage with a short poll by default; returns the list of messages."""
+    kwargs.setdefault("WaitTimeSeconds", 0)
+    return sqs.receive_message(QueueUrl=url, **kwargs).get("Messages", [])
+
+
+def receive_one(sqs, url, **kwargs):
+    messages = receive(sqs, url, **kwargs)
+    assert len(messages) == 1, messages
+    return messages[0]
+
+
+def queue_attrs(sqs, url, *names):
+    names = list(names) or ["All"]
+    return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names).get("Attributes", {})
+
+
+def counts(sqs, url):
+    """(visible, not visible, delayed) as GetQueueAttributes reports them."""
+    a = queue_attrs(
+        sqs,
+        url,
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    )
+    return (
+        int(a["ApproximateNumberOfMessages"]),
+        int(a["ApproximateNumberOfMessagesNotVisible"]),
+        int(a["ApproximateNumberOfMessagesDelayed"]),
+    )

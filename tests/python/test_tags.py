@@ -1,0 +1,89 @@
+"""TagQueue, UntagQueue and ListQueueTags."""
+
+import pytest
+
+from sqsim_helpers import expect_error
+
+
+def tags_of(sqs, url):
+    return sqs.list_queue_tags(QueueUrl=url).get("Tags")
+
+
+def test_untagged_queue_has_no_tags_key(sqs, queue):
+    resp = sqs.list_queue_tags(QueueUrl=queue)
+    assert "Tags" not in resp
+    assert resp["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+def test_tag_list_untag(sqs, queue):
+    sqs.tag_queue(QueueUrl=queue, Tags={"team": "core", "cost-center": "42"})
+    assert tags_of(sqs, queue) == {"team": "core", "cost-center": "42"}
+    sqs.untag_queue(QueueUrl=queue, TagKeys=["team"])
+    assert tags_of(sqs, queue) == {"cost-center": "42"}
+    sqs.untag_queue(QueueUrl=queue, TagKeys=["cost-center"])
+    assert tags_of(sqs, queue) is None
+
+
+def test_tag_merges_and_overwrites(sqs, queue):
+    sqs.tag_queue(QueueUrl=queue, Tags={"a": "1", "b": "2"})
+    sqs.tag_queue(QueueUrl=queue, Tags={"b": "20", "c": "3"})
+    assert tags_of(sqs, queue) == {"a": "1", "b": "20", "c": "3"}
+
+
+def test_tag_keys_are_case_sensitive_and_values_may_be_empty(sqs, queue):
+    sqs.tag_queue(QueueUrl=queue, Tags={"MyTag": "upper", "mytag": "", "with space": "x y"})
+    assert tags_of(sqs, queue) == {"MyTag": "upper", "mytag": "", "with space": "x y"}
+
+
+def test_untag_missing_key_is_ignored(sqs, queue):
+    sqs.tag_queue(QueueUrl=queue, Tags={"keep": "me"})
+    sqs.untag_queue(QueueUrl=queue, TagKeys=["nope", "KEEP"])
+    assert tags_of(sqs, queue) == {"keep": "me"}
+
+
+def test_tag_special_characters(sqs, queue):
+    tags = {"k_.:/=+-@": "v_.:/=+-@", "ünï": "çødé"}
+    sqs.tag_queue(QueueUrl=queue, Tags=tags)
+    assert tags_of(sqs, queue) == tags
+
+
+def test_create_queue_tags_then_tag_queue(sqs, queue_factory):
+    url = queue_factory(tags={"from": "create"})
+    sqs.tag_queue(QueueUrl=url, Tags={"from": "tag", "extra": "1"})
+    assert tags_of(sqs, url) == {"from": "tag", "extra": "1"}
+
+
+def test_tags_are_per_queue(sqs, queue_factory):
+    a = queue_factory()
+    b = queue_factory()
+    sqs.tag_queue(QueueUrl=a, Tags={"only": "a"})
+    assert tags_of(sqs, b) is None
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        {"aws:reserved": "x"},
+        {"k" * 129: "x"},
+        {"k": "v" * 257},
+        {"bad#key": "x"},
+        {f"t{i}": "x" for i in range(51)},
+    ],
+    ids=["aws-prefix", "long-key", "long-value", "bad-char", "51-tags"],
+)
+def test_invalid_tags(sqs, queue, tags):
+    expect_error(sqs.tag_queue, "InvalidParameterValue", QueueUrl=queue, Tags=tags)
+    assert tags_of(sqs, queue) is None
+
+
+def test_tag_limits_allowed(sqs, queue):
+    tags = {f"t{i}": "x" for i in range(49)}
+    tags["k" * 128] = "v" * 256
+    sqs.tag_queue(QueueUrl=queue, Tags=tags)
+    assert tags_of(sqs, queue) == tags
+    # One more new key would make 51.
+    expect_error(sqs.tag_queue, "InvalidParameterValue", QueueUrl=queue, Tags={"extra": "1"})
+    # Overwriting an existing key does not add one.
+    sqs.tag_queue(QueueUrl=queue, Tags={"t0": "y"})
+    assert tags_of(sqs, queue)["t0"] == "y"
+
