@@ -335,6 +335,90 @@ fn cases() -> Vec<Case> {
         IPV,
         None,
     );
+    let f = raw_url("e.fifo");
+    add(
+        "FIFO send without MessageGroupId",
+        "SendMessage",
+        json!({"QueueUrl": f, "MessageBody": "x", "MessageDeduplicationId": "d"}),
+        &[
+            ("QueueUrl", &f),
+            ("MessageBody", "x"),
+            ("MessageDeduplicationId", "d"),
+        ],
+        "MissingParameter",
+        400,
+        MISSING,
+        Some("The request must contain the parameter MessageGroupId."),
+    );
+    add(
+        "FIFO send without a deduplication id",
+        "SendMessage",
+        json!({"QueueUrl": f, "MessageBody": "x", "MessageGroupId": "g"}),
+        &[("QueueUrl", &f), ("MessageBody", "x"), ("MessageGroupId", "g")],
+        "InvalidParameterValue",
+        400,
+        IPV,
+        Some("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"),
+    );
+    add(
+        "FIFO batch with an entry lacking MessageGroupId",
+        "SendMessageBatch",
+        json!({"QueueUrl": f, "Entries": [{"Id": "a", "MessageBody": "x", "MessageDeduplicationId": "d"}]}),
+        &[
+            ("QueueUrl", &f),
+            ("SendMessageBatchRequestEntry.1.Id", "a"),
+            ("SendMessageBatchRequestEntry.1.MessageBody", "x"),
+            ("SendMessageBatchRequestEntry.1.MessageDeduplicationId", "d"),
+        ],
+        "InvalidParameterValue",
+        400,
+        IPV,
+        Some("The request must contain the parameter MessageGroupId."),
+    );
+    add(
+        "FIFO per-message delay",
+        "SendMessage",
+        json!({"QueueUrl": f, "MessageBody": "x", "MessageGroupId": "g", "MessageDeduplicationId": "d", "DelaySeconds": 2}),
+        &[("QueueUrl", &f), ("MessageBody", "x"), ("MessageGroupId", "g"), ("MessageDeduplicationId", "d"), ("DelaySeconds", "2")],
+        "InvalidParameterValue",
+        400,
+        IPV,
+        Some("Value 2 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."),
+    );
+    add(
+        "invalid MessageGroupId",
+        "SendMessage",
+        json!({"QueueUrl": f, "MessageBody": "x", "MessageGroupId": "a b", "MessageDeduplicationId": "d"}),
+        &[("QueueUrl", &f), ("MessageBody", "x"), ("MessageGroupId", "a b"), ("MessageDeduplicationId", "d")],
+        "InvalidParameterValue",
+        400,
+        IPV,
+        Some("Value a b for parameter MessageGroupId is invalid. Reason: MessageGroupId can only include alphanumeric and punctuation characters. 1 to 128 in length."),
+    );
+    add(
+        "changing the queue type",
+        "SetQueueAttributes",
+        json!({"QueueUrl": f, "Attributes": {"FifoQueue": "false"}}),
+        &[("QueueUrl", &f), ("Attribute.1.Name", "FifoQueue"), ("Attribute.1.Value", "false")],
+        "InvalidAttributeValue",
+        400,
+        "com.amazonaws.sqs#InvalidAttributeValue",
+        Some("Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported."),
+    );
+    add(
+        "perMessageGroupId throughput without messageGroup scope",
+        "SetQueueAttributes",
+        json!({"QueueUrl": f, "Attributes": {"FifoThroughputLimit": "perMessageGroupId"}}),
+        &[
+            ("QueueUrl", &f),
+            ("Attribute.1.Name", "FifoThroughputLimit"),
+            ("Attribute.1.Value", "perMessageGroupId"),
+        ],
+        "InvalidAttributeValue",
+        400,
+        "com.amazonaws.sqs#InvalidAttributeValue",
+        None,
+    );
     for (action, entry) in [
         ("SendMessageBatch", "SendMessageBatchRequestEntry"),
         ("DeleteMessageBatch", "DeleteMessageBatchRequestEntry"),
@@ -472,6 +556,13 @@ fn check_query(case: &Case, r: &RawResponse) {
 async fn setup() -> Server {
     let server = start().await;
     let r = json(&server, "CreateQueue", &json!({"QueueName": "e"})).await;
+    assert_eq!(r.status, 200);
+    let r = json(
+        &server,
+        "CreateQueue",
+        &json!({"QueueName": "e.fifo", "Attributes": {"FifoQueue": "true"}}),
+    )
+    .await;
     assert_eq!(r.status, 200);
     server
 }
@@ -634,4 +725,48 @@ async fn json_decoding_errors() {
         r.json()["__type"],
         "com.amazon.coral.service#SerializationException"
     );
+}
+
+#[tokio::test]
+async fn expired_fifo_handle_in_both_protocols() {
+    let server = setup().await;
+    let f = raw_url("e.fifo");
+    let send = json!({"QueueUrl": f, "MessageBody": "x", "MessageGroupId": "g", "MessageDeduplicationId": "1"});
+    assert_eq!(json(&server, "SendMessage", &send).await.status, 200);
+    // Received with a zero timeout: the handle is expired at once.
+    let r = json(
+        &server,
+        "ReceiveMessage",
+        &json!({"QueueUrl": f, "VisibilityTimeout": 0}),
+    )
+    .await;
+    let handle = r.json()["Messages"][0]["ReceiptHandle"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let expected = format!("Value {handle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.");
+    let r = json(
+        &server,
+        "DeleteMessage",
+        &json!({"QueueUrl": f, "ReceiptHandle": handle}),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.header("x-amzn-query-error"),
+        Some("InvalidParameterValue;Sender")
+    );
+    assert_eq!(r.json()["message"], expected.as_str());
+    let r = query(
+        &server,
+        &[
+            ("Action", "DeleteMessage"),
+            ("QueueUrl", &f),
+            ("ReceiptHandle", &handle),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.xml_text("Code").as_deref(), Some("InvalidParameterValue"));
+    assert_eq!(r.xml_text("Message").as_deref(), Some(expected.as_str()));
 }

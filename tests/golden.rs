@@ -1,6 +1,6 @@
 //! Golden wire exchanges: each file in `fixtures/wire/` is a sequence of raw requests and the
 //! exact responses sqsim must give, after replacing what varies between runs (request and
-//! message ids, receipt handles, timestamps) with placeholders. `SQSIM_BLESS=1` rewrites the
+//! message ids, receipt handles, timestamps, FIFO sequence numbers) with placeholders. `SQSIM_BLESS=1` rewrites the
 //! files from the current output; review the diff before committing it.
 
 mod common;
@@ -97,6 +97,7 @@ fn normalize(s: &str) -> String {
             }
             match i - start {
                 13 => out.push_str("<MS>"),
+                19..=21 => out.push_str("<SEQ>"),
                 10 => out.push_str("<S>"),
                 _ => out.push_str(&s[start..i]),
             }

@@ -109,7 +109,7 @@ impl FifoIndex {
 
     /// The next sequence number: strictly increasing, large, not consecutive across time.
     pub fn next_sequence(&mut self, now_ms: u64) -> String {
-        let candidate = (now_ms as u128) << 20;
+        let candidate = (now_ms as u128) << 24;
         self.last_sequence = candidate.max(self.last_sequence + 1);
         self.last_sequence.to_string()
     }

@@ -739,12 +739,20 @@ mod tests {
     use super::*;
 
     fn queue() -> Queue {
+        queue_of(false)
+    }
+
+    fn queue_of(fifo: bool) -> Queue {
         let id = QueueId {
             region: "us-east-1".into(),
             account: "000000000000".into(),
-            name: "q".into(),
+            name: if fifo { "q.fifo" } else { "q" }.into(),
         };
-        Queue::new(id, 1, QueueSettings::default(), 1_000_000)
+        let settings = QueueSettings {
+            fifo_queue: fifo,
+            ..QueueSettings::default()
+        };
+        Queue::new(id, 1, settings, 1_000_000)
     }
 
     fn msg(body: &str, delay: Option<u32>) -> NewMessage {
@@ -832,8 +840,14 @@ mod tests {
 
     #[test]
     fn random_operations_keep_indexes_consistent() {
-        let q = queue();
+        random_operations(false);
+        random_operations(true);
+    }
+
+    fn random_operations(fifo: bool) {
+        let q = queue_of(fifo);
         let mut t = 1_000_000u64;
+        let mut n = 0u64;
         let mut handles: Vec<String> = Vec::new();
         let mut x = 0x9e3779b97f4a7c15u64;
         for _ in 0..5_000 {
@@ -842,7 +856,11 @@ mod tests {
             x ^= x << 17;
             match x % 7 {
                 0 | 1 => {
-                    q.send(msg("m", Some((x % 3) as u32)), t).unwrap();
+                    n += 1;
+                    let mut m = msg("m", (!fifo).then_some((x % 3) as u32));
+                    m.group_id = Some(format!("g{}", x % 5));
+                    m.deduplication_id = Some(n.to_string());
+                    q.send(m, t).unwrap();
                 }
                 2 => {
                     let got = q.receive(req(3, Some((x % 4) as u32)), t).unwrap();
@@ -850,7 +868,8 @@ mod tests {
                 }
                 3 if !handles.is_empty() => {
                     let h = handles.swap_remove((x as usize) % handles.len());
-                    q.delete_message(&h, t).unwrap();
+                    let r = q.delete_message(&h, t);
+                    assert!(r.is_ok() || fifo, "{r:?}");
                 }
                 4 if !handles.is_empty() => {
                     let h = &handles[(x as usize) % handles.len()];
