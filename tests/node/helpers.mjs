@@ -131,6 +131,11 @@ export function md5Hex(data) {
   return createHash('md5').update(data).digest('hex');
 }
 
+/** Lowercase hex SHA-256 (of the UTF-8 bytes, for strings): the content-based dedup id. */
+export function sha256Hex(data) {
+  return createHash('sha256').update(typeof data === 'string' ? Buffer.from(data, 'utf8') : data).digest('hex');
+}
+
 /**
  * MD5OfMessageAttributes as SQS computes it: names sorted by byte value; for each,
  * len+name, len+DataType, transport byte (1 string, 2 binary), len+value.

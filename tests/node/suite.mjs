@@ -10,7 +10,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { ACCOUNT, REGION, md5Hex, md5OfMessageAttributes, normalizeAttributes, uniqueName } from './helpers.mjs';
+import {
+  ACCOUNT,
+  REGION,
+  md5Hex,
+  md5OfMessageAttributes,
+  normalizeAttributes,
+  sha256Hex,
+  uniqueName,
+} from './helpers.mjs';
 
 // §12 error table, as [JSON shape (the __type suffix), query code, HTTP status].
 export const ERR = {
@@ -1002,38 +1010,212 @@ export function defineSharedTests(ctx) {
     });
   });
 
-  describe('FIFO basics', () => {
+  describe('FIFO queues', () => {
+    const EMPTY = { visible: 0, inFlight: 0, delayed: 0 };
+    const bodies = (msgs) => msgs.map((m) => m.Body);
+
     async function createFifo(Attributes = {}) {
       const QueueName = `${uniqueName('fifo')}.fifo`;
       const { QueueUrl } = await call('CreateQueue', { QueueName, Attributes: { FifoQueue: 'true', ...Attributes } });
       return QueueUrl;
     }
 
-    it('SendMessage returns increasing SequenceNumbers, also received as an attribute', async () => {
+    /** SendMessage to a FIFO queue; without `dedupId` the queue must use content-based dedup. */
+    function sendFifo(QueueUrl, MessageBody, MessageGroupId, dedupId) {
+      return call('SendMessage', {
+        QueueUrl,
+        MessageBody,
+        MessageGroupId,
+        ...(dedupId === undefined ? {} : { MessageDeduplicationId: dedupId }),
+      });
+    }
+
+    /** §8.1: decimal strings of large numbers (the server's are about 20 digits), strictly increasing. */
+    function assertIncreasingSequence(seqs) {
+      for (const s of seqs) {
+        assert.equal(typeof s, 'string', `SequenceNumber ${s} is a string`);
+        assert.match(s, /^\d{20,}$/, `SequenceNumber ${s} is a decimal of at least 20 digits`);
+      }
+      for (let i = 1; i < seqs.length; i += 1) {
+        assert.ok(BigInt(seqs[i]) > BigInt(seqs[i - 1]), `SequenceNumber ${seqs[i]} > ${seqs[i - 1]}`);
+      }
+    }
+
+    it('SendMessage and every SendMessageBatch entry return increasing SequenceNumbers, also received', async () => {
       const QueueUrl = await createFifo();
-      const s1 = await call('SendMessage', { QueueUrl, MessageBody: 'm1', MessageGroupId: 'g', MessageDeduplicationId: 'd1' });
-      const s2 = await call('SendMessage', { QueueUrl, MessageBody: 'm2', MessageGroupId: 'g', MessageDeduplicationId: 'd2' });
-      assert.match(String(s1.SequenceNumber), /^\d+$/, 'SendMessage on FIFO returns SequenceNumber');
-      assert.match(String(s2.SequenceNumber), /^\d+$/);
-      assert.ok(BigInt(s2.SequenceNumber) > BigInt(s1.SequenceNumber));
+      const s1 = await sendFifo(QueueUrl, 'm1', 'g', 'd1');
+      const s2 = await sendFifo(QueueUrl, 'm2', 'g', 'd2');
       const batch = await call('SendMessageBatch', {
         QueueUrl,
-        Entries: [{ Id: 'b', MessageBody: 'm3', MessageGroupId: 'g', MessageDeduplicationId: 'd3' }],
+        Entries: [
+          { Id: 'b3', MessageBody: 'm3', MessageGroupId: 'g', MessageDeduplicationId: 'd3' },
+          { Id: 'b4', MessageBody: 'm4', MessageGroupId: 'h', MessageDeduplicationId: 'd4' },
+          { Id: 'b5', MessageBody: 'm5', MessageGroupId: 'g', MessageDeduplicationId: 'd5' },
+        ],
       });
-      assert.match(String(batch.Successful[0].SequenceNumber), /^\d+$/, 'batch entries carry SequenceNumber');
+      assertOmitted(batch, 'Failed');
+      assert.deepEqual(batch.Successful.map((e) => e.Id).sort(), ['b3', 'b4', 'b5']);
+      const entry = Object.fromEntries(batch.Successful.map((e) => [e.Id, e]));
+      // A batch is enqueued in entry order (§8.2), after the earlier single sends.
+      const sent = { m1: s1, m2: s2, m3: entry.b3, m4: entry.b4, m5: entry.b5 };
+      assertIncreasingSequence(Object.values(sent).map((o) => o.SequenceNumber));
+
       const msgs = await receiveAll(QueueUrl, { MessageSystemAttributeNames: ['All'] });
-      assert.deepEqual(msgs.map((m) => m.Body), ['m1', 'm2', 'm3']);
-      assert.equal(msgs[0].Attributes.MessageGroupId, 'g');
-      assert.equal(msgs[0].Attributes.MessageDeduplicationId, 'd1');
-      assert.equal(msgs[0].Attributes.SequenceNumber, s1.SequenceNumber);
+      assert.deepEqual(bodies(msgs).sort(), ['m1', 'm2', 'm3', 'm4', 'm5']);
+      assert.deepEqual(
+        bodies(msgs).filter((b) => b !== 'm4'),
+        ['m1', 'm2', 'm3', 'm5'],
+        'group g comes out in send order',
+      );
+      for (const m of msgs) {
+        const s = sent[m.Body];
+        assert.equal(m.MessageId, s.MessageId, m.Body);
+        assert.equal(m.Attributes.SequenceNumber, s.SequenceNumber, `${m.Body} SequenceNumber`);
+        assert.equal(m.Attributes.MessageGroupId, m.Body === 'm4' ? 'h' : 'g');
+        assert.equal(m.Attributes.MessageDeduplicationId, `d${m.Body.slice(1)}`);
+      }
     });
 
-    it('drops a duplicate MessageDeduplicationId within the window', async () => {
+    it('a duplicate within 5 minutes succeeds with the original MessageId and enqueues nothing, also after a delete', async () => {
       const QueueUrl = await createFifo();
-      await call('SendMessage', { QueueUrl, MessageBody: 'first', MessageGroupId: 'g', MessageDeduplicationId: 'same' });
-      await call('SendMessage', { QueueUrl, MessageBody: 'dup', MessageGroupId: 'g', MessageDeduplicationId: 'same' });
-      const msgs = await receiveAll(QueueUrl);
-      assert.deepEqual(msgs.map((m) => m.Body), ['first']);
+      const first = await sendFifo(QueueUrl, 'first', 'g', 'same');
+      const dup = await sendFifo(QueueUrl, 'dup', 'g', 'same');
+      assert.equal(dup.MessageId, first.MessageId, 'a duplicate reports the original MessageId');
+      const batchDup = await call('SendMessageBatch', {
+        QueueUrl,
+        Entries: [{ Id: 'again', MessageBody: 'batch dup', MessageGroupId: 'g', MessageDeduplicationId: 'same' }],
+      });
+      assertOmitted(batchDup, 'Failed');
+      assert.equal(batchDup.Successful[0].MessageId, first.MessageId);
+      assert.deepEqual(await counts(QueueUrl), { ...EMPTY, visible: 1 });
+
+      const [m] = await receiveAll(QueueUrl);
+      assert.equal(m.Body, 'first');
+      assert.equal(m.MessageId, first.MessageId);
+      await call('DeleteMessage', { QueueUrl, ReceiptHandle: m.ReceiptHandle });
+      const afterDelete = await sendFifo(QueueUrl, 'after delete', 'g', 'same');
+      assert.equal(afterDelete.MessageId, first.MessageId, 'still a duplicate after the original was deleted');
+      assert.deepEqual(await counts(QueueUrl), EMPTY);
+      assert.deepEqual(await receiveAll(QueueUrl), []);
+
+      await server().advanceClock(290);
+      const late = await sendFifo(QueueUrl, 'late dup', 'g', 'same');
+      assert.equal(late.MessageId, first.MessageId, '290 s after the first send it is still a duplicate');
+      assert.deepEqual(await receiveAll(QueueUrl), []);
+
+      await server().advanceClock(10); // 300 s after the first send: the window has closed
+      const fresh = await sendFifo(QueueUrl, 'fresh', 'g', 'same');
+      assert.notEqual(fresh.MessageId, first.MessageId);
+      assertIncreasingSequence([first.SequenceNumber, fresh.SequenceNumber]);
+      const msgs = await receiveAll(QueueUrl, { MessageSystemAttributeNames: ['MessageDeduplicationId'] });
+      assert.deepEqual(bodies(msgs), ['fresh']);
+      assert.equal(msgs[0].MessageId, fresh.MessageId);
+      assert.equal(msgs[0].Attributes.MessageDeduplicationId, 'same');
+    });
+
+    it('content-based deduplication uses the SHA-256 of the body; an explicit id overrides it', async () => {
+      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true' });
+      const a = await sendFifo(QueueUrl, TRICKY_BODY, 'g');
+      const b = await sendFifo(QueueUrl, TRICKY_BODY, 'g');
+      assert.equal(b.MessageId, a.MessageId, 'same body twice: one message');
+      const otherGroup = await sendFifo(QueueUrl, TRICKY_BODY, 'other');
+      assert.equal(otherGroup.MessageId, a.MessageId, 'queue scope: the same body in another group is a duplicate');
+      const explicit = await sendFifo(QueueUrl, TRICKY_BODY, 'g', 'explicit');
+      assert.notEqual(explicit.MessageId, a.MessageId, 'an explicit id overrides the content hash');
+      // An explicit id equal to another body's hash collides with that body sent content-based.
+      const hashed = await sendFifo(QueueUrl, 'carrier', 'g', sha256Hex('another body'));
+      const collides = await sendFifo(QueueUrl, 'another body', 'g');
+      assert.equal(collides.MessageId, hashed.MessageId);
+      assert.deepEqual(await counts(QueueUrl), { ...EMPTY, visible: 3 });
+
+      const msgs = await receiveAll(QueueUrl, { MessageSystemAttributeNames: ['All'] });
+      assert.deepEqual(bodies(msgs), [TRICKY_BODY, TRICKY_BODY, 'carrier']);
+      assert.deepEqual(
+        msgs.map((m) => m.Attributes.MessageDeduplicationId),
+        [sha256Hex(TRICKY_BODY), 'explicit', sha256Hex('another body')],
+      );
+      assert.match(msgs[0].Attributes.MessageDeduplicationId, /^[0-9a-f]{64}$/);
+    });
+
+    it('DeduplicationScope messageGroup dedups per group; queue scope dedups across groups', async () => {
+      const perGroup = await createFifo({ DeduplicationScope: 'messageGroup' });
+      assert.equal((await attrs(perGroup, ['DeduplicationScope'])).DeduplicationScope, 'messageGroup');
+      const a1 = await sendFifo(perGroup, 'a1', 'ga', 'd');
+      const b1 = await sendFifo(perGroup, 'b1', 'gb', 'd');
+      assert.notEqual(b1.MessageId, a1.MessageId, 'same id in another group is not a duplicate');
+      assert.equal((await sendFifo(perGroup, 'a2', 'ga', 'd')).MessageId, a1.MessageId);
+      assert.equal((await sendFifo(perGroup, 'b2', 'gb', 'd')).MessageId, b1.MessageId);
+      assert.deepEqual(await counts(perGroup), { ...EMPTY, visible: 2 });
+      assert.deepEqual(bodies(await receiveAll(perGroup)).sort(), ['a1', 'b1']);
+
+      const queueWide = await createFifo({ DeduplicationScope: 'queue' });
+      const q1 = await sendFifo(queueWide, 'q1', 'ga', 'd');
+      const q2 = await sendFifo(queueWide, 'q2', 'gb', 'd');
+      assert.equal(q2.MessageId, q1.MessageId, 'queue scope: the same id in another group is a duplicate');
+      assert.deepEqual(bodies(await receiveAll(queueWide)), ['q1']);
+    });
+
+    it('one receive drains a group before the next: g1-m1, g1-m2, g1-m3, g2-m1', async () => {
+      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true' });
+      for (const [g, b] of [
+        ['g1', 'g1-m1'],
+        ['g2', 'g2-m1'],
+        ['g1', 'g1-m2'],
+        ['g1', 'g1-m3'],
+      ]) {
+        await sendFifo(QueueUrl, b, g);
+      }
+      const msgs = await receiveAll(QueueUrl, { MessageSystemAttributeNames: ['MessageGroupId', 'SequenceNumber'] });
+      assert.deepEqual(bodies(msgs), ['g1-m1', 'g1-m2', 'g1-m3', 'g2-m1']);
+      assert.deepEqual(
+        msgs.map((m) => m.Attributes.MessageGroupId),
+        ['g1', 'g1', 'g1', 'g2'],
+      );
+      assertIncreasingSequence(msgs.slice(0, 3).map((m) => m.Attributes.SequenceNumber));
+    });
+
+    it('locks a group while any of its messages is in flight, new sends included; deleting all unlocks it', async () => {
+      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true' });
+      for (const b of ['g1-m1', 'g1-m2', 'g1-m3']) await sendFifo(QueueUrl, b, 'g1');
+      const inFlight = await receiveAll(QueueUrl, { MaxNumberOfMessages: 2 });
+      assert.deepEqual(bodies(inFlight), ['g1-m1', 'g1-m2']);
+      assert.deepEqual(await receiveAll(QueueUrl), [], 'g1 is locked while g1-m1 and g1-m2 are in flight');
+
+      await sendFifo(QueueUrl, 'g1-m4', 'g1');
+      await sendFifo(QueueUrl, 'g2-m1', 'g2');
+      assert.deepEqual(bodies(await receiveAll(QueueUrl)), ['g2-m1'], 'other groups are served; g1-m4 is held back');
+      assert.deepEqual(await counts(QueueUrl), { ...EMPTY, visible: 2, inFlight: 3 });
+
+      await call('DeleteMessage', { QueueUrl, ReceiptHandle: inFlight[0].ReceiptHandle });
+      assert.deepEqual(await receiveAll(QueueUrl), [], 'deleting some in-flight messages keeps g1 locked');
+      await call('DeleteMessage', { QueueUrl, ReceiptHandle: inFlight[1].ReceiptHandle });
+      assert.deepEqual(bodies(await receiveAll(QueueUrl)), ['g1-m3', 'g1-m4'], 'deleting all unlocks g1 at once');
+    });
+
+    it('a returning message frees its group only up to the first message still in flight', async () => {
+      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true', VisibilityTimeout: '30' });
+      for (const b of ['foo', 'bar', 'baz']) await sendFifo(QueueUrl, b, 'g');
+      const got = await receiveAll(QueueUrl);
+      assert.deepEqual(bodies(got), ['foo', 'bar', 'baz']);
+      const [, bar] = got;
+      await call('ChangeMessageVisibility', { QueueUrl, ReceiptHandle: bar.ReceiptHandle, VisibilityTimeout: 120 });
+
+      await server().advanceClock(31);
+      const again = await receiveAll(QueueUrl);
+      assert.deepEqual(bodies(again), ['foo'], 'baz is visible again but sits behind the in-flight bar');
+      assert.deepEqual(await counts(QueueUrl), { ...EMPTY, visible: 1, inFlight: 2 });
+
+      await server().advanceClock(90); // 121 s: foo (re-received at 31 s) and bar (120 s) are back
+      const all = await receiveAll(QueueUrl);
+      assert.deepEqual(bodies(all), ['foo', 'bar', 'baz']);
+
+      // Head extended, the rest made visible at once: nothing can be served (§6.2, §8.2).
+      const [foo2, bar2, baz2] = all;
+      await call('ChangeMessageVisibility', { QueueUrl, ReceiptHandle: foo2.ReceiptHandle, VisibilityTimeout: 300 });
+      await call('ChangeMessageVisibility', { QueueUrl, ReceiptHandle: bar2.ReceiptHandle, VisibilityTimeout: 0 });
+      await call('ChangeMessageVisibility', { QueueUrl, ReceiptHandle: baz2.ReceiptHandle, VisibilityTimeout: 0 });
+      assert.deepEqual(await receiveAll(QueueUrl), [], 'foo at the head is in flight');
+      assert.deepEqual(await counts(QueueUrl), { ...EMPTY, visible: 2, inFlight: 1 });
     });
 
     it('requires MessageGroupId and a deduplication id, and refuses per-message delays', async () => {
@@ -1055,17 +1237,108 @@ export function defineSharedTests(ctx) {
             'Value 2 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.',
         },
       );
-      assert.deepEqual(await counts(QueueUrl), { visible: 0, inFlight: 0, delayed: 0 });
+      assert.deepEqual(await counts(QueueUrl), EMPTY);
     });
 
-    it('locks a message group while one of its messages is in flight', async () => {
-      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true' });
-      for (const b of ['g1-m1', 'g1-m2']) await call('SendMessage', { QueueUrl, MessageBody: b, MessageGroupId: 'g1' });
-      const [first] = await receiveAll(QueueUrl, { MaxNumberOfMessages: 1 });
-      assert.equal(first.Body, 'g1-m1');
-      assert.deepEqual(await receiveAll(QueueUrl), [], 'group g1 is locked while g1-m1 is in flight');
-      await call('DeleteMessage', { QueueUrl, ReceiptHandle: first.ReceiptHandle });
-      assert.deepEqual((await receiveAll(QueueUrl)).map((m) => m.Body), ['g1-m2']);
+    it('SendMessageBatch fails as a whole when one entry lacks MessageGroupId or a deduplication id', async () => {
+      const QueueUrl = await createFifo();
+      await assertError(
+        call('SendMessageBatch', {
+          QueueUrl,
+          Entries: [
+            { Id: 'ok', MessageBody: 'ok', MessageGroupId: 'g', MessageDeduplicationId: 'd1' },
+            { Id: 'nogroup', MessageBody: 'x', MessageDeduplicationId: 'd2' },
+          ],
+        }),
+        { ...ERR.InvalidParameterValue, message: 'The request must contain the parameter MessageGroupId.' },
+      );
+      await assertError(
+        call('SendMessageBatch', {
+          QueueUrl,
+          Entries: [
+            { Id: 'ok', MessageBody: 'ok', MessageGroupId: 'g', MessageDeduplicationId: 'd1' },
+            { Id: 'nodedup', MessageBody: 'y', MessageGroupId: 'g' },
+          ],
+        }),
+        {
+          ...ERR.InvalidParameterValue,
+          message:
+            'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
+        },
+      );
+      assert.deepEqual(await counts(QueueUrl), EMPTY, 'the valid entries were not enqueued either');
+      // Nor was their deduplication id recorded.
+      const ok = await sendFifo(QueueUrl, 'ok', 'g', 'd1');
+      const msgs = await receiveAll(QueueUrl);
+      assert.deepEqual(msgs.map((m) => m.MessageId), [ok.MessageId]);
+    });
+
+    it('DeleteMessage with an expired FIFO handle fails; extending before expiry keeps it valid', async () => {
+      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true', VisibilityTimeout: '30' });
+      await sendFifo(QueueUrl, 'expiring', 'g');
+      const [m] = await receiveAll(QueueUrl);
+      await server().advanceClock(31);
+      await assertError(call('DeleteMessage', { QueueUrl, ReceiptHandle: m.ReceiptHandle }), {
+        ...ERR.InvalidParameterValue,
+        message: `Value ${m.ReceiptHandle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.`,
+      });
+      const [again] = await receiveAll(QueueUrl, { MessageSystemAttributeNames: ['ApproximateReceiveCount'] });
+      assert.equal(again.MessageId, m.MessageId, 'the failed delete left the message in the queue');
+      assert.equal(again.Attributes.ApproximateReceiveCount, '2');
+
+      await server().advanceClock(20);
+      await call('ChangeMessageVisibility', { QueueUrl, ReceiptHandle: again.ReceiptHandle, VisibilityTimeout: 60 });
+      await server().advanceClock(30); // 50 s after the receive, past the queue's 30 s
+      await call('DeleteMessage', { QueueUrl, ReceiptHandle: again.ReceiptHandle });
+      assert.deepEqual(await counts(QueueUrl), EMPTY);
+      await server().advanceClock(60);
+      assert.deepEqual(await receiveAll(QueueUrl), []);
+    });
+
+    it('a retried ReceiveRequestAttemptId returns the same messages and receipt handles', async () => {
+      const QueueUrl = await createFifo({ ContentBasedDeduplication: 'true', VisibilityTimeout: '30' });
+      for (const b of ['a1', 'a2', 'a3']) await sendFifo(QueueUrl, b, 'g');
+      const attempt = { MaxNumberOfMessages: 2, ReceiveRequestAttemptId: 'attempt-1' };
+      const first = await receiveAll(QueueUrl, attempt);
+      assert.deepEqual(bodies(first), ['a1', 'a2']);
+      assert.deepEqual(await receiveAll(QueueUrl, { ReceiveRequestAttemptId: 'attempt-2' }), [], 'a new attempt finds g locked');
+
+      await server().advanceClock(20);
+      const retry = await receiveAll(QueueUrl, attempt);
+      assert.deepEqual(retry.map((m) => m.MessageId), first.map((m) => m.MessageId));
+      assert.deepEqual(retry.map((m) => m.ReceiptHandle), first.map((m) => m.ReceiptHandle));
+      assert.deepEqual(bodies(retry), ['a1', 'a2']);
+
+      // §6.4: the retry reset the visibility timeout, so 40 s after the first receive they are still hidden.
+      await server().advanceClock(20);
+      assert.deepEqual(await receiveAll(QueueUrl), []);
+
+      // After a modification the same id counts as a new attempt: new handles.
+      for (const m of retry) {
+        await call('ChangeMessageVisibility', { QueueUrl, ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0 });
+      }
+      const renewed = await receiveAll(QueueUrl, attempt);
+      assert.deepEqual(bodies(renewed), ['a1', 'a2']);
+      for (let i = 0; i < 2; i += 1) assert.notEqual(renewed[i].ReceiptHandle, first[i].ReceiptHandle);
+      for (const m of renewed) await call('DeleteMessage', { QueueUrl, ReceiptHandle: m.ReceiptHandle });
+      assert.deepEqual(bodies(await receiveAll(QueueUrl)), ['a3']);
+    });
+
+    it('PurgeQueue clears the deduplication cache and the group lock', async () => {
+      const QueueUrl = await createFifo();
+      const before = await sendFifo(QueueUrl, 'before purge', 'g', 'p');
+      assert.equal((await sendFifo(QueueUrl, 'dup', 'g', 'p')).MessageId, before.MessageId);
+      const [held] = await receiveAll(QueueUrl);
+      assert.equal(held.MessageId, before.MessageId);
+      await call('PurgeQueue', { QueueUrl });
+      assert.deepEqual(await counts(QueueUrl), EMPTY);
+
+      const after = await sendFifo(QueueUrl, 'after purge', 'g', 'p');
+      assert.notEqual(after.MessageId, before.MessageId, 'the dedup id is usable again after a purge');
+      assert.equal((await sendFifo(QueueUrl, 'dup again', 'g', 'p')).MessageId, after.MessageId);
+      const msgs = await receiveAll(QueueUrl);
+      assert.deepEqual(bodies(msgs), ['after purge'], 'the purged in-flight message no longer locks g');
+      assert.equal(msgs[0].MessageId, after.MessageId);
     });
   });
 
