@@ -203,5 +203,47 @@ else
         "$(grep -c 'AWS.SimpleQueueService.NonExistentQueue' "$WORK/err" || true)" "1"
 fi
 
+# --- FIFO queue -----------------------------------------------------------------------------------
+FIFO="cli-smoke-$$-$RANDOM.fifo"
+run "create-queue (FIFO)" sqs create-queue --queue-name "$FIFO" \
+    --attributes FifoQueue=true,ContentBasedDeduplication=true
+FURL="$(jget "$OUT" 'd.get("QueueUrl", "")')"
+check "FIFO create-queue returns the queue URL" "$FURL" "$ENDPOINT/000000000000/$FIFO"
+
+run "send-message (FIFO) first" sqs send-message --queue-url "$FURL" \
+    --message-body "fifo first" --message-group-id grp
+SEQ1="$(jget "$OUT" 'd.get("SequenceNumber", "")')"
+FID1="$(jget "$OUT" 'd.get("MessageId", "")')"
+check "FIFO send-message returns a decimal SequenceNumber" \
+    "$(jget "$OUT" 'd.get("SequenceNumber", "").isdigit()')" "true"
+run "send-message (FIFO) second" sqs send-message --queue-url "$FURL" \
+    --message-body "fifo second" --message-group-id grp
+SEQ2="$(jget "$OUT" 'd.get("SequenceNumber", "")')"
+check "FIFO SequenceNumbers increase" \
+    "$(python3 -c 'import sys; print(int(sys.argv[2]) > int(sys.argv[1]))' "$SEQ1" "$SEQ2" 2>&1)" "True"
+run "send-message (FIFO) duplicate" sqs send-message --queue-url "$FURL" \
+    --message-body "fifo first" --message-group-id grp
+check "FIFO duplicate returns the original MessageId" "$(jget "$OUT" 'd.get("MessageId")')" "$FID1"
+
+run "receive-message (FIFO)" sqs receive-message --queue-url "$FURL" \
+    --attribute-names All --max-number-of-messages 10
+check "FIFO messages arrive in send order, once each" \
+    "$(jget "$OUT" '[m["Body"] for m in d.get("Messages", [])]')" '["fifo first", "fifo second"]'
+check "FIFO received SequenceNumbers" \
+    "$(jget "$OUT" '[m["Attributes"]["SequenceNumber"] for m in d["Messages"]]')" "[\"$SEQ1\", \"$SEQ2\"]"
+check "FIFO received MessageGroupId" \
+    "$(jget "$OUT" '[m["Attributes"]["MessageGroupId"] for m in d["Messages"]]')" '["grp", "grp"]'
+check "FIFO content-based MessageDeduplicationId" \
+    "$(jget "$OUT" 'd["Messages"][0]["Attributes"]["MessageDeduplicationId"]')" \
+    "$(python3 -c 'import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest())' "fifo first")"
+
+if sqs send-message --queue-url "$FURL" --message-body "no group" >/dev/null 2>"$WORK/err"; then
+    fail "FIFO send-message without --message-group-id should fail"
+else
+    check "FIFO send without group is MissingParameter" \
+        "$(grep -c 'MissingParameter' "$WORK/err" || true)" "1"
+fi
+run "delete-queue (FIFO)" sqs delete-queue --queue-url "$FURL"
+
 echo "cli smoke: $PASSED passed, $FAILED failed"
 [[ "$FAILED" -eq 0 ]]
