@@ -1,6 +1,11 @@
 //! The `sqsim` binary: parse flags, set up logging, serve until SIGINT or SIGTERM.
 
 use clap::Parser;
+
+/// mimalloc: request handling allocates many short-lived buffers across worker threads, which
+/// it serves faster and with less fragmentation than the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use sqsim::config::{Config, DEFAULT_ACCOUNT_ID, DEFAULT_PORT, DEFAULT_REGION};
 use sqsim::server::AppState;
 

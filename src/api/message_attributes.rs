@@ -31,9 +31,35 @@ pub fn is_valid_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
 }
 
+/// Whether every character of `s` is allowed. Works on bytes, eight at a time: in UTF-8 the
+/// only disallowed characters are control bytes below 0x20 (other than TAB, LF, CR) and
+/// U+FFFE/U+FFFF, which both start with 0xEF (surrogates cannot occur in a `str`).
+pub fn is_valid_text(s: &str) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let bytes = s.as_bytes();
+    let mut suspect = false;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // A byte below 0x20, or a byte equal to 0xEF, somewhere in these eight.
+        let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+        let ef = x ^ (ONES * 0xEF);
+        let has_ef = ef.wrapping_sub(ONES) & !ef & HIGHS;
+        if below_space | has_ef != 0 {
+            suspect = true;
+            break;
+        }
+    }
+    if !suspect && chunks.remainder().iter().all(|&b| b >= 0x20 && b != 0xEF) {
+        return true;
+    }
+    s.chars().all(is_valid_char)
+}
+
 /// Checks a message body's characters.
 pub fn check_body(body: &str) -> Result<(), SqsError> {
-    if body.chars().all(is_valid_char) {
+    if is_valid_text(body) {
         Ok(())
     } else {
         Err(SqsError::new(
@@ -154,7 +180,7 @@ pub fn convert(
             AttributeData::Binary(bytes)
         } else {
             let s = v.string_value.filter(|s| !s.is_empty()).ok_or_else(empty)?;
-            if !s.chars().all(is_valid_char) {
+            if !is_valid_text(&s) {
                 return Err(SqsError::invalid(format!(
                     "Message ({kind}) attribute '{name}' contains invalid characters. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
                 )));
@@ -233,6 +259,22 @@ mod tests {
             ".",
         ] {
             assert!(!valid_number(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn text_validation_matches_the_char_rule() {
+        for s in [
+            "plain",
+            "tab\tnl\ncr\r",
+            "ünïcødé 🚀",
+            "\u{E000}\u{FFFD}",
+            "\u{10FFFF}",
+        ] {
+            assert!(is_valid_text(s), "{s:?}");
+        }
+        for s in ["\u{0}", "a\u{8}b", "\u{1F}", "x\u{FFFE}", "\u{FFFF}y"] {
+            assert!(!is_valid_text(s), "{s:?}");
         }
     }
 

@@ -19,12 +19,32 @@ pub struct Input {
     pub entries: Option<Vec<MessageInput>>,
 }
 
-#[derive(Debug, Serialize)]
+/// One SendMessageBatchResultEntry: the Id and what SendMessage would have returned.
+#[derive(Debug)]
 pub struct ResultEntry {
-    #[serde(rename = "Id")]
     pub id: String,
-    #[serde(flatten)]
     pub sent: SendOutput,
+}
+
+impl Serialize for ResultEntry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let o = &self.sent;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("Id", &self.id)?;
+        m.serialize_entry("MD5OfMessageBody", &o.md5_of_message_body)?;
+        if let Some(v) = &o.md5_of_message_attributes {
+            m.serialize_entry("MD5OfMessageAttributes", v)?;
+        }
+        if let Some(v) = &o.md5_of_message_system_attributes {
+            m.serialize_entry("MD5OfMessageSystemAttributes", v)?;
+        }
+        m.serialize_entry("MessageId", &o.message_id)?;
+        if let Some(v) = &o.sequence_number {
+            m.serialize_entry("SequenceNumber", v)?;
+        }
+        m.end()
+    }
 }
 
 #[derive(Debug, Serialize)]

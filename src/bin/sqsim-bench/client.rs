@@ -85,6 +85,14 @@ impl Api {
         )
     }
 
+    pub fn delete_queue(&self, url: &str) -> Call {
+        self.call(
+            "DeleteQueue",
+            serde_json::json!({"QueueUrl": url}),
+            vec![pair("QueueUrl", url)],
+        )
+    }
+
     pub fn send(&self, url: &str, body: &str, group: Option<&str>) -> Call {
         let mut j = serde_json::json!({"QueueUrl": url, "MessageBody": body});
         let mut q = vec![pair("QueueUrl", url), pair("MessageBody", body)];
@@ -183,8 +191,19 @@ impl Conn {
         })
     }
 
-    /// Sends a call; returns the status and body.
+    /// Sends a call; returns the status and body. A connection the server closed (some peers
+    /// do after a while) is reopened once.
     pub async fn send(&mut self, call: &Call) -> std::io::Result<(u16, Bytes)> {
+        match self.send_once(call).await {
+            Ok(r) => Ok(r),
+            Err(_) => {
+                *self = Conn::connect(&self.host).await?;
+                self.send_once(call).await
+            }
+        }
+    }
+
+    async fn send_once(&mut self, call: &Call) -> std::io::Result<(u16, Bytes)> {
         // Real SDKs sign every request; peers such as moto route on the credential scope.
         let mut req = Request::post("/")
             .header("host", &self.host)

@@ -38,6 +38,12 @@ struct Args {
     /// Skip the floor server.
     #[arg(long)]
     no_floor: bool,
+    /// Run only these scenarios (send, cycle, single, latency, fifo, backlog); default all.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Protocols to run against sqsim (json, query); default both.
+    #[arg(long, value_delimiter = ',')]
+    protocols: Vec<String>,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     json: PathBuf,
@@ -116,6 +122,7 @@ fn main() {
 
 async fn run(args: Args) {
     let dur = Duration::from_secs_f64(args.seconds);
+    let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);
     let mut results: Vec<Outcome> = Vec::new();
     let mut facts: Vec<(String, String)> = Vec::new();
 
@@ -175,6 +182,9 @@ async fn run(args: Args) {
         } else {
             &[Proto::Json]
         };
+        let protos = protos
+            .iter()
+            .filter(|p| args.protocols.is_empty() || args.protocols.iter().any(|n| n == p.name()));
         for &p in protos {
             eprintln!("[{}] send/{}", t.name, p.name());
             results.push(scenarios::send(t, p, 8, dur).await);
@@ -182,6 +192,7 @@ async fn run(args: Args) {
             let url =
                 scenarios::create_queue(t, p, &format!("bench-cycle-{}", p.name()), false).await;
             results.push(scenarios::cycle(t, p, &url, 4, 8, dur, 0, "cycle").await);
+            scenarios::delete_queue(t, p, &url).await;
             eprintln!("[{}] single/{}", t.name, p.name());
             results.push(scenarios::single(t, p, 8, dur).await);
             if t.name != "floor" {
@@ -191,8 +202,23 @@ async fn run(args: Args) {
         }
     }
 
+    // FIFO: the cycle on a FIFO queue with 1,000 message groups.
+    if wanted("fifo") {
+        eprintln!("[sqsim] fifo/json");
+        let url = scenarios::create_queue(&sqsim, Proto::Json, "bench-fifo.fifo", true).await;
+        let mut o = scenarios::cycle(&sqsim, Proto::Json, &url, 4, 8, dur, 1000, "fifo").await;
+        o.note = format!("1000 message groups; {}", o.note);
+        results.push(o);
+        scenarios::delete_queue(&sqsim, Proto::Json, &url).await;
+    }
+
     // Backlog: the cycle rate with a small and a large queue behind it.
-    for (label, n) in [("backlog-1k", 1_000usize), ("backlog-large", args.backlog)] {
+    let backlogs: &[(&str, usize)] = if wanted("backlog") {
+        &[("backlog-1k", 1_000usize), ("backlog-large", args.backlog)]
+    } else {
+        &[]
+    };
+    for &(label, n) in backlogs {
         eprintln!("[sqsim] {label}: queueing {n}");
         let url =
             scenarios::create_queue(&sqsim, Proto::Json, &format!("bench-{label}"), false).await;
@@ -210,6 +236,7 @@ async fn run(args: Args) {
         let mut o = scenarios::cycle(&sqsim, Proto::Json, &url, 4, 8, dur, 0, label).await;
         o.note = format!("{n} messages queued first; {}", o.note);
         results.push(o);
+        scenarios::delete_queue(&sqsim, Proto::Json, &url).await;
     }
 
     print_table(&results, &facts);

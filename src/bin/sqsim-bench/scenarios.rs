@@ -18,10 +18,17 @@ fn now_us() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64
 }
 
-/// A 256-byte body that starts with its send time.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// A 256-byte body that starts with its send time; a serial number keeps bodies distinct, so
+/// content-based deduplication on FIFO queues drops none of them.
 pub fn body() -> String {
-    let mut b = format!("{:020}", now_us());
-    b.push_str(&"x".repeat(BODY_BYTES - 20));
+    let mut b = format!(
+        "{:020}-{:012}-",
+        now_us(),
+        SERIAL.fetch_add(1, Ordering::Relaxed)
+    );
+    b.push_str(&"x".repeat(BODY_BYTES - b.len()));
     b
 }
 
@@ -82,6 +89,12 @@ pub async fn create_queue(t: &Target, proto: Proto, name: &str, fifo: bool) -> S
         .expect("QueueUrl in reply")
 }
 
+/// Deletes a queue so what a scenario left behind does not weigh on the next one.
+pub async fn delete_queue(t: &Target, proto: Proto, url: &str) {
+    let mut c = connect(t).await;
+    let _ = c.send(&Api(proto).delete_queue(url)).await;
+}
+
 fn batch(group: impl Fn(usize) -> Option<String>) -> Vec<(String, Option<String>)> {
     (0..10).map(|i| (body(), group(i))).collect()
 }
@@ -136,6 +149,7 @@ pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outc
     stop.store(true, Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64();
     while set.join_next().await.is_some() {}
+    delete_queue(t, proto, &url).await;
     let reqs = requests.load(Ordering::Relaxed) as f64;
     Outcome {
         scenario: "send".into(),
@@ -274,6 +288,7 @@ pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Ou
     stop.store(true, Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64();
     while set.join_next().await.is_some() {}
+    delete_queue(t, proto, &url).await;
     let n = done.load(Ordering::Relaxed) as f64;
     Outcome {
         scenario: "single".into(),
@@ -330,6 +345,7 @@ pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration)
         .expect("consumer finished")
         .expect("consumer ok");
     lat.sort_unstable();
+    delete_queue(t, proto, &url).await;
     Outcome {
         scenario: "latency".into(),
         protocol: proto.name(),
