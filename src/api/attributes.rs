@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::engine::redrive::{RedriveAllowPolicy, RedrivePermission, RedrivePolicy};
 use crate::engine::settings::{
     DeduplicationScope, FifoThroughputLimit, MAX_MESSAGE_SIZE, MAX_VISIBILITY_TIMEOUT_S,
 };
@@ -81,37 +82,91 @@ fn json_document(name: &str, value: &str) -> Result<Option<String>, SqsError> {
     }
 }
 
-fn redrive_policy(value: &str) -> Result<Option<String>, SqsError> {
+fn redrive_policy(value: &str) -> Result<Option<RedrivePolicy>, SqsError> {
     if value.is_empty() {
         return Ok(None);
     }
     let invalid = |reason: &str| SqsError::invalid_value(value, "RedrivePolicy", reason);
     let doc: serde_json::Value = serde_json::from_str(value)
-        .map_err(|_| invalid("Redrive policy is not a valid JSON map."))?;
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .ok_or_else(|| invalid("Redrive policy is not a valid JSON map."))?;
     let target = doc
         .get("deadLetterTargetArn")
         .and_then(|v| v.as_str())
         .ok_or_else(|| {
             invalid("Redrive policy does not contain mandatory attribute: deadLetterTargetArn.")
         })?;
-    if !target.starts_with("arn:") {
-        return Err(invalid("Invalid value for deadLetterTargetArn."));
-    }
+    let dead_letter_target = QueueId::from_arn(target)
+        .ok_or_else(|| invalid("Invalid value for deadLetterTargetArn."))?;
     let count = doc.get("maxReceiveCount").ok_or_else(|| {
         invalid("Redrive policy does not contain mandatory attribute: maxReceiveCount.")
     })?;
-    let count = match count {
+    let parsed = match count {
         serde_json::Value::Number(n) => n.as_i64(),
         serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     };
-    match count {
-        Some(n) if (1..=1000).contains(&n) => Ok(Some(value.to_string())),
+    match parsed {
+        Some(n) if (1..=1000).contains(&n) => Ok(Some(RedrivePolicy {
+            raw: value.to_string(),
+            dead_letter_target,
+            max_receive_count: n as u32,
+        })),
         _ => Err(invalid(&format!(
-            "Invalid value for maxReceiveCount: {}, valid values are from 1 to 1000 both inclusive.",
-            doc["maxReceiveCount"]
+            "Invalid value for maxReceiveCount: {count}, valid values are from 1 to 1000 both inclusive."
         ))),
     }
+}
+
+fn redrive_allow_policy(value: &str) -> Result<Option<RedriveAllowPolicy>, SqsError> {
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let invalid = |reason: &str| SqsError::invalid_value(value, "RedriveAllowPolicy", reason);
+    let doc: serde_json::Value = serde_json::from_str(value)
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .ok_or_else(|| invalid("Redrive allow policy is not a valid JSON map."))?;
+    let arns = match doc.get("sourceQueueArns") {
+        None => None,
+        Some(serde_json::Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|a| {
+                    a.as_str()
+                        .filter(|a| QueueId::from_arn(a).is_some())
+                        .map(str::to_string)
+                })
+                .collect::<Option<Vec<String>>>()
+                .ok_or_else(|| invalid("sourceQueueArns must be a list of queue ARNs."))?,
+        ),
+        Some(_) => return Err(invalid("sourceQueueArns must be a list of queue ARNs.")),
+    };
+    let permission = match (doc.get("redrivePermission").and_then(|v| v.as_str()), arns) {
+        (Some("allowAll"), None) => RedrivePermission::AllowAll,
+        (Some("denyAll"), None) => RedrivePermission::DenyAll,
+        (Some("byQueue"), Some(a)) if (1..=10).contains(&a.len()) => RedrivePermission::ByQueue(a),
+        (Some("byQueue"), _) => {
+            return Err(invalid(
+                "sourceQueueArns must list 1 to 10 queue ARNs when redrivePermission is byQueue.",
+            ))
+        }
+        (Some("allowAll" | "denyAll"), Some(_)) => {
+            return Err(invalid(
+                "sourceQueueArns can only be given when redrivePermission is byQueue.",
+            ))
+        }
+        _ => {
+            return Err(invalid(
+                "redrivePermission must be one of allowAll, denyAll or byQueue.",
+            ))
+        }
+    };
+    Ok(Some(RedriveAllowPolicy {
+        raw: value.to_string(),
+        permission,
+    }))
 }
 
 /// Validates `attrs` and applies them to `settings`. `fifo` is the queue's type.
@@ -161,7 +216,7 @@ pub fn apply(
             }
             "Policy" => settings.policy = json_document(name, value)?,
             "RedrivePolicy" => settings.redrive_policy = redrive_policy(value)?,
-            "RedriveAllowPolicy" => settings.redrive_allow_policy = json_document(name, value)?,
+            "RedriveAllowPolicy" => settings.redrive_allow_policy = redrive_allow_policy(value)?,
             "KmsMasterKeyId" => {
                 if value.is_empty() {
                     settings.kms_master_key_id = None;
@@ -227,8 +282,8 @@ pub fn setting_value(s: &QueueSettings, name: &str) -> Option<String> {
         "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time_seconds.to_string(),
         "VisibilityTimeout" => s.visibility_timeout.to_string(),
         "Policy" => s.policy.clone()?,
-        "RedrivePolicy" => s.redrive_policy.clone()?,
-        "RedriveAllowPolicy" => s.redrive_allow_policy.clone()?,
+        "RedrivePolicy" => s.redrive_policy.as_ref()?.raw.clone(),
+        "RedriveAllowPolicy" => s.redrive_allow_policy.as_ref()?.raw.clone(),
         "KmsMasterKeyId" => s.kms_master_key_id.clone()?,
         "KmsDataKeyReusePeriodSeconds" => {
             s.kms_master_key_id.as_ref()?;
@@ -291,41 +346,40 @@ pub fn render(
 }
 
 /// Checks that a RedrivePolicy's dead-letter queue exists next to the source (same account
-/// and region) and is of the same type. Only called when the attribute is being set.
+/// and region), is of the same type and lets the source use it. Only called when the
+/// attribute is being set.
 pub fn check_redrive_target(
     engine: &Engine,
     source: &QueueId,
     source_fifo: bool,
-    value: &str,
+    policy: Option<&RedrivePolicy>,
 ) -> Result<(), SqsError> {
-    if value.is_empty() {
+    let Some(policy) = policy else {
         return Ok(());
-    }
-    let invalid = |reason: &str| SqsError::invalid_value(value, "RedrivePolicy", reason);
-    let arn = serde_json::from_str::<serde_json::Value>(value)
-        .ok()
-        .and_then(|d| d.get("deadLetterTargetArn")?.as_str().map(str::to_string))
-        .unwrap_or_default();
-    let parts: Vec<&str> = arn.split(':').collect();
-    let [_, _, "sqs", region, account, name] = parts[..] else {
-        return Err(invalid("Invalid value for deadLetterTargetArn."));
     };
-    if region != source.region || account != source.account {
+    let invalid = |reason: &str| SqsError::invalid_value(&policy.raw, "RedrivePolicy", reason);
+    let target_id = &policy.dead_letter_target;
+    if target_id.region != source.region || target_id.account != source.account {
         return Err(invalid(
             "Dead-letter target must be in the same account and region as the source queue.",
         ));
     }
     let target = engine
-        .queue(&QueueId {
-            region: region.to_string(),
-            account: account.to_string(),
-            name: name.to_string(),
-        })
+        .queue(target_id)
         .ok_or_else(|| invalid("Dead letter target does not exist."))?;
-    if target.settings().fifo_queue != source_fifo {
+    let target_settings = target.settings();
+    if target_settings.fifo_queue != source_fifo {
         return Err(invalid(
             "Dead-letter queue must be same type of queue as the source.",
         ));
+    }
+    if let Some(allow) = &target_settings.redrive_allow_policy {
+        if !allow.allows(&source.arn()) {
+            return Err(invalid(&format!(
+                "The RedriveAllowPolicy of {} does not allow this queue to use it as a dead-letter queue.",
+                target.arn
+            )));
+        }
     }
     Ok(())
 }

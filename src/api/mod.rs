@@ -27,33 +27,6 @@ impl XmlResult for Empty {
     }
 }
 
-/// Every action of the SQS API, for [`dispatch`] and for logs.
-pub const ACTIONS: &[&str] = &[
-    "AddPermission",
-    "CancelMessageMoveTask",
-    "ChangeMessageVisibility",
-    "ChangeMessageVisibilityBatch",
-    "CreateQueue",
-    "DeleteMessage",
-    "DeleteMessageBatch",
-    "DeleteQueue",
-    "GetQueueAttributes",
-    "GetQueueUrl",
-    "ListDeadLetterSourceQueues",
-    "ListMessageMoveTasks",
-    "ListQueueTags",
-    "ListQueues",
-    "PurgeQueue",
-    "ReceiveMessage",
-    "RemovePermission",
-    "SendMessage",
-    "SendMessageBatch",
-    "SetQueueAttributes",
-    "StartMessageMoveTask",
-    "TagQueue",
-    "UntagQueue",
-];
-
 fn boxed<T: Reply + 'static>(r: Result<T, SqsError>) -> Result<Box<dyn Reply>, SqsError> {
     r.map(|v| Box::new(v) as Box<dyn Reply>)
 }
@@ -86,10 +59,14 @@ pub async fn dispatch(
         "TagQueue" => boxed(tags::tag(ctx, params.parse()?)),
         "UntagQueue" => boxed(tags::untag(ctx, params.parse()?)),
         "ListQueueTags" => boxed(tags::list(ctx, params.parse()?)),
-        a if ACTIONS.contains(&a) => Err(SqsError::new(
-            ErrorCode::UnsupportedOperation,
-            format!("The action {a} is not supported by sqsim yet."),
-        )),
+        "ListDeadLetterSourceQueues" => {
+            boxed(list_dead_letter_source_queues::handle(ctx, params.parse()?))
+        }
+        "StartMessageMoveTask" => boxed(message_move_tasks::start(ctx, params.parse()?)),
+        "ListMessageMoveTasks" => boxed(message_move_tasks::list(ctx, params.parse()?)),
+        "CancelMessageMoveTask" => boxed(message_move_tasks::cancel(ctx, params.parse()?)),
+        "AddPermission" => boxed(permissions::add(ctx, params.parse()?)),
+        "RemovePermission" => boxed(permissions::remove(ctx, params.parse()?)),
         a => Err(match ctx.protocol {
             crate::protocol::Protocol::Query => SqsError::new(
                 ErrorCode::InvalidAction,
@@ -133,6 +110,10 @@ pub(crate) fn engine_error(err: EngineError) -> SqsError {
         EngineError::MessageTooLong { limit } => SqsError::invalid(format!(
             "One or more parameters are invalid. Reason: Message must be shorter than {limit} bytes."
         )),
+        EngineError::QueueDeletedRecently => SqsError::new(
+            ErrorCode::QueueDeletedRecently,
+            "You must wait 60 seconds after deleting a queue before you can create another with the same name.",
+        ),
         EngineError::OverLimit => SqsError::new(
             ErrorCode::OverLimit,
             "The maximum number of in flight messages has been reached for this queue.",

@@ -20,4 +20,6 @@ pub enum EngineError {
     OverLimit,
     #[error("a purge ran less than 60 seconds ago")]
     PurgeInProgress,
+    #[error("a queue of this name was deleted less than 60 seconds ago")]
+    QueueDeletedRecently,
 }

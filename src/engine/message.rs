@@ -61,8 +61,9 @@ impl NewMessage {
     }
 }
 
-/// The parts of a message that never change after it was sent.
-#[derive(Debug)]
+/// The parts of a message that never change after it was sent (a dead-letter move or a
+/// redrive makes a new copy).
+#[derive(Debug, Clone)]
 pub struct Payload {
     pub message_id: String,
     pub body: String,

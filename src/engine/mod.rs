@@ -8,13 +8,15 @@ pub mod error;
 pub mod fair;
 pub mod fifo;
 pub mod message;
+pub mod move_task;
 pub mod queue;
 pub mod receipt;
+pub mod redrive;
 pub mod settings;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -22,7 +24,9 @@ use tokio::sync::watch;
 pub use clock::Clock;
 pub use error::EngineError;
 pub use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
-pub use queue::{Queue, QueueCounts, QueueId, QueueSnapshot, ReceiveOutcome, ReceiveRequest};
+pub use queue::{
+    Queue, QueueCounts, QueueId, QueueSnapshot, ReceiveOutcome, ReceiveRequest, Transfer,
+};
 pub use settings::{EngineSettings, QueueSettings};
 
 /// The set of all queues, in all (region, account) namespaces, and the clock they share.
@@ -31,6 +35,10 @@ pub struct Engine {
     clock: Arc<Clock>,
     settings: EngineSettings,
     queues: RwLock<HashMap<QueueId, Arc<Queue>>>,
+    /// When each recently deleted queue name was deleted, for the 60-second cooldown.
+    deleted: Mutex<HashMap<QueueId, u64>>,
+    /// Every message move task, oldest first.
+    pub(crate) move_tasks: Mutex<Vec<Arc<move_task::MoveTask>>>,
     next_uid: AtomicU64,
     shutdown: watch::Sender<bool>,
 }
@@ -43,6 +51,8 @@ impl Engine {
             clock,
             settings,
             queues: RwLock::new(HashMap::new()),
+            deleted: Mutex::new(HashMap::new()),
+            move_tasks: Mutex::new(Vec::new()),
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
         }
@@ -64,19 +74,32 @@ impl Engine {
     }
 
     /// Returns the queue with this id, creating it with `settings` if there is none.
-    /// The flag says whether it was created by this call.
-    pub fn create_queue(&self, id: QueueId, settings: QueueSettings) -> (Arc<Queue>, bool) {
+    /// The flag says whether it was created by this call. A name deleted less than 60 seconds
+    /// ago cannot be created again (when the cooldown is on).
+    pub fn create_queue(
+        &self,
+        id: QueueId,
+        settings: QueueSettings,
+    ) -> Result<(Arc<Queue>, bool), EngineError> {
         if let Some(q) = self.queue(&id) {
-            return (q, false);
+            return Ok((q, false));
         }
         let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
         if let Some(q) = queues.get(&id) {
-            return (Arc::clone(q), false);
+            return Ok((Arc::clone(q), false));
+        }
+        if self.settings.deleted_queue_cooldown {
+            let mut deleted = self.deleted.lock().unwrap_or_else(|p| p.into_inner());
+            let now = self.now_ms();
+            deleted.retain(|_, at| now < *at + settings::DELETED_QUEUE_COOLDOWN_MS);
+            if deleted.contains_key(&id) {
+                return Err(EngineError::QueueDeletedRecently);
+            }
         }
         let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
         let q = Arc::new(Queue::new(id.clone(), uid, settings, self.now_ms()));
         queues.insert(id, Arc::clone(&q));
-        (q, true)
+        Ok((q, true))
     }
 
     /// The queue with this id.
@@ -98,6 +121,10 @@ impl Engine {
         match removed {
             Some(q) => {
                 q.mark_deleted();
+                self.deleted
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id.clone(), self.now_ms());
                 true
             }
             None => false,
@@ -118,6 +145,55 @@ impl Engine {
             .collect();
         found.sort_by(|a, b| a.id.name.cmp(&b.id.name));
         found
+    }
+
+    /// Receives from `queue`, handing messages that exceeded maxReceiveCount to its
+    /// dead-letter queue (two queue locks are never held at once).
+    pub fn receive(
+        &self,
+        queue: &Queue,
+        req: ReceiveRequest,
+        now_ms: u64,
+    ) -> Result<ReceiveOutcome, EngineError> {
+        let mut outcome = queue.receive(req, now_ms)?;
+        if let Some(dead) = outcome.dead_letters.take() {
+            match self.queue(&dead.target) {
+                Some(dlq) => dlq.accept(
+                    dead.messages,
+                    Transfer::DeadLetter {
+                        source_arn: &queue.arn,
+                    },
+                    now_ms,
+                ),
+                // The dead-letter queue is gone: keep the messages where they were.
+                None => queue.accept(dead.messages, Transfer::Restore, now_ms),
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Queues of the namespace whose RedrivePolicy names `target` as dead-letter queue.
+    pub fn dead_letter_sources(&self, target: &QueueId) -> Vec<Arc<Queue>> {
+        self.list_queues(&target.region, &target.account, "")
+            .into_iter()
+            .filter(|q| {
+                q.settings()
+                    .redrive_policy
+                    .is_some_and(|p| p.dead_letter_target == *target)
+            })
+            .collect()
+    }
+
+    /// Move tasks of one source queue, newest first.
+    pub fn move_tasks_of(&self, source_arn: &str) -> Vec<Arc<move_task::MoveTask>> {
+        self.move_tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .rev()
+            .filter(|t| t.source_arn == source_arn)
+            .cloned()
+            .collect()
     }
 
     /// Moves the clock forward and lets every long poll re-check its queue.

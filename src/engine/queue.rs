@@ -55,6 +55,27 @@ pub struct ReceiveOutcome {
     pub messages: Vec<ReceivedMessage>,
     /// When the next delayed or in-flight message becomes visible, in clock ms.
     pub next_deadline_ms: Option<u64>,
+    /// Messages this receive took out because they exceeded maxReceiveCount; the engine
+    /// hands them to the dead-letter queue.
+    pub dead_letters: Option<DeadLetters>,
+}
+
+/// Messages on their way to a dead-letter queue.
+#[derive(Debug)]
+pub struct DeadLetters {
+    pub target: QueueId,
+    pub messages: Vec<StoredMessage>,
+}
+
+/// Why messages arrive from another queue.
+#[derive(Debug, Clone, Copy)]
+pub enum Transfer<'a> {
+    /// Dead-lettered from the queue with this ARN: counts kept, source recorded.
+    DeadLetter { source_arn: &'a str },
+    /// Moved back by a message move task: a fresh receive count, no source.
+    Redrive,
+    /// Returned to where they came from (their dead-letter queue vanished): unchanged.
+    Restore,
 }
 
 /// Parameters of one receive.
@@ -186,14 +207,21 @@ impl Queue {
         self.lock().settings.clone()
     }
 
-    /// Replaces the settings and bumps LastModifiedTimestamp.
-    pub fn set_settings(&self, settings: QueueSettings, now_ms: u64) {
+    /// Edits the settings under the queue's lock (so concurrent edits do not lose each other);
+    /// bumps LastModifiedTimestamp when `f` succeeds.
+    pub fn update_settings<R, E>(
+        &self,
+        now_ms: u64,
+        f: impl FnOnce(&mut QueueSettings) -> Result<R, E>,
+    ) -> Result<R, E> {
         self.with_state(now_ms, |st, now, _| {
+            let mut settings = st.settings.clone();
+            let r = f(&mut settings)?;
             st.settings = settings;
             st.last_modified_s = now / 1000;
-            // A shorter retention may expire messages right away.
             st.expire(now);
             st.wake = true;
+            Ok(r)
         })
     }
 
@@ -257,6 +285,25 @@ impl Queue {
     /// Hands out up to `req.max_messages` visible messages and hides them.
     pub fn receive(&self, req: ReceiveRequest, now_ms: u64) -> Result<ReceiveOutcome, EngineError> {
         self.with_state(now_ms, |st, now, uid| st.receive(req, now, uid))
+    }
+
+    /// Takes in messages from another queue (or back into this one), visible at once.
+    pub fn accept(&self, messages: Vec<StoredMessage>, transfer: Transfer<'_>, now_ms: u64) {
+        self.with_state(now_ms, |st, now, _| {
+            for m in messages {
+                st.accept(m, transfer, now);
+            }
+        })
+    }
+
+    /// Removes up to `n` visible messages, in delivery order, for a message move task.
+    pub fn take_for_move(&self, n: usize, now_ms: u64) -> Vec<StoredMessage> {
+        self.with_state(now_ms, |st, _, _| st.take_for_move(n))
+    }
+
+    /// How many messages are stored (visible, in flight and delayed).
+    pub fn stored(&self, now_ms: u64) -> usize {
+        self.with_state(now_ms, |st, _, _| st.messages.len())
     }
 
     /// Deletes the message a handle points at. Stale handles of a standard queue still
@@ -524,39 +571,39 @@ impl QueueState {
             };
         }
         let take = req.max_messages.min(req.max_in_flight - self.in_flight);
-        let keys = {
-            let QueueState {
-                messages, order, ..
-            } = self;
-            match order {
-                Order::Standard(fair) => fair.take(take),
-                Order::Fifo(f) => f.take(take, |k| is_visible(messages, k)),
+        let max_receives = self
+            .settings
+            .redrive_policy
+            .as_ref()
+            .map(|p| p.max_receive_count);
+        let mut dead = Vec::new();
+        let mut out = Vec::with_capacity(take);
+        while out.len() < take {
+            let keys = self.pick(take - out.len());
+            if keys.is_empty() {
+                break;
             }
-        };
-        let mut out = Vec::with_capacity(keys.len());
-        for key in keys {
-            let Some(msg) = self.messages.get_mut(&key) else {
-                continue;
-            };
-            msg.receive_count += 1;
-            let first = *msg.first_receive_ms.get_or_insert(now);
-            msg.last_receive_ms = now;
-            msg.delivery = Delivery::InFlight { until_ms };
-            self.timers.insert((until_ms, key));
-            self.visible -= 1;
-            self.in_flight += 1;
-            out.push(ReceivedMessage {
-                payload: Arc::clone(&msg.payload),
-                receipt_handle: Receipt {
-                    queue_uid: uid,
-                    key,
-                    receive_number: msg.receive_count,
+            for key in keys {
+                let Some(msg) = self.messages.get(&key) else {
+                    continue;
+                };
+                // The receive that would exceed maxReceiveCount moves the message instead.
+                if max_receives.is_some_and(|max| msg.receive_count >= max) {
+                    if let Some(m) = self.remove(&key) {
+                        dead.push(m);
+                    }
+                    continue;
                 }
-                .encode(),
-                receive_count: msg.receive_count,
-                first_receive_ms: first,
-            });
+                out.push(self.hand_out(key, until_ms, now, uid));
+            }
         }
+        let dead_letters = match (dead.is_empty(), &self.settings.redrive_policy) {
+            (false, Some(p)) => Some(DeadLetters {
+                target: p.dead_letter_target.clone(),
+                messages: dead,
+            }),
+            _ => None,
+        };
         if let (Some(id), Order::Fifo(f)) = (req.attempt_id, &mut self.order) {
             if !out.is_empty() {
                 let taken = out
@@ -567,13 +614,108 @@ impl QueueState {
                 f.remember_attempt(id, taken, now);
             }
         }
-        Ok(self.outcome(out))
+        let mut outcome = self.outcome(out);
+        outcome.dead_letters = dead_letters;
+        Ok(outcome)
+    }
+
+    /// The next visible messages in delivery order, still stored and still visible.
+    fn pick(&mut self, n: usize) -> Vec<MessageKey> {
+        let QueueState {
+            messages, order, ..
+        } = self;
+        match order {
+            Order::Standard(fair) => fair.take(n),
+            Order::Fifo(f) => f.take(n, |k| is_visible(messages, k)),
+        }
+    }
+
+    /// Marks a picked, visible message received and makes its handle.
+    fn hand_out(&mut self, key: MessageKey, until_ms: u64, now: u64, uid: u64) -> ReceivedMessage {
+        let msg = self
+            .messages
+            .get_mut(&key)
+            .expect("hand_out is only called for stored messages");
+        msg.receive_count += 1;
+        let first = *msg.first_receive_ms.get_or_insert(now);
+        msg.last_receive_ms = now;
+        msg.delivery = Delivery::InFlight { until_ms };
+        let received = ReceivedMessage {
+            payload: Arc::clone(&msg.payload),
+            receipt_handle: Receipt {
+                queue_uid: uid,
+                key,
+                receive_number: msg.receive_count,
+            }
+            .encode(),
+            receive_count: msg.receive_count,
+            first_receive_ms: first,
+        };
+        self.timers.insert((until_ms, key));
+        self.visible -= 1;
+        self.in_flight += 1;
+        received
+    }
+
+    fn take_for_move(&mut self, n: usize) -> Vec<StoredMessage> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            let keys = self.pick(n - out.len());
+            if keys.is_empty() {
+                break;
+            }
+            for key in keys {
+                if let Some(m) = self.remove(&key) {
+                    out.push(m);
+                }
+            }
+        }
+        out
+    }
+
+    fn accept(&mut self, mut m: StoredMessage, transfer: Transfer<'_>, now: u64) {
+        let fifo = matches!(self.order, Order::Fifo(_));
+        match transfer {
+            Transfer::DeadLetter { source_arn } => {
+                let mut p = (*m.payload).clone();
+                p.dead_letter_source_arn = Some(source_arn.to_string());
+                m.payload = Arc::new(p);
+            }
+            Transfer::Redrive => {
+                let mut p = (*m.payload).clone();
+                p.dead_letter_source_arn = None;
+                m.payload = Arc::new(p);
+                m.receive_count = 0;
+                m.first_receive_ms = None;
+            }
+            Transfer::Restore => {}
+        }
+        // A standard queue keeps the original enqueue time (retention counts from the first
+        // send); a FIFO queue starts it afresh.
+        let sent_ms = if fifo && !matches!(transfer, Transfer::Restore) {
+            now
+        } else {
+            m.payload.sent_ms
+        };
+        let key = MessageKey {
+            sent_ms,
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        if let Order::Fifo(f) = &mut self.order {
+            let group = m.payload.group_id.clone().unwrap_or_else(|| Arc::from(""));
+            f.insert(key, &group);
+        }
+        m.delivery = Delivery::Delayed { until_ms: now };
+        self.messages.insert(key, m);
+        self.make_visible(key);
     }
 
     fn outcome(&self, messages: Vec<ReceivedMessage>) -> ReceiveOutcome {
         ReceiveOutcome {
             messages,
             next_deadline_ms: self.timers.first().map(|(d, _)| *d),
+            dead_letters: None,
         }
     }
 

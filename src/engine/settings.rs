@@ -1,6 +1,8 @@
 //! A queue's configurable attributes, typed. Parsing and rendering their wire names and
 //! values is the API layer's job; the engine only obeys them.
 
+use super::redrive::{RedriveAllowPolicy, RedrivePolicy};
+
 /// Longest visibility timeout, and the cap on a message's total invisibility per receive.
 pub const MAX_VISIBILITY_TIMEOUT_S: u32 = 43_200;
 /// Largest message (body plus attributes) a queue may be configured to accept.
@@ -9,6 +11,8 @@ pub const MAX_MESSAGE_SIZE: u32 = 1_048_576;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 120_000;
 /// Minimum time between two purges of one queue.
 pub const PURGE_COOLDOWN_MS: u64 = 60_000;
+/// How long a deleted queue's name stays unavailable.
+pub const DELETED_QUEUE_COOLDOWN_MS: u64 = 60_000;
 
 /// How a FIFO queue scopes deduplication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +37,8 @@ pub struct QueueSettings {
     pub receive_message_wait_time_seconds: u32,
     pub visibility_timeout: u32,
     pub policy: Option<String>,
-    pub redrive_policy: Option<String>,
-    pub redrive_allow_policy: Option<String>,
+    pub redrive_policy: Option<RedrivePolicy>,
+    pub redrive_allow_policy: Option<RedriveAllowPolicy>,
     pub kms_master_key_id: Option<String>,
     pub kms_data_key_reuse_period_seconds: u32,
     pub sqs_managed_sse_enabled: bool,
@@ -73,6 +77,8 @@ pub struct EngineSettings {
     pub max_in_flight: usize,
     /// Refuse a second purge within 60 seconds, as AWS does.
     pub purge_cooldown: bool,
+    /// Refuse to re-create a queue within 60 seconds of deleting it, as AWS does.
+    pub deleted_queue_cooldown: bool,
 }
 
 impl Default for EngineSettings {
@@ -80,6 +86,7 @@ impl Default for EngineSettings {
         EngineSettings {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             purge_cooldown: true,
+            deleted_queue_cooldown: true,
         }
     }
 }

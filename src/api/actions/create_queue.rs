@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::api::attributes::{apply, check_redrive_target, setting_value};
-use crate::api::{required, Context};
+use crate::api::{engine_error, required, Context};
 use crate::engine::QueueSettings;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{XmlResult, XmlWriter};
@@ -81,13 +81,21 @@ pub fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
         ..QueueSettings::default()
     };
     apply(&mut settings, &attrs, fifo)?;
-    if let Some(v) = attrs.get("RedrivePolicy") {
-        check_redrive_target(&ctx.engine, &ctx.own_queue_id(name), fifo, v)?;
+    if attrs.contains_key("RedrivePolicy") {
+        check_redrive_target(
+            &ctx.engine,
+            &ctx.own_queue_id(name),
+            fifo,
+            settings.redrive_policy.as_ref(),
+        )?;
     }
     let tags = input.tags.unwrap_or_default();
     check_new_tags(&tags, tags.len())?;
 
-    let (queue, created) = ctx.engine.create_queue(ctx.own_queue_id(name), settings);
+    let (queue, created) = ctx
+        .engine
+        .create_queue(ctx.own_queue_id(name), settings)
+        .map_err(engine_error)?;
     if created {
         queue.update_tags(|t| t.extend(tags));
     } else {

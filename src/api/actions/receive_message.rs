@@ -300,8 +300,8 @@ async fn poll(
 ) -> Result<Vec<ReceivedMessage>, SqsError> {
     let engine = &ctx.engine;
     if wait.is_zero() {
-        return queue
-            .receive(req, engine.now_ms())
+        return engine
+            .receive(queue, req, engine.now_ms())
             .map(|o| o.messages)
             .map_err(engine_error);
     }
@@ -312,7 +312,7 @@ async fn poll(
         let changed = queue.changed().notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let next_deadline = match queue.receive(req.clone(), engine.now_ms()) {
+        let next_deadline = match engine.receive(queue, req.clone(), engine.now_ms()) {
             Ok(o) if !o.messages.is_empty() => return Ok(o.messages),
             Ok(o) => o.next_deadline_ms,
             // A long poll over the in-flight quota waits instead of failing.

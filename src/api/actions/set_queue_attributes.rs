@@ -23,12 +23,19 @@ pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     if attrs.is_empty() {
         return Ok(Empty {});
     }
-    let mut settings = queue.settings();
-    let fifo = settings.fifo_queue;
-    apply(&mut settings, &attrs, fifo)?;
-    if let Some(v) = attrs.get("RedrivePolicy") {
-        check_redrive_target(&ctx.engine, &queue.id, fifo, v)?;
-    }
-    queue.set_settings(settings, ctx.engine.now_ms());
+    queue.update_settings(ctx.engine.now_ms(), |settings| {
+        let fifo = settings.fifo_queue;
+        apply(settings, &attrs, fifo)?;
+        if attrs.contains_key("RedrivePolicy") {
+            check_redrive_target(
+                &ctx.engine,
+                &queue.id,
+                fifo,
+                settings.redrive_policy.as_ref(),
+            )
+        } else {
+            Ok(())
+        }
+    })?;
     Ok(Empty {})
 }

@@ -1,0 +1,51 @@
+//! ListDeadLetterSourceQueues: the queues whose RedrivePolicy targets this one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::Context;
+use crate::error::SqsError;
+use crate::protocol::{XmlResult, XmlWriter};
+
+use super::list_queues::{check_max_results, paginate};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Input {
+    pub queue_url: Option<String>,
+    pub next_token: Option<String>,
+    pub max_results: Option<i64>,
+}
+
+/// Unlike ListQueues, the list is always present and spelled `queueUrls`.
+#[derive(Debug, Serialize)]
+pub struct Output {
+    #[serde(rename = "queueUrls")]
+    pub queue_urls: Vec<String>,
+    #[serde(rename = "NextToken", skip_serializing_if = "Option::is_none")]
+    pub next_token: Option<String>,
+}
+
+impl XmlResult for Output {
+    fn write_xml(&self, w: &mut XmlWriter) {
+        for u in &self.queue_urls {
+            w.elem("QueueUrl", u);
+        }
+        w.opt("NextToken", self.next_token.as_deref());
+    }
+}
+
+pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+    let queue = ctx.queue(input.queue_url.as_deref())?;
+    let max = check_max_results(input.max_results)?;
+    let sources = ctx
+        .engine
+        .dead_letter_sources(&queue.id)
+        .into_iter()
+        .map(|q| (q.id.name.clone(), ctx.queue_url(&q.id)))
+        .collect();
+    let (queue_urls, next_token) = paginate(sources, input.next_token.as_deref(), max)?;
+    Ok(Output {
+        queue_urls,
+        next_token,
+    })
+}

@@ -1,0 +1,221 @@
+//! Message move tasks: moving messages out of a dead-letter queue, back to the queues they came
+//! from or to one destination, at an optional rate counted on the engine's clock. Each task
+//! runs as a background tokio task; the engine keeps their records for listing.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::queue::{Queue, QueueId, Transfer};
+use super::Engine;
+
+/// How many messages one step moves at most when no rate is set.
+const UNLIMITED_STEP: usize = 500;
+/// How often a rate-limited task looks at the clock again.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    Running,
+    Cancelling,
+    Cancelled,
+    Completed,
+    Failed,
+}
+
+impl TaskStatus {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Running => "RUNNING",
+            TaskStatus::Cancelling => "CANCELLING",
+            TaskStatus::Cancelled => "CANCELLED",
+            TaskStatus::Completed => "COMPLETED",
+            TaskStatus::Failed => "FAILED",
+        }
+    }
+}
+
+/// One move task.
+#[derive(Debug)]
+pub struct MoveTask {
+    pub task_id: String,
+    pub source_arn: String,
+    pub destination_arn: Option<String>,
+    pub max_per_second: Option<u32>,
+    pub started_ms: u64,
+    /// The source's size when the task started.
+    pub to_move: u64,
+    moved: AtomicU64,
+    cancel: AtomicBool,
+    state: Mutex<(TaskStatus, Option<String>)>,
+}
+
+impl MoveTask {
+    /// Messages moved so far.
+    pub fn moved(&self) -> u64 {
+        self.moved.load(Ordering::Acquire)
+    }
+
+    /// The status and, when FAILED, the reason.
+    pub fn status(&self) -> (TaskStatus, Option<String>) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, status: TaskStatus, reason: Option<String>) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (status, reason);
+    }
+
+    /// Asks a running task to stop; false if it is not running.
+    pub fn request_cancel(&self) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.0 != TaskStatus::Running {
+            return false;
+        }
+        st.0 = TaskStatus::Cancelling;
+        self.cancel.store(true, Ordering::Release);
+        true
+    }
+}
+
+/// Why a task could not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartError {
+    /// Another task on this source is still running.
+    AlreadyRunning,
+}
+
+/// Starts a task moving messages out of `source`. `destination` is `None` to send each
+/// message back to the queue it was dead-lettered from.
+pub fn start(
+    engine: &Arc<Engine>,
+    source: Arc<Queue>,
+    destination: Option<Arc<Queue>>,
+    max_per_second: Option<u32>,
+) -> Result<Arc<MoveTask>, StartError> {
+    let now = engine.now_ms();
+    let task = {
+        let mut tasks = engine.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let running = tasks.iter().any(|t| {
+            t.source_arn == source.arn
+                && matches!(t.status().0, TaskStatus::Running | TaskStatus::Cancelling)
+        });
+        if running {
+            return Err(StartError::AlreadyRunning);
+        }
+        let task = Arc::new(MoveTask {
+            task_id: uuid::Uuid::new_v4().to_string(),
+            source_arn: source.arn.clone(),
+            destination_arn: destination.as_ref().map(|d| d.arn.clone()),
+            max_per_second,
+            started_ms: now,
+            to_move: source.stored(now) as u64,
+            moved: AtomicU64::new(0),
+            cancel: AtomicBool::new(false),
+            state: Mutex::new((TaskStatus::Running, None)),
+        });
+        tasks.push(Arc::clone(&task));
+        task
+    };
+    tokio::spawn(run(
+        Arc::clone(engine),
+        Arc::clone(&task),
+        source,
+        destination,
+    ));
+    Ok(task)
+}
+
+async fn run(
+    engine: Arc<Engine>,
+    task: Arc<MoveTask>,
+    source: Arc<Queue>,
+    destination: Option<Arc<Queue>>,
+) {
+    loop {
+        if task.cancel.load(Ordering::Acquire) {
+            task.set(TaskStatus::Cancelled, None);
+            return;
+        }
+        if source.is_deleted() {
+            task.set(
+                TaskStatus::Failed,
+                Some("AWS.SimpleQueueService.NonExistentQueue".into()),
+            );
+            return;
+        }
+        let now = engine.now_ms();
+        let moved = task.moved();
+        if moved >= task.to_move {
+            task.set(TaskStatus::Completed, None);
+            return;
+        }
+        let allowance = match task.max_per_second {
+            // The first message goes at once, then `rate` per second of clock time.
+            Some(rate) => {
+                let elapsed = now.saturating_sub(task.started_ms);
+                (elapsed * rate as u64 / 1000 + 1).saturating_sub(moved) as usize
+            }
+            None => UNLIMITED_STEP,
+        };
+        let allowance = allowance.min((task.to_move - moved) as usize);
+        if allowance == 0 {
+            tokio::time::sleep(POLL).await;
+            continue;
+        }
+        let batch = source.take_for_move(allowance, now);
+        if batch.is_empty() {
+            // Nothing visible is left to move.
+            task.set(TaskStatus::Completed, None);
+            return;
+        }
+        let (delivered, failure) = deliver(&engine, &source, destination.as_deref(), batch, now);
+        task.moved.fetch_add(delivered, Ordering::AcqRel);
+        if let Some(reason) = failure {
+            task.set(TaskStatus::Failed, Some(reason));
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Hands moved messages to their destinations and returns how many arrived. Messages whose
+/// destination is gone go back to the source, and the failure reason is returned.
+fn deliver(
+    engine: &Engine,
+    source: &Queue,
+    destination: Option<&Queue>,
+    batch: Vec<super::message::StoredMessage>,
+    now: u64,
+) -> (u64, Option<String>) {
+    const GONE: &str = "AWS.SimpleQueueService.NonExistentQueue";
+    let n = batch.len() as u64;
+    if let Some(d) = destination {
+        if d.is_deleted() {
+            source.accept(batch, Transfer::Restore, now);
+            return (0, Some(GONE.into()));
+        }
+        d.accept(batch, Transfer::Redrive, now);
+        return (n, None);
+    }
+    let mut failed = Vec::new();
+    for m in batch {
+        let target = m
+            .payload
+            .dead_letter_source_arn
+            .as_deref()
+            .and_then(QueueId::from_arn)
+            .and_then(|id| engine.queue(&id));
+        match target {
+            Some(q) if !q.is_deleted() => q.accept(vec![m], Transfer::Redrive, now),
+            _ => failed.push(m),
+        }
+    }
+    if failed.is_empty() {
+        return (n, None);
+    }
+    let delivered = n - failed.len() as u64;
+    source.accept(failed, Transfer::Restore, now);
+    (delivered, Some(GONE.into()))
+}
