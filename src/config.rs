@@ -12,6 +12,17 @@ pub const DEFAULT_ACCOUNT_ID: &str = "000000000000";
 /// Largest request body accepted: a full batch with JSON or base64 overhead fits easily.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// How queue URLs are spelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UrlStyle {
+    /// `http://<host>/<account>/<name>`: works everywhere.
+    #[default]
+    Path,
+    /// `http://sqs.<region>.localhost:<port>/<account>/<name>`: unambiguous across regions
+    /// (`*.localhost` resolves to the loopback address on most systems).
+    RegionHost,
+}
+
 /// Everything a server needs to know.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -27,6 +38,8 @@ pub struct Config {
     pub advertised_url: Option<String>,
     /// Request body size limit.
     pub max_body_bytes: usize,
+    /// How queue URLs are spelled when no advertised URL is set.
+    pub url_style: UrlStyle,
     /// Engine knobs.
     pub engine: EngineSettings,
 }
@@ -40,6 +53,7 @@ impl Default for Config {
             account_id: DEFAULT_ACCOUNT_ID.to_string(),
             advertised_url: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            url_style: UrlStyle::Path,
             engine: EngineSettings::default(),
         }
     }

@@ -38,6 +38,10 @@ pub enum ErrorCode {
     /// The request body is larger than the server accepts.
     RequestEntityTooLarge,
     InternalFailure,
+    /// Throttling as the AWS front end reports it (what SDK retry logic expects).
+    Throttling,
+    ServiceUnavailable,
+    KmsThrottled,
 }
 
 /// One row of the error table.
@@ -174,6 +178,21 @@ impl ErrorCode {
                 "InternalFailure",
                 500,
             ),
+            Throttling => (
+                "com.amazon.coral.availability#ThrottlingException",
+                "ThrottlingException",
+                400,
+            ),
+            ServiceUnavailable => (
+                "com.amazon.coral.availability#ServiceUnavailableException",
+                "ServiceUnavailable",
+                503,
+            ),
+            KmsThrottled => (
+                "com.amazonaws.sqs#KmsThrottled",
+                "KMS.ThrottlingException",
+                400,
+            ),
         };
         Row {
             json_type,
@@ -250,6 +269,32 @@ impl SqsError {
             ErrorCode::QueueDoesNotExist,
             "The specified queue does not exist.",
         )
+    }
+
+    /// An error to inject by name (admin fault API): `None` for unknown names.
+    pub fn injected(name: &str) -> Option<SqsError> {
+        let (code, message) = match name {
+            "ThrottlingException" | "Throttling" => (ErrorCode::Throttling, "Rate exceeded"),
+            "RequestThrottled" => (ErrorCode::RequestThrottled, "Request is throttled."),
+            "InternalError" | "InternalFailure" => (
+                ErrorCode::InternalFailure,
+                "We encountered an internal error. Please try again.",
+            ),
+            "ServiceUnavailable" => (
+                ErrorCode::ServiceUnavailable,
+                "The service is unavailable. Please try again shortly.",
+            ),
+            "OverLimit" => (
+                ErrorCode::OverLimit,
+                "The maximum number of in flight messages has been reached for this queue.",
+            ),
+            "KmsThrottled" => (
+                ErrorCode::KmsThrottled,
+                "The request was denied due to request throttling.",
+            ),
+            _ => return None,
+        };
+        Some(SqsError::new(code, message))
     }
 
     /// The message as the query protocol words it (AWS words one error differently there).

@@ -6,7 +6,7 @@ use clap::Parser;
 /// it serves faster and with less fragmentation than the system allocator.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use sqsim::config::{Config, DEFAULT_ACCOUNT_ID, DEFAULT_PORT, DEFAULT_REGION};
+use sqsim::config::{Config, UrlStyle, DEFAULT_ACCOUNT_ID, DEFAULT_PORT, DEFAULT_REGION};
 use sqsim::server::AppState;
 
 /// An Amazon SQS-compatible server.
@@ -28,6 +28,10 @@ struct Args {
     /// Base of queue URLs, e.g. http://sqs.local:9324 (default: from each request's Host).
     #[arg(long, env = "SQSIM_ADVERTISED_URL")]
     advertised_url: Option<String>,
+    /// Queue URL style: `path` (http://host:port/account/name) or `region-host`
+    /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions).
+    #[arg(long, env = "SQSIM_URL_STYLE", default_value = "path", value_parser = ["path", "region-host"])]
+    url_style: String,
     /// Log filter (tracing syntax); RUST_LOG wins when set.
     #[arg(long, env = "SQSIM_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -54,6 +58,11 @@ fn main() -> std::process::ExitCode {
         region: args.region,
         account_id: args.account_id,
         advertised_url: args.advertised_url,
+        url_style: if args.url_style == "region-host" {
+            UrlStyle::RegionHost
+        } else {
+            UrlStyle::Path
+        },
         ..Config::default()
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -100,6 +100,8 @@ pub struct StoredMessage {
     pub first_receive_ms: Option<u64>,
     /// When the latest receive happened (the 12-hour visibility cap counts from here).
     pub last_receive_ms: u64,
+    /// Whether at-least-once mode already redelivered it after a delete.
+    pub redelivered: bool,
 }
 
 /// A message as one receive hands it out.

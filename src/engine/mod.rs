@@ -6,6 +6,7 @@ pub mod clock;
 pub mod digest;
 pub mod error;
 pub mod fair;
+pub mod faults;
 pub mod fifo;
 pub mod message;
 pub mod move_task;
@@ -25,7 +26,8 @@ pub use clock::Clock;
 pub use error::EngineError;
 pub use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
 pub use queue::{
-    Queue, QueueCounts, QueueId, QueueSnapshot, ReceiveOutcome, ReceiveRequest, Transfer,
+    PeekedMessage, Queue, QueueCounts, QueueId, QueueSnapshot, ReceiveOutcome, ReceiveRequest,
+    Traffic, Transfer,
 };
 pub use settings::{EngineSettings, QueueSettings};
 
@@ -37,6 +39,8 @@ pub struct Engine {
     queues: RwLock<HashMap<QueueId, Arc<Queue>>>,
     /// When each recently deleted queue name was deleted, for the 60-second cooldown.
     deleted: Mutex<HashMap<QueueId, u64>>,
+    /// Injected faults (admin API).
+    pub faults: faults::FaultSet,
     /// Every message move task, oldest first.
     pub(crate) move_tasks: Mutex<Vec<Arc<move_task::MoveTask>>>,
     next_uid: AtomicU64,
@@ -52,6 +56,7 @@ impl Engine {
             settings,
             queues: RwLock::new(HashMap::new()),
             deleted: Mutex::new(HashMap::new()),
+            faults: faults::FaultSet::default(),
             move_tasks: Mutex::new(Vec::new()),
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
@@ -194,6 +199,74 @@ impl Engine {
             .filter(|t| t.source_arn == source_arn)
             .cloned()
             .collect()
+    }
+
+    /// Removes queues, their messages, move tasks, deleted-name cooldowns and faults: a fresh
+    /// server. `namespace` limits it to one (region, account).
+    pub fn reset(&self, namespace: Option<(&str, &str)>) {
+        let removed: Vec<Arc<Queue>> = {
+            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+            let ids: Vec<QueueId> = queues
+                .keys()
+                .filter(|id| namespace.is_none_or(|(r, a)| id.region == r && id.account == a))
+                .cloned()
+                .collect();
+            ids.iter().filter_map(|id| queues.remove(id)).collect()
+        };
+        for q in &removed {
+            q.mark_deleted();
+        }
+        let arns: Vec<&str> = removed.iter().map(|q| q.arn.as_str()).collect();
+        let mut tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+        for t in tasks
+            .iter()
+            .filter(|t| arns.contains(&t.source_arn.as_str()))
+        {
+            t.request_cancel();
+        }
+        tasks.retain(|t| !arns.contains(&t.source_arn.as_str()));
+        self.deleted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|id, _| namespace.is_some_and(|(r, a)| id.region != r || id.account != a));
+        if namespace.is_none() {
+            self.faults.clear();
+        }
+    }
+
+    /// Removes one queue without leaving a deleted-name cooldown behind.
+    pub fn reset_queue(&self, id: &QueueId) -> bool {
+        let removed = self
+            .queues
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        match removed {
+            Some(q) => {
+                q.mark_deleted();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every queue of every namespace, sorted by region, account and name.
+    pub fn all_queues(&self) -> Vec<Arc<Queue>> {
+        let mut all: Vec<Arc<Queue>> = self
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| {
+            (&a.id.region, &a.id.account, &a.id.name).cmp(&(
+                &b.id.region,
+                &b.id.account,
+                &b.id.name,
+            ))
+        });
+        all
     }
 
     /// Moves the clock forward and lets every long poll re-check its queue.

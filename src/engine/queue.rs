@@ -49,6 +49,26 @@ pub struct QueueCounts {
     pub delayed: usize,
 }
 
+/// Totals since the queue was created, for the admin `stats` endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Messages stored by sends (duplicates dropped by FIFO deduplication not counted).
+    pub sent: u64,
+    /// Messages handed out by receives.
+    pub received: u64,
+    /// Messages removed by DeleteMessage.
+    pub deleted: u64,
+}
+
+/// One message as `peek` shows it, without changing anything.
+#[derive(Debug, Clone)]
+pub struct PeekedMessage {
+    pub payload: Arc<Payload>,
+    pub delivery: Delivery,
+    pub receive_count: u32,
+    pub first_receive_ms: Option<u64>,
+}
+
 /// What one receive attempt found.
 #[derive(Debug, Default)]
 pub struct ReceiveOutcome {
@@ -129,6 +149,11 @@ struct QueueState {
     next_seq: u64,
     last_now: u64,
     last_purge_ms: Option<u64>,
+    traffic: Traffic,
+    /// At-least-once mode: the chance that a delete is "lost" once and the message comes
+    /// back, so consumers can prove they are idempotent. 0 is off.
+    redeliver_probability: f64,
+    rng: u64,
     /// Set by operations that should wake long polls once the lock is released.
     wake: bool,
 }
@@ -162,6 +187,9 @@ impl Queue {
                 next_seq: 0,
                 last_now: now_ms,
                 last_purge_ms: None,
+                traffic: Traffic::default(),
+                redeliver_probability: 0.0,
+                rng: uid | 1,
                 wake: false,
             }),
             changed: Notify::new(),
@@ -207,6 +235,27 @@ impl Queue {
         self.lock().settings.clone()
     }
 
+    /// Turns at-least-once mode on (`p` > 0) or off: each message's first delete is ignored
+    /// with chance `p` and the message becomes visible again. Standard queues only.
+    pub fn set_redelivery(&self, p: f64) {
+        self.lock().redeliver_probability = p.clamp(0.0, 1.0);
+    }
+
+    /// Every stored message in delivery-key order, as it is; nothing changes.
+    pub fn peek(&self, now_ms: u64) -> Vec<PeekedMessage> {
+        self.with_state(now_ms, |st, _, _| {
+            st.messages
+                .values()
+                .map(|m| PeekedMessage {
+                    payload: Arc::clone(&m.payload),
+                    delivery: m.delivery,
+                    receive_count: m.receive_count,
+                    first_receive_ms: m.first_receive_ms,
+                })
+                .collect()
+        })
+    }
+
     /// Edits the settings under the queue's lock (so concurrent edits do not lose each other);
     /// bumps LastModifiedTimestamp when `f` succeeds.
     pub fn update_settings<R, E>(
@@ -234,6 +283,7 @@ impl Queue {
                 in_flight: st.in_flight,
                 delayed: st.delayed,
             },
+            traffic: st.traffic,
             created_s: st.created_s,
             last_modified_s: st.last_modified_s,
         })
@@ -382,11 +432,12 @@ impl Drop for WaiterGuard<'_> {
     }
 }
 
-/// A consistent view of a queue for GetQueueAttributes.
+/// A consistent view of a queue for GetQueueAttributes and the admin endpoints.
 #[derive(Debug, Clone)]
 pub struct QueueSnapshot {
     pub settings: QueueSettings,
     pub counts: QueueCounts,
+    pub traffic: Traffic,
     pub created_s: u64,
     pub last_modified_s: u64,
 }
@@ -517,6 +568,7 @@ impl QueueState {
             let group = group_id.clone().unwrap_or_else(|| Arc::from(""));
             fifo.insert(key, &group);
         }
+        self.traffic.sent += 1;
         let delayed = delay_s > 0;
         let until_ms = now + delay_s as u64 * 1000;
         self.messages.insert(
@@ -527,6 +579,7 @@ impl QueueState {
                 receive_count: 0,
                 first_receive_ms: None,
                 last_receive_ms: 0,
+                redelivered: false,
             },
         );
         if delayed {
@@ -654,6 +707,7 @@ impl QueueState {
         self.timers.insert((until_ms, key));
         self.visible -= 1;
         self.in_flight += 1;
+        self.traffic.received += 1;
         received
     }
 
@@ -771,8 +825,40 @@ impl QueueState {
                 return Err(EngineError::ReceiptHandleExpired);
             }
         }
-        self.remove(&receipt.key);
+        if self.lose_delete(&receipt.key) {
+            return Ok(());
+        }
+        if self.remove(&receipt.key).is_some() {
+            self.traffic.deleted += 1;
+        }
         Ok(())
+    }
+
+    /// At-least-once mode: maybe pretend the delete happened and deliver the message again.
+    fn lose_delete(&mut self, key: &MessageKey) -> bool {
+        if self.redeliver_probability <= 0.0 || matches!(self.order, Order::Fifo(_)) {
+            return false;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let roll = (self.rng >> 11) as f64 / (1u64 << 53) as f64;
+        let Some(msg) = self.messages.get_mut(key) else {
+            return false;
+        };
+        if msg.redelivered || roll >= self.redeliver_probability {
+            return false;
+        }
+        msg.redelivered = true;
+        match msg.delivery {
+            Delivery::InFlight { until_ms } => {
+                self.timers.remove(&(until_ms, *key));
+                self.in_flight -= 1;
+                self.make_visible(*key);
+                true
+            }
+            _ => false,
+        }
     }
 
     fn change_visibility(

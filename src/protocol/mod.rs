@@ -54,6 +54,24 @@ impl Params {
     }
 }
 
+impl Params {
+    /// The QueueUrl member, if the request has one (for matching fault rules; costs a second
+    /// look at a JSON body, so call it only when faults are configured).
+    pub fn queue_url_hint(&self) -> Option<String> {
+        match self {
+            Params::Query(map) => map.get("QueueUrl")?.as_str().map(str::to_string),
+            Params::Json(body) => {
+                #[derive(serde::Deserialize)]
+                struct OnlyUrl {
+                    #[serde(rename = "QueueUrl")]
+                    queue_url: Option<String>,
+                }
+                serde_json::from_slice::<OnlyUrl>(body).ok()?.queue_url
+            }
+        }
+    }
+}
+
 /// A request whose protocol and action are known.
 #[derive(Debug)]
 pub struct Decoded {

@@ -1,4 +1,5 @@
-//! sqsim's own endpoints under `/_sqsim/`: readiness and the test clock. JSON in and out.
+//! sqsim's own endpoints under `/_sqsim/`: readiness, the test clock, reset, peek, stats and
+//! fault injection. JSON in and out; documented in the README's "Test controls".
 
 use std::time::Duration;
 
@@ -10,7 +11,16 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+
 use super::AppState;
+use crate::engine::faults::{FaultEffect, FaultRule};
+use crate::engine::message::Delivery;
+use crate::engine::{AttributeData, Queue, QueueId};
+use crate::error::SqsError;
 
 fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
@@ -18,6 +28,243 @@ fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp
+}
+
+/// Reads a JSON body (empty means `{}`), or the 400 reply to send instead.
+async fn read_json<T: serde::de::DeserializeOwned>(
+    req: Request<Incoming>,
+) -> Result<T, Response<Full<Bytes>>> {
+    let body = Limited::new(req.into_body(), 64 * 1024)
+        .collect()
+        .await
+        .map_err(|_| reply(StatusCode::BAD_REQUEST, json!({"error": "unreadable body"})))?
+        .to_bytes();
+    let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &body
+    };
+    serde_json::from_slice(body)
+        .map_err(|e| reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})))
+}
+
+/// What to reset: everything, one (account, region) namespace, or one queue.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResetRequest {
+    queue_url: Option<String>,
+    account: Option<String>,
+    region: Option<String>,
+}
+
+/// Finds a queue from a URL, the way the SQS API would for the default namespace.
+fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
+    let r = crate::api::queue_url::parse(url)?;
+    let id = QueueId {
+        region: r
+            .region
+            .or(region)
+            .unwrap_or(&state.config.region)
+            .to_string(),
+        account: r.account.unwrap_or(&state.config.account_id).to_string(),
+        name: r.name.to_string(),
+    };
+    state.engine.queue(&id)
+}
+
+fn reset(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
+    if let Some(url) = &r.queue_url {
+        return match queue_of(state, url, r.region.as_deref()) {
+            Some(q) => {
+                state.engine.reset_queue(&q.id);
+                reply(StatusCode::OK, json!({"reset": "queue", "queue_url": url}))
+            }
+            None => reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+        };
+    }
+    match (&r.account, &r.region) {
+        (None, None) => {
+            state.engine.reset(None);
+            reply(StatusCode::OK, json!({"reset": "all"}))
+        }
+        (account, region) => {
+            let account = account.as_deref().unwrap_or(&state.config.account_id);
+            let region = region.as_deref().unwrap_or(&state.config.region);
+            state.engine.reset(Some((region, account)));
+            reply(
+                StatusCode::OK,
+                json!({"reset": "namespace", "account": account, "region": region}),
+            )
+        }
+    }
+}
+
+fn stats(state: &AppState) -> Response<Full<Bytes>> {
+    let now = state.engine.now_ms();
+    let queues: Vec<_> = state
+        .engine
+        .all_queues()
+        .iter()
+        .map(|q| {
+            let snap = q.snapshot(now);
+            json!({
+                "name": q.id.name,
+                "account": q.id.account,
+                "region": q.id.region,
+                "arn": q.arn,
+                "visible": snap.counts.visible,
+                "in_flight": snap.counts.in_flight,
+                "delayed": snap.counts.delayed,
+                "sent": snap.traffic.sent,
+                "received": snap.traffic.received,
+                "deleted": snap.traffic.deleted,
+            })
+        })
+        .collect();
+    let faults: Vec<_> = state.engine.faults.list().iter().map(fault_json).collect();
+    reply(StatusCode::OK, json!({"queues": queues, "faults": faults}))
+}
+
+fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let Some(url) = get("queue_url") else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "give the queue as ?queue_url=…"}),
+        );
+    };
+    let Some(q) = queue_of(state, url, get("region")) else {
+        return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+    };
+    let messages: Vec<_> = q
+        .peek(state.engine.now_ms())
+        .iter()
+        .map(|m| {
+            let p = &m.payload;
+            let (state, until) = match m.delivery {
+                Delivery::Visible => ("visible", None),
+                Delivery::InFlight { until_ms } => ("in_flight", Some(until_ms)),
+                Delivery::Delayed { until_ms } => ("delayed", Some(until_ms)),
+            };
+            let attributes: serde_json::Map<String, serde_json::Value> = p
+                .attributes
+                .iter()
+                .map(|(n, v)| {
+                    let value = match &v.data {
+                        AttributeData::String(s) => {
+                            json!({"DataType": v.data_type, "StringValue": s})
+                        }
+                        AttributeData::Binary(b) => {
+                            json!({"DataType": v.data_type, "BinaryValue": STANDARD.encode(b)})
+                        }
+                    };
+                    (n.clone(), value)
+                })
+                .collect();
+            json!({
+                "message_id": p.message_id,
+                "body": p.body,
+                "state": state,
+                "until_ms": until,
+                "receive_count": m.receive_count,
+                "sent_timestamp": p.sent_ms,
+                "first_receive_timestamp": m.first_receive_ms,
+                "message_group_id": p.group_id.as_deref(),
+                "message_deduplication_id": p.deduplication_id,
+                "sequence_number": p.sequence_number,
+                "dead_letter_source_arn": p.dead_letter_source_arn,
+                "message_attributes": attributes,
+            })
+        })
+        .collect();
+    reply(
+        StatusCode::OK,
+        json!({"queue": q.arn, "messages": messages}),
+    )
+}
+
+/// A fault to inject; see the README's "Test controls".
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultRequest {
+    action: Option<String>,
+    queue: Option<String>,
+    error: Option<String>,
+    latency_ms: Option<u64>,
+    #[serde(default)]
+    drop_connection: bool,
+    count: Option<u64>,
+    probability: Option<f64>,
+    /// At-least-once mode for `queue` (standard queues): chance that a delete is lost once.
+    redeliver_probability: Option<f64>,
+}
+
+fn fault_json(r: &FaultRule) -> serde_json::Value {
+    let effect = match &r.effect {
+        FaultEffect::Error(e) => json!({"error": e}),
+        FaultEffect::Latency { ms } => json!({"latency_ms": ms}),
+        FaultEffect::Drop => json!({"drop_connection": true}),
+    };
+    json!({
+        "id": r.id,
+        "action": r.action,
+        "queue": r.queue,
+        "effect": effect,
+        "remaining": r.remaining,
+        "probability": r.probability,
+        "hits": r.hits,
+    })
+}
+
+fn faults(state: &AppState) -> Response<Full<Bytes>> {
+    let rules: Vec<_> = state.engine.faults.list().iter().map(fault_json).collect();
+    reply(StatusCode::OK, json!({"faults": rules}))
+}
+
+fn add_fault(state: &AppState, f: FaultRequest) -> Response<Full<Bytes>> {
+    let bad = |m: &str| reply(StatusCode::BAD_REQUEST, json!({"error": m}));
+    let probability = f.probability.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&probability) {
+        return bad("probability must be between 0 and 1");
+    }
+    if let Some(p) = f.redeliver_probability {
+        let Some(name) = &f.queue else {
+            return bad("redeliver_probability needs a queue (a name in the default namespace, or a queue URL)");
+        };
+        let Some(q) = queue_of(state, name, None) else {
+            return bad("no such queue");
+        };
+        if !(0.0..=1.0).contains(&p) {
+            return bad("redeliver_probability must be between 0 and 1");
+        }
+        q.set_redelivery(p);
+        return reply(
+            StatusCode::OK,
+            json!({"queue": q.arn, "redeliver_probability": p}),
+        );
+    }
+    let effect = match (&f.error, f.latency_ms, f.drop_connection) {
+        (Some(e), None, false) => {
+            if SqsError::injected(e).is_none() {
+                return bad("unknown error; use ThrottlingException, RequestThrottled, InternalError, ServiceUnavailable, OverLimit or KmsThrottled");
+            }
+            FaultEffect::Error(e.clone())
+        }
+        (None, Some(ms), false) => FaultEffect::Latency { ms },
+        (None, None, true) => FaultEffect::Drop,
+        _ => return bad("give exactly one of error, latency_ms, drop_connection"),
+    };
+    let id = state.engine.faults.add(FaultRule {
+        id: 0,
+        action: f.action,
+        queue: f.queue,
+        effect,
+        remaining: f.count,
+        probability,
+        hits: 0,
+    });
+    reply(StatusCode::OK, json!({"id": id}))
 }
 
 /// A change to the clock: advance by some seconds, and/or freeze or unfreeze it.
@@ -37,6 +284,24 @@ pub async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<B
     let path = req.uri().path().trim_end_matches('/').to_string();
     match (req.method().clone(), path.as_str()) {
         (Method::GET, "/_sqsim/health") => reply(StatusCode::OK, json!({"status": "ok"})),
+        (Method::POST, "/_sqsim/reset") => match read_json::<ResetRequest>(req).await {
+            Ok(r) => reset(state, r),
+            Err(resp) => resp,
+        },
+        (Method::GET, "/_sqsim/stats") => stats(state),
+        (Method::GET, "/_sqsim/peek") => peek(state, req.uri().query().unwrap_or_default()),
+        (Method::GET, "/_sqsim/faults") => faults(state),
+        (Method::POST, "/_sqsim/faults") => match read_json::<FaultRequest>(req).await {
+            Ok(f) => add_fault(state, f),
+            Err(resp) => resp,
+        },
+        (Method::DELETE, "/_sqsim/faults") => {
+            state.engine.faults.clear();
+            for q in state.engine.all_queues() {
+                q.set_redelivery(0.0);
+            }
+            faults(state)
+        }
         (Method::GET, "/_sqsim/clock") => reply(StatusCode::OK, clock_state(state)),
         (Method::POST, "/_sqsim/clock") => {
             let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {

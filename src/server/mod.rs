@@ -156,6 +156,11 @@ impl Server {
         self.engine.clock()
     }
 
+    /// Removes every queue, message, move task and fault: a fresh server for the next test.
+    pub fn reset(&self) {
+        self.engine.reset(None);
+    }
+
     /// Moves time forward and wakes long polls whose messages became visible.
     pub fn advance_clock(&self, by: Duration) {
         self.engine.advance_clock(by);

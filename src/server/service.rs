@@ -1,7 +1,6 @@
 //! The hyper service: body limit, request id, protocol detection, context, dispatch and
 //! encoding. Every outcome, including undecodable input, becomes a proper SQS response.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -11,6 +10,8 @@ use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::api::{self, Context};
+use crate::config::UrlStyle;
+use crate::engine::faults::FaultEffect;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{self, DecodeError, Encoded, Protocol, RawRequest};
 
@@ -23,23 +24,54 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The region of a SigV4-signed request: from the `Authorization` credential scope or a
-/// presigned URL's `X-Amz-Credential`.
-fn signed_region<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
-    let credential = header(headers, "authorization")
+/// The SigV4 credential of a request, from the `Authorization` header or a presigned URL's
+/// `X-Amz-Credential`: `AKID/date/region/service/aws4_request`, split into its parts.
+fn credential<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Vec<&'a str> {
+    let Some(credential) = header(headers, "authorization")
         .and_then(|a| a.split("Credential=").nth(1))
-        .or_else(|| query.and_then(|q| q.split("X-Amz-Credential=").nth(1)))?;
-    let credential = credential.split([',', '&', ' ']).next()?;
-    // AKID/date/region/service/aws4_request, possibly percent-encoded in a query string.
-    let mut parts = credential.split(['/']).flat_map(|p| p.split("%2F"));
-    parts.nth(2).filter(|r| !r.is_empty())
+        .or_else(|| query.and_then(|q| q.split("X-Amz-Credential=").nth(1)))
+    else {
+        return Vec::new();
+    };
+    let credential = credential.split([',', '&', ' ']).next().unwrap_or_default();
+    // Possibly percent-encoded in a query string.
+    credential.split('/').flat_map(|p| p.split("%2F")).collect()
 }
+
+/// The region of a SigV4-signed request.
+fn signed_region<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
+    credential(headers, query)
+        .get(2)
+        .copied()
+        .filter(|r| !r.is_empty())
+}
+
+/// The caller's account: a 12-digit access key id is taken as the account id, so tests using
+/// different keys get separate namespaces.
+fn signed_account<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
+    credential(headers, query)
+        .first()
+        .copied()
+        .filter(|k| k.len() == 12 && k.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A request that must lose its connection (fault injection).
+#[derive(Debug)]
+pub struct DroppedConnection;
+
+impl std::fmt::Display for DroppedConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped by an injected fault")
+    }
+}
+
+impl std::error::Error for DroppedConnection {}
 
 /// Handles one HTTP request.
 pub async fn handle(
     state: Arc<AppState>,
     req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<Full<Bytes>>, DroppedConnection> {
     let request_id = uuid::Uuid::new_v4().to_string();
     if req.uri().path().starts_with(ADMIN_PREFIX) {
         return Ok(admin::handle(&state, req).await);
@@ -98,20 +130,55 @@ pub async fn handle(
             ))
         }
     };
-    let base_url = match &state.config.advertised_url {
-        Some(u) => u.trim_end_matches('/').to_string(),
-        None => match header(headers, HOST.as_str()) {
+    let region = signed_region(headers, query).unwrap_or(&state.config.region);
+    let host = header(headers, HOST.as_str());
+    let base_url = match (&state.config.advertised_url, state.config.url_style) {
+        (Some(u), _) => u.trim_end_matches('/').to_string(),
+        (None, UrlStyle::RegionHost) => {
+            let port = host
+                .and_then(|h| h.rsplit_once(':'))
+                .map(|(_, p)| p.to_string())
+                .unwrap_or_else(|| state.local_addr.port().to_string());
+            format!("http://sqs.{region}.localhost:{port}")
+        }
+        (None, UrlStyle::Path) => match host {
             Some(h) => format!("http://{h}"),
             None => format!("http://{}", state.local_addr),
         },
     };
+    if state.engine.faults.is_active() {
+        let queue = decoded
+            .params
+            .queue_url_hint()
+            .or_else(|| Some(parts.uri.path().to_string()));
+        let name = queue
+            .as_deref()
+            .and_then(crate::api::queue_url::parse)
+            .map(|r| r.name.to_string());
+        match state.engine.faults.check(&decoded.action, name.as_deref()) {
+            Some(FaultEffect::Drop) => return Err(DroppedConnection),
+            Some(FaultEffect::Latency { ms }) => {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await
+            }
+            Some(FaultEffect::Error(e)) => {
+                let err = SqsError::injected(&e).unwrap_or_else(|| {
+                    SqsError::new(ErrorCode::InternalFailure, "Injected fault.")
+                });
+                return Ok(respond(
+                    protocol::encode_error(decoded.protocol, &request_id, &err),
+                    &request_id,
+                ));
+            }
+            None => {}
+        }
+    }
     let ctx = Context {
         engine: Arc::clone(&state.engine),
         protocol: decoded.protocol,
-        region: signed_region(headers, query)
-            .unwrap_or(&state.config.region)
+        region: region.to_string(),
+        account: signed_account(headers, query)
+            .unwrap_or(&state.config.account_id)
             .to_string(),
-        account: state.config.account_id.clone(),
         base_url,
         path: parts.uri.path().to_string(),
         trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),
@@ -172,5 +239,13 @@ mod tests {
             Some("ap-south-1")
         );
         assert_eq!(signed_region(&h, None), None);
+        let mut h = HeaderMap::new();
+        h.insert(
+            "authorization",
+            HeaderValue::from_static(
+                "AWS4-HMAC-SHA256 Credential=123456789012/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=abc",
+            ),
+        );
+        assert_eq!(signed_account(&h, None), Some("123456789012"));
     }
 }
