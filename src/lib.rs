@@ -19,6 +19,7 @@
 
 pub mod api;
 pub mod config;
+pub mod config_file;
 pub mod engine;
 pub mod error;
 pub mod protocol;

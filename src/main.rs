@@ -6,38 +6,44 @@ use clap::Parser;
 /// it serves faster and with less fragmentation than the system allocator.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use std::process::ExitCode;
+
 use sqsim::config::{Config, UrlStyle, DEFAULT_ACCOUNT_ID, DEFAULT_PORT, DEFAULT_REGION};
+use sqsim::config_file::LoadedConfig;
 use sqsim::server::AppState;
 
 /// An Amazon SQS-compatible server.
 #[derive(Debug, Parser)]
 #[command(name = "sqsim", version, about)]
 struct Args {
-    /// Address to listen on.
-    #[arg(long, env = "SQSIM_HOST", default_value = "0.0.0.0")]
-    host: String,
-    /// Port to listen on (0 picks a free port and prints it).
-    #[arg(long, env = "SQSIM_PORT", default_value_t = DEFAULT_PORT)]
-    port: u16,
-    /// Region used when a request carries no SigV4 credential scope.
-    #[arg(long, env = "SQSIM_REGION", default_value = DEFAULT_REGION)]
-    region: String,
-    /// Account id that owns queues by default.
-    #[arg(long, env = "SQSIM_ACCOUNT_ID", default_value = DEFAULT_ACCOUNT_ID)]
-    account_id: String,
+    /// TOML config file: server settings and queues to create at start (flags win over it).
+    #[arg(long, env = "SQSIM_CONFIG")]
+    config: Option<String>,
+    /// Address to listen on [default: 0.0.0.0].
+    #[arg(long, env = "SQSIM_HOST")]
+    host: Option<String>,
+    /// Port to listen on; 0 picks a free port and prints it [default: 9324].
+    #[arg(long, env = "SQSIM_PORT")]
+    port: Option<u16>,
+    /// Region used when a request carries no SigV4 credential scope [default: us-east-1].
+    #[arg(long, env = "SQSIM_REGION")]
+    region: Option<String>,
+    /// Account id that owns queues by default [default: 000000000000].
+    #[arg(long, env = "SQSIM_ACCOUNT_ID")]
+    account_id: Option<String>,
     /// Base of queue URLs, e.g. http://sqs.local:9324 (default: from each request's Host).
     #[arg(long, env = "SQSIM_ADVERTISED_URL")]
     advertised_url: Option<String>,
     /// Queue URL style: `path` (http://host:port/account/name) or `region-host`
     /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions).
-    #[arg(long, env = "SQSIM_URL_STYLE", default_value = "path", value_parser = ["path", "region-host"])]
-    url_style: String,
+    #[arg(long, env = "SQSIM_URL_STYLE", value_parser = ["path", "region-host"])]
+    url_style: Option<String>,
     /// Log filter (tracing syntax); RUST_LOG wins when set.
     #[arg(long, env = "SQSIM_LOG_LEVEL", default_value = "info")]
     log_level: String,
 }
 
-fn main() -> std::process::ExitCode {
+fn main() -> ExitCode {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
@@ -45,26 +51,55 @@ fn main() -> std::process::ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    if args.account_id.len() != 12 || !args.account_id.bytes().all(|b| b.is_ascii_digit()) {
-        eprintln!(
-            "sqsim: --account-id must be 12 digits, got {:?}",
-            args.account_id
-        );
-        return std::process::ExitCode::from(2);
+    let mut config = Config {
+        host: "0.0.0.0".to_string(),
+        port: DEFAULT_PORT,
+        region: DEFAULT_REGION.to_string(),
+        account_id: DEFAULT_ACCOUNT_ID.to_string(),
+        ..Config::default()
+    };
+    let file = match &args.config {
+        Some(path) => match LoadedConfig::read(path).and_then(|f| {
+            f.apply_server(&mut config)?;
+            Ok(f)
+        }) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("sqsim: config error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    if let Some(v) = args.host {
+        config.host = v;
     }
-    let config = Config {
-        host: args.host,
-        port: args.port,
-        region: args.region,
-        account_id: args.account_id,
-        advertised_url: args.advertised_url,
-        url_style: if args.url_style == "region-host" {
+    if let Some(v) = args.port {
+        config.port = v;
+    }
+    if let Some(v) = args.region {
+        config.region = v;
+    }
+    if let Some(v) = args.account_id {
+        config.account_id = v;
+    }
+    if let Some(v) = args.advertised_url {
+        config.advertised_url = Some(v);
+    }
+    if let Some(v) = args.url_style {
+        config.url_style = if v == "region-host" {
             UrlStyle::RegionHost
         } else {
             UrlStyle::Path
-        },
-        ..Config::default()
-    };
+        };
+    }
+    if config.account_id.len() != 12 || !config.account_id.bytes().all(|b| b.is_ascii_digit()) {
+        eprintln!(
+            "sqsim: the account id must be 12 digits, got {:?}",
+            config.account_id
+        );
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -72,19 +107,19 @@ fn main() -> std::process::ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("sqsim: cannot start the runtime: {e}");
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+    match runtime.block_on(run(config, file)) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sqsim: {e}");
-            std::process::ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }
 
-async fn run(config: Config) -> std::io::Result<()> {
+async fn run(config: Config, file: Option<LoadedConfig>) -> Result<(), Box<dyn std::error::Error>> {
     use std::sync::Arc;
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
     let local_addr = listener.local_addr()?;
@@ -92,6 +127,10 @@ async fn run(config: Config) -> std::io::Result<()> {
         Arc::new(sqsim::Clock::new()),
         config.engine.clone(),
     ));
+    if let Some(f) = &file {
+        f.apply_queues(&engine, &config.region, &config.account_id)
+            .map_err(|e| format!("config error: {e}"))?;
+    }
     let state = Arc::new(AppState {
         engine,
         config,

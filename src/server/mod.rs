@@ -103,6 +103,7 @@ impl ServerBuilder {
         let local_addr = listener.local_addr()?;
         let clock = self.clock.unwrap_or_default();
         let engine = Arc::new(Engine::new(clock, self.config.engine.clone()));
+        let (region, account_id) = (self.config.region.clone(), self.config.account_id.clone());
         let state = Arc::new(AppState {
             engine: Arc::clone(&engine),
             config: self.config,
@@ -114,6 +115,8 @@ impl ServerBuilder {
         }));
         Ok(Server {
             local_addr,
+            region,
+            account_id,
             engine,
             stop: Some(tx),
             task: Some(task),
@@ -125,6 +128,8 @@ impl ServerBuilder {
 #[derive(Debug)]
 pub struct Server {
     local_addr: SocketAddr,
+    region: String,
+    account_id: String,
     engine: Arc<Engine>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -154,6 +159,14 @@ impl Server {
     /// The clock every timer of this server obeys.
     pub fn clock(&self) -> &Arc<Clock> {
         self.engine.clock()
+    }
+
+    /// Creates or updates the queues a config file declares (idempotent).
+    pub fn apply_config(
+        &self,
+        file: &crate::config_file::LoadedConfig,
+    ) -> Result<(), crate::config_file::ConfigError> {
+        file.apply_queues(&self.engine, &self.region, &self.account_id)
     }
 
     /// Removes every queue, message, move task and fault: a fresh server for the next test.

@@ -1,0 +1,308 @@
+//! The TOML config file (`--config`): server settings plus queues that must exist at start —
+//! attributes, tags and dead-letter wiring by queue name, in any order. Applying it twice
+//! changes nothing the second time. Errors name the line and the key.
+//!
+//! ```toml
+//! [server]
+//! port = 9324
+//! region = "us-east-1"
+//!
+//! [queues.orders]
+//! attributes = { VisibilityTimeout = 60 }
+//! tags = { team = "core" }
+//! dead_letter = { queue = "orders-dlq", max_receive_count = 3 }
+//!
+//! [queues.orders-dlq]
+//!
+//! [queues."events.fifo"]          # a .fifo name makes a FIFO queue
+//! attributes = { ContentBasedDeduplication = true }
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::api::actions::create_queue::check_queue_name;
+use crate::api::actions::tags::check_new_tags;
+use crate::api::attributes::{apply, check_redrive_target};
+use crate::config::{Config, UrlStyle};
+use crate::engine::redrive::RedrivePolicy;
+use crate::engine::{Engine, QueueId, QueueSettings};
+
+/// A config file problem, worded for a person: where, which key, what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+/// The file's contents.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    #[serde(default)]
+    pub server: ServerSection,
+    #[serde(default)]
+    pub queues: BTreeMap<String, Spanned<QueueSection>>,
+}
+
+/// `[server]`: the same settings as the command-line flags (flags win).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub region: Option<String>,
+    pub account_id: Option<String>,
+    pub advertised_url: Option<String>,
+    pub url_style: Option<Spanned<String>>,
+    pub purge_cooldown: Option<bool>,
+    pub deleted_queue_cooldown: Option<bool>,
+}
+
+/// `[queues.<name>]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSection {
+    /// Namespace of the queue; the server defaults when absent.
+    pub region: Option<String>,
+    pub account_id: Option<String>,
+    #[serde(default)]
+    pub attributes: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    pub dead_letter: Option<Spanned<DeadLetter>>,
+}
+
+/// `dead_letter = { queue = "name", max_receive_count = 3 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetter {
+    pub queue: String,
+    pub max_receive_count: u32,
+}
+
+/// A parsed file and its text (for line numbers).
+#[derive(Debug)]
+pub struct LoadedConfig {
+    pub path: String,
+    pub text: String,
+    pub file: FileConfig,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl LoadedConfig {
+    /// Reads and parses a config file.
+    pub fn read(path: &str) -> Result<LoadedConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.to_string(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::parse(path, text)
+    }
+
+    /// Parses config text (`path` only names it in errors).
+    pub fn parse(path: &str, text: String) -> Result<LoadedConfig, ConfigError> {
+        let file: FileConfig = toml::from_str(&text).map_err(|e| ConfigError {
+            path: path.to_string(),
+            message: match e.span() {
+                Some(span) => format!("line {}: {}", line_of(&text, span.start), e.message()),
+                None => e.message().to_string(),
+            },
+        })?;
+        Ok(LoadedConfig {
+            path: path.to_string(),
+            text,
+            file,
+        })
+    }
+
+    fn error(&self, offset: usize, key: &str, message: impl std::fmt::Display) -> ConfigError {
+        ConfigError {
+            path: self.path.clone(),
+            message: format!("line {}: {key}: {message}", line_of(&self.text, offset)),
+        }
+    }
+
+    /// Fills in the server settings the flags left at their defaults.
+    pub fn apply_server(&self, config: &mut Config) -> Result<(), ConfigError> {
+        let s = &self.file.server;
+        if let Some(v) = &s.host {
+            config.host = v.clone();
+        }
+        if let Some(v) = s.port {
+            config.port = v;
+        }
+        if let Some(v) = &s.region {
+            config.region = v.clone();
+        }
+        if let Some(v) = &s.account_id {
+            config.account_id = v.clone();
+        }
+        if let Some(v) = &s.advertised_url {
+            config.advertised_url = Some(v.clone());
+        }
+        if let Some(v) = &s.url_style {
+            config.url_style = match v.get_ref().as_str() {
+                "path" => UrlStyle::Path,
+                "region-host" => UrlStyle::RegionHost,
+                other => {
+                    return Err(self.error(
+                        v.span().start,
+                        "server.url_style",
+                        format!("{other:?} is not one of \"path\", \"region-host\""),
+                    ))
+                }
+            };
+        }
+        if let Some(v) = s.purge_cooldown {
+            config.engine.purge_cooldown = v;
+        }
+        if let Some(v) = s.deleted_queue_cooldown {
+            config.engine.deleted_queue_cooldown = v;
+        }
+        Ok(())
+    }
+
+    /// Creates (or updates) the declared queues, then wires dead-letter queues by name.
+    /// Running it again leaves everything as it is.
+    pub fn apply_queues(
+        &self,
+        engine: &Engine,
+        default_region: &str,
+        default_account: &str,
+    ) -> Result<(), ConfigError> {
+        let id_of = |name: &str, q: &QueueSection| QueueId {
+            region: q
+                .region
+                .clone()
+                .unwrap_or_else(|| default_region.to_string()),
+            account: q
+                .account_id
+                .clone()
+                .unwrap_or_else(|| default_account.to_string()),
+            name: name.to_string(),
+        };
+        // First every queue with its own attributes, so wiring can refer to any of them.
+        for (name, section) in &self.file.queues {
+            let key = format!("queues.{name}");
+            let at = section.span().start;
+            let q = section.get_ref();
+            let fifo = name.ends_with(".fifo");
+            check_queue_name(name, fifo).map_err(|e| self.error(at, &key, e.message))?;
+            let mut attrs = HashMap::new();
+            for (attr, value) in &q.attributes {
+                let text = match value.get_ref() {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::Boolean(b) => b.to_string(),
+                    other => {
+                        return Err(self.error(
+                            value.span().start,
+                            &format!("{key}.attributes.{attr}"),
+                            format!(
+                                "expected a string, integer or boolean, found {}",
+                                other.type_str()
+                            ),
+                        ))
+                    }
+                };
+                if attr == "RedrivePolicy" {
+                    return Err(self.error(
+                        value.span().start,
+                        &format!("{key}.attributes.{attr}"),
+                        "use dead_letter = { queue = \"name\", max_receive_count = N } instead",
+                    ));
+                }
+                attrs.insert(attr.clone(), text);
+            }
+            if fifo {
+                attrs.insert("FifoQueue".into(), "true".into());
+            }
+            let mut settings = QueueSettings {
+                fifo_queue: fifo,
+                ..QueueSettings::default()
+            };
+            apply(&mut settings, &attrs, fifo).map_err(|e| {
+                let attr = q
+                    .attributes
+                    .iter()
+                    .find(|(a, _)| e.message.contains(a.as_str()));
+                let (offset, k) = match attr {
+                    Some((a, v)) => (v.span().start, format!("{key}.attributes.{a}")),
+                    None => (at, format!("{key}.attributes")),
+                };
+                self.error(offset, &k, e.message)
+            })?;
+            let tags: HashMap<String, String> = q.tags.clone().into_iter().collect();
+            check_new_tags(&tags, tags.len())
+                .map_err(|e| self.error(at, &format!("{key}.tags"), e.message))?;
+            let id = id_of(name, q);
+            let (queue, created) = engine
+                .create_queue(id, settings.clone())
+                .map_err(|e| self.error(at, &key, e))?;
+            if !created {
+                // Only a real change touches the queue (and its LastModifiedTimestamp).
+                let current = queue.settings();
+                let mut wanted = current.clone();
+                apply(&mut wanted, &attrs, fifo).map_err(|e| self.error(at, &key, e.message))?;
+                if wanted != current {
+                    queue.update_settings(engine.now_ms(), |s| {
+                        *s = wanted;
+                        Ok::<(), ConfigError>(())
+                    })?;
+                }
+            }
+            queue.update_tags(|t| t.extend(tags));
+        }
+        // Then the dead-letter wiring, by name, in any order.
+        for (name, section) in &self.file.queues {
+            let q = section.get_ref();
+            let Some(dl) = &q.dead_letter else {
+                continue;
+            };
+            let key = format!("queues.{name}.dead_letter");
+            let at = dl.span().start;
+            let source_id = id_of(name, q);
+            let target_section = self.file.queues.get(&dl.get_ref().queue).ok_or_else(|| {
+                self.error(
+                    at,
+                    &key,
+                    format!("no queue named {:?} in this file", dl.get_ref().queue),
+                )
+            })?;
+            let target = id_of(&dl.get_ref().queue, target_section.get_ref());
+            let count = dl.get_ref().max_receive_count;
+            let raw = format!(
+                r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":{count}}}"#,
+                target.arn()
+            );
+            if !(1..=1000).contains(&count) {
+                return Err(self.error(at, &key, "max_receive_count must be between 1 and 1000"));
+            }
+            let policy = RedrivePolicy {
+                raw,
+                dead_letter_target: target,
+                max_receive_count: count,
+            };
+            let source = engine
+                .queue(&source_id)
+                .ok_or_else(|| self.error(at, &key, "source queue vanished"))?;
+            let fifo = name.ends_with(".fifo");
+            check_redrive_target(engine, &source_id, fifo, Some(&policy))
+                .map_err(|e| self.error(at, &key, e.message))?;
+            if source.settings().redrive_policy.as_ref() != Some(&policy) {
+                source.update_settings(engine.now_ms(), |s| {
+                    s.redrive_policy = Some(policy);
+                    Ok::<(), ConfigError>(())
+                })?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,175 @@
+//! The TOML config file: queues declared at start with attributes, tags and dead-letter
+//! wiring by name; idempotent re-application; errors that name the line and key.
+
+mod common;
+
+use std::process::Command;
+
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use common::{sdk, start};
+use sqsim::config_file::LoadedConfig;
+
+const GOOD: &str = r#"
+[server]
+region = "us-east-1"
+
+# The DLQ is declared after the queue that uses it: order does not matter.
+[queues.orders]
+attributes = { VisibilityTimeout = 60, DelaySeconds = "0" }
+tags = { team = "core" }
+dead_letter = { queue = "orders-dlq", max_receive_count = 1 }
+
+[queues.orders-dlq]
+attributes = { MessageRetentionPeriod = 1209600 }
+
+[queues."events.fifo"]
+attributes = { ContentBasedDeduplication = true }
+"#;
+
+#[tokio::test]
+async fn declared_queues_exist_and_reapplying_changes_nothing() {
+    let server = start().await;
+    let file = LoadedConfig::parse("test.toml", GOOD.to_string()).unwrap();
+    server.apply_config(&file).unwrap();
+    let c = sdk(&server);
+    let url = c
+        .get_queue_url()
+        .queue_name("orders")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let attrs = |url: String| {
+        let c = c.clone();
+        async move {
+            c.get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(QueueAttributeName::All)
+                .send()
+                .await
+                .unwrap()
+                .attributes
+                .unwrap()
+        }
+    };
+    let before = attrs(url.clone()).await;
+    assert_eq!(before[&QueueAttributeName::VisibilityTimeout], "60");
+    assert!(before[&QueueAttributeName::RedrivePolicy].contains("orders-dlq"));
+    let tags = c
+        .list_queue_tags()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap()
+        .tags
+        .unwrap();
+    assert_eq!(tags["team"], "core");
+    let fifo = c
+        .get_queue_url()
+        .queue_name("events.fifo")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    assert_eq!(
+        attrs(fifo).await[&QueueAttributeName::ContentBasedDeduplication],
+        "true"
+    );
+
+    // Applying again is a no-op, even after time passed.
+    server.advance_clock(std::time::Duration::from_secs(5));
+    server.apply_config(&file).unwrap();
+    assert_eq!(attrs(url.clone()).await, before);
+
+    // The wiring works: maxReceiveCount 1 moves on the second receive.
+    c.send_message()
+        .queue_url(&url)
+        .message_body("m")
+        .send()
+        .await
+        .unwrap();
+    c.receive_message()
+        .queue_url(&url)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+    assert!(c
+        .receive_message()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .is_none());
+    let dlq = c
+        .get_queue_url()
+        .queue_name("orders-dlq")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let moved = c
+        .receive_message()
+        .queue_url(&dlq)
+        .message_system_attribute_names(MessageSystemAttributeName::DeadLetterQueueSourceArn)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(moved.messages().len(), 1);
+}
+
+#[test]
+fn errors_name_the_line_and_key() {
+    let cases = [
+        ("[queues.orders]\nattributes = { VisibilityTimeout = 99999 }\n", "line 2: queues.orders.attributes.VisibilityTimeout: Invalid value for the parameter VisibilityTimeout."),
+        ("[queues.orders]\natributes = { VisibilityTimeout = 1 }\n", "line 2: unknown field `atributes`"),
+        ("[queues.orders]\ndead_letter = { queue = \"missing\", max_receive_count = 3 }\n", "line 2: queues.orders.dead_letter: no queue named \"missing\" in this file"),
+        ("[queues.\"bad name\"]\n", "line 1: queues.bad name: Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"),
+        ("[queues.orders]\nattributes = { Color = \"blue\" }\n", "line 2: queues.orders.attributes.Color: Unknown Attribute Color."),
+        ("[server]\nurl_style = \"sideways\"\n", "line 2: server.url_style: \"sideways\" is not one of"),
+        ("[queues.orders\n", "line 1"),
+    ];
+    let engine = sqsim::engine::Engine::new(
+        std::sync::Arc::new(sqsim::Clock::new()),
+        sqsim::engine::EngineSettings::default(),
+    );
+    for (text, expected) in cases {
+        let err = LoadedConfig::parse("bad.toml", text.to_string()).and_then(|f| {
+            f.apply_server(&mut sqsim::Config::default())?;
+            f.apply_queues(&engine, "us-east-1", "000000000000")
+        });
+        let msg = err.expect_err(text).to_string();
+        assert!(msg.starts_with("bad.toml: "), "{msg}");
+        assert!(
+            msg.contains(expected),
+            "{text:?}\n  got: {msg}\n  want: {expected}"
+        );
+    }
+}
+
+#[test]
+fn the_binary_exits_non_zero_on_a_bad_config() {
+    let dir = std::env::temp_dir().join(format!("sqsim-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[queues.orders]\nattributes = { DelaySeconds = 901 }\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sqsim"))
+        .args(["--config", path.to_str().unwrap(), "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 2: queues.orders.attributes.DelaySeconds"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
