@@ -91,6 +91,18 @@ function makeServer(child, endpoint) {
       const res = await fetch(`${endpoint}/_sqsim/clock`);
       return res.json();
     },
+    /** Freezes (true) or releases (false) the virtual clock; returns { now_ms, frozen }. */
+    async freezeClock(frozen = true) {
+      const res = await fetch(`${endpoint}/_sqsim/clock`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ freeze: frozen }),
+      });
+      if (res.status !== 200) throw new Error(`clock freeze failed: ${res.status} ${await res.text()}`);
+      const state = await res.json();
+      if (state.frozen !== frozen) throw new Error(`clock freeze=${frozen} not applied: ${JSON.stringify(state)}`);
+      return state;
+    },
     async health() {
       const res = await fetch(`${endpoint}/_sqsim/health`);
       return { status: res.status, body: await res.json() };
