@@ -40,6 +40,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// How queue URLs are spelled when no advertised URL is set.
     pub url_style: UrlStyle,
+    /// Whether SigV4 signatures are checked, and against which keys.
+    pub auth: crate::server::auth::AuthMode,
     /// Engine knobs.
     pub engine: EngineSettings,
 }
@@ -54,6 +56,7 @@ impl Default for Config {
             advertised_url: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             url_style: UrlStyle::Path,
+            auth: crate::server::auth::AuthMode::Off,
             engine: EngineSettings::default(),
         }
     }

@@ -29,6 +29,7 @@ use crate::api::attributes::{apply, check_redrive_target};
 use crate::config::{Config, UrlStyle};
 use crate::engine::redrive::RedrivePolicy;
 use crate::engine::{Engine, QueueId, QueueSettings};
+use crate::server::auth::{AuthMode, Credential};
 
 /// A config file problem, worded for a person: where, which key, what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,18 @@ pub struct FileConfig {
     pub server: ServerSection,
     #[serde(default)]
     pub queues: BTreeMap<String, Spanned<QueueSection>>,
+    /// Keys for `auth = "verify"`.
+    #[serde(default)]
+    pub credentials: Vec<Spanned<CredentialSection>>,
+}
+
+/// `[[credentials]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSection {
+    pub access_key: String,
+    pub secret_key: String,
+    pub account_id: Option<String>,
 }
 
 /// `[server]`: the same settings as the command-line flags (flags win).
@@ -60,6 +73,8 @@ pub struct ServerSection {
     pub url_style: Option<Spanned<String>>,
     pub purge_cooldown: Option<bool>,
     pub deleted_queue_cooldown: Option<bool>,
+    /// `"off"` or `"verify"`.
+    pub auth: Option<Spanned<String>>,
 }
 
 /// `[queues.<name>]`.
@@ -166,7 +181,52 @@ impl LoadedConfig {
         if let Some(v) = s.deleted_queue_cooldown {
             config.engine.deleted_queue_cooldown = v;
         }
+        let keys = self.credentials()?;
+        match s
+            .auth
+            .as_ref()
+            .map(|a| (a.get_ref().as_str(), a.span().start))
+        {
+            Some(("verify", _)) => config.auth = AuthMode::Verify(keys),
+            Some(("off", _)) | None => {}
+            Some((other, at)) => {
+                return Err(self.error(
+                    at,
+                    "server.auth",
+                    format!("{other:?} is not one of \"off\", \"verify\""),
+                ))
+            }
+        }
         Ok(())
+    }
+
+    /// The `[[credentials]]` keys, by access key.
+    pub fn credentials(
+        &self,
+    ) -> Result<std::collections::HashMap<String, Credential>, ConfigError> {
+        let mut keys = std::collections::HashMap::new();
+        for c in &self.file.credentials {
+            let c_ref = c.get_ref();
+            let text = format!(
+                "{}:{}{}",
+                c_ref.access_key,
+                c_ref.secret_key,
+                c_ref
+                    .account_id
+                    .as_ref()
+                    .map(|a| format!(":{a}"))
+                    .unwrap_or_default()
+            );
+            let cred = Credential::parse(&text).ok_or_else(|| {
+                self.error(
+                    c.span().start,
+                    "credentials",
+                    "needs access_key, secret_key and an optional 12-digit account_id",
+                )
+            })?;
+            keys.insert(cred.access_key.clone(), cred);
+        }
+        Ok(keys)
     }
 
     /// Creates (or updates) the declared queues, then wires dead-letter queues by name.

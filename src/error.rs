@@ -42,6 +42,14 @@ pub enum ErrorCode {
     Throttling,
     ServiceUnavailable,
     KmsThrottled,
+    /// SigV4: the signature is wrong, or expired.
+    SignatureDoesNotMatch,
+    /// SigV4: unknown access key.
+    InvalidClientTokenId,
+    /// SigV4: no signature at all.
+    MissingAuthenticationToken,
+    /// SigV4: a malformed Authorization header or credential.
+    IncompleteSignature,
 }
 
 /// One row of the error table.
@@ -191,6 +199,26 @@ impl ErrorCode {
             KmsThrottled => (
                 "com.amazonaws.sqs#KmsThrottled",
                 "KMS.ThrottlingException",
+                400,
+            ),
+            SignatureDoesNotMatch => (
+                "com.amazon.coral.service#InvalidSignatureException",
+                "SignatureDoesNotMatch",
+                403,
+            ),
+            InvalidClientTokenId => (
+                "com.amazon.coral.service#UnrecognizedClientException",
+                "InvalidClientTokenId",
+                403,
+            ),
+            MissingAuthenticationToken => (
+                "com.amazon.coral.service#MissingAuthenticationTokenException",
+                "MissingAuthenticationToken",
+                403,
+            ),
+            IncompleteSignature => (
+                "com.amazon.coral.service#IncompleteSignatureException",
+                "IncompleteSignature",
                 400,
             ),
         };

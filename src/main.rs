@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use sqsim::config::{Config, UrlStyle, DEFAULT_ACCOUNT_ID, DEFAULT_PORT, DEFAULT_REGION};
 use sqsim::config_file::LoadedConfig;
+use sqsim::server::auth::{AuthMode, Credential};
 use sqsim::server::AppState;
 
 /// An Amazon SQS-compatible server.
@@ -38,6 +39,13 @@ struct Args {
     /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions).
     #[arg(long, env = "SQSIM_URL_STYLE", value_parser = ["path", "region-host"])]
     url_style: Option<String>,
+    /// SigV4 checking: `off` accepts any credentials; `verify` checks signatures against the
+    /// keys from --credentials and the config file [default: off].
+    #[arg(long, env = "SQSIM_AUTH", value_parser = ["off", "verify"])]
+    auth: Option<String>,
+    /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID]; repeatable.
+    #[arg(long = "credentials", env = "SQSIM_CREDENTIALS", value_delimiter = ',')]
+    credentials: Vec<String>,
     /// Log filter (tracing syntax); RUST_LOG wins when set.
     #[arg(long, env = "SQSIM_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -93,6 +101,39 @@ fn main() -> ExitCode {
             UrlStyle::Path
         };
     }
+    let mut keys = match file.as_ref().map(LoadedConfig::credentials) {
+        Some(Ok(k)) => k,
+        Some(Err(e)) => {
+            eprintln!("sqsim: config error: {e}");
+            return ExitCode::from(2);
+        }
+        None => Default::default(),
+    };
+    for c in &args.credentials {
+        match Credential::parse(c) {
+            Some(cred) => {
+                keys.insert(cred.access_key.clone(), cred);
+            }
+            None => {
+                eprintln!("sqsim: --credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID] (12 digits), got {c:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let verify = match args.auth.as_deref() {
+        Some("verify") => true,
+        Some(_) => false,
+        None => matches!(config.auth, AuthMode::Verify(_)),
+    };
+    if verify && keys.is_empty() {
+        eprintln!("sqsim: --auth verify needs at least one key (--credentials or [[credentials]] in the config file)");
+        return ExitCode::from(2);
+    }
+    config.auth = if verify {
+        AuthMode::Verify(keys)
+    } else {
+        AuthMode::Off
+    };
     if config.account_id.len() != 12 || !config.account_id.bytes().all(|b| b.is_ascii_digit()) {
         eprintln!(
             "sqsim: the account id must be 12 digits, got {:?}",

@@ -2,6 +2,7 @@
 //! embedders and tests use to run sqsim in-process.
 
 mod admin;
+pub mod auth;
 mod service;
 
 use std::future::Future;

@@ -15,6 +15,7 @@ use crate::engine::faults::FaultEffect;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{self, DecodeError, Encoded, Protocol, RawRequest};
 
+use super::auth::{self, AuthMode, SignedRequest};
 use super::{admin, AppState};
 
 /// The reserved path prefix of sqsim's own endpoints (a queue path starts with 12 digits).
@@ -111,6 +112,25 @@ pub async fn handle(
         }
     };
     let query = parts.uri.query();
+    let mut signer_account = None;
+    if let AuthMode::Verify(keys) = &state.config.auth {
+        let signed = SignedRequest {
+            method: parts.method.as_str(),
+            path: parts.uri.path(),
+            query,
+            headers,
+            body: &body,
+        };
+        match auth::verify(&signed, keys, std::time::SystemTime::now()) {
+            Ok(cred) => signer_account = cred.account_id.clone(),
+            Err(err) => {
+                return Ok(respond(
+                    protocol::encode_error(protocol, &request_id, &err),
+                    &request_id,
+                ))
+            }
+        }
+    }
     let decoded = protocol::decode(RawRequest {
         is_get: parts.method == Method::GET,
         target,
@@ -176,9 +196,11 @@ pub async fn handle(
         engine: Arc::clone(&state.engine),
         protocol: decoded.protocol,
         region: region.to_string(),
-        account: signed_account(headers, query)
-            .unwrap_or(&state.config.account_id)
-            .to_string(),
+        account: signer_account.unwrap_or_else(|| {
+            signed_account(headers, query)
+                .unwrap_or(&state.config.account_id)
+                .to_string()
+        }),
         base_url,
         path: parts.uri.path().to_string(),
         trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),

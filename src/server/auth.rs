@@ -1,0 +1,510 @@
+//! SigV4 checking for `--auth verify`: rebuilds the canonical request from what arrived
+//! (header-signed or presigned), derives the key with `aws-sigv4` and compares signatures.
+//! Signatures use real time (never the test clock): clients sign with their wall clock.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hyper::header::HeaderMap;
+use sha2::{Digest, Sha256};
+
+use crate::error::{ErrorCode, SqsError};
+
+/// How far a request's signing time may be from ours.
+const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
+
+/// A known access key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub access_key: String,
+    pub secret_key: String,
+    /// The account this key acts as; the server default when `None`.
+    pub account_id: Option<String>,
+}
+
+impl Credential {
+    /// Parses `ACCESS_KEY:SECRET[:ACCOUNT_ID]`.
+    pub fn parse(s: &str) -> Option<Credential> {
+        let mut parts = s.splitn(3, ':');
+        let access_key = parts.next().filter(|k| !k.is_empty())?.to_string();
+        let secret_key = parts.next().filter(|k| !k.is_empty())?.to_string();
+        let account_id = parts.next().map(str::to_string);
+        if account_id
+            .as_ref()
+            .is_some_and(|a| a.len() != 12 || !a.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return None;
+        }
+        Some(Credential {
+            access_key,
+            secret_key,
+            account_id,
+        })
+    }
+}
+
+/// Whether and how requests are authenticated.
+#[derive(Debug, Clone, Default)]
+pub enum AuthMode {
+    /// Any credentials (or none) are accepted, as every peer emulator does.
+    #[default]
+    Off,
+    /// Signatures are checked against these keys.
+    Verify(HashMap<String, Credential>),
+}
+
+/// The parts of a request a signature covers.
+pub struct SignedRequest<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+}
+
+fn error(code: ErrorCode, message: impl Into<String>) -> SqsError {
+    SqsError::new(code, message.into())
+}
+
+fn mismatch() -> SqsError {
+    error(
+        ErrorCode::SignatureDoesNotMatch,
+        "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.",
+    )
+}
+
+/// What the signature says about itself.
+struct Claims {
+    access_key: String,
+    date: String,
+    region: String,
+    service: String,
+    signed_headers: Vec<String>,
+    signature: String,
+    amz_date: String,
+    /// Presigned: X-Amz-Expires seconds.
+    expires: Option<u64>,
+}
+
+fn query_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> String {
+    percent_decode(s.as_bytes())
+}
+
+fn percent_decode(b: &[u8]) -> String {
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
+            if let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// RFC 3986 encoding: everything but unreserved characters (and `/` when `keep_slash`).
+fn encode(s: &str, keep_slash: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'_' | b'.' | b'~')
+            || (keep_slash && b == b'/')
+        {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn claims(req: &SignedRequest<'_>) -> Result<Claims, SqsError> {
+    let header = |n: &str| req.headers.get(n).and_then(|v| v.to_str().ok());
+    if let Some(auth) = header("authorization") {
+        let rest = auth.strip_prefix("AWS4-HMAC-SHA256").ok_or_else(|| {
+            error(
+                ErrorCode::IncompleteSignature,
+                "Unsupported authorization type.",
+            )
+        })?;
+        let mut fields = HashMap::new();
+        for part in rest.split(',') {
+            if let Some((k, v)) = part.trim().split_once('=') {
+                fields.insert(k.trim(), v.trim());
+            }
+        }
+        let (Some(cred), Some(signed), Some(sig)) = (
+            fields.get("Credential"),
+            fields.get("SignedHeaders"),
+            fields.get("Signature"),
+        ) else {
+            return Err(error(
+                ErrorCode::IncompleteSignature,
+                "Authorization header requires Credential, SignedHeaders and Signature.",
+            ));
+        };
+        let amz_date = header("x-amz-date").unwrap_or_default().to_string();
+        return build_claims(cred, signed, sig, amz_date, None);
+    }
+    let pairs = req.query.map(query_pairs).unwrap_or_default();
+    let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    match (
+        get("X-Amz-Credential"),
+        get("X-Amz-SignedHeaders"),
+        get("X-Amz-Signature"),
+    ) {
+        (Some(cred), Some(signed), Some(sig)) => {
+            let expires = get("X-Amz-Expires").and_then(|e| e.parse().ok());
+            build_claims(
+                &cred,
+                &signed,
+                &sig,
+                get("X-Amz-Date").unwrap_or_default(),
+                Some(expires.unwrap_or(900)),
+            )
+        }
+        _ => Err(error(
+            ErrorCode::MissingAuthenticationToken,
+            "Request is missing Authentication Token",
+        )),
+    }
+}
+
+fn build_claims(
+    cred: &str,
+    signed: &str,
+    sig: &str,
+    amz_date: String,
+    expires: Option<u64>,
+) -> Result<Claims, SqsError> {
+    let parts: Vec<&str> = cred.split('/').collect();
+    let [access_key, date, region, service, "aws4_request"] = parts[..] else {
+        return Err(error(
+            ErrorCode::IncompleteSignature,
+            format!("Credential is malformed: {cred}"),
+        ));
+    };
+    Ok(Claims {
+        access_key: access_key.to_string(),
+        date: date.to_string(),
+        region: region.to_string(),
+        service: service.to_string(),
+        signed_headers: signed.split(';').map(|h| h.to_ascii_lowercase()).collect(),
+        signature: sig.to_string(),
+        amz_date,
+        expires,
+    })
+}
+
+/// Parses `YYYYMMDDTHHMMSSZ`.
+fn parse_amz_date(s: &str) -> Option<SystemTime> {
+    if s.len() != 16 || &s[8..9] != "T" || !s.ends_with('Z') {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(4..6)?, n(6..8)?);
+    let (hh, mm, ss) = (n(9..11)?, n(11..13)?, n(13..15)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from the civil calendar (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    u64::try_from(secs)
+        .ok()
+        .map(|s| UNIX_EPOCH + Duration::from_secs(s))
+}
+
+fn format_amz_date(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The canonical request, as SigV4 defines it for services other than S3.
+pub fn canonical_request(
+    req: &SignedRequest<'_>,
+    signed_headers: &[String],
+    payload_hash: &str,
+    presigned: bool,
+) -> String {
+    let uri = encode(if req.path.is_empty() { "/" } else { req.path }, true);
+    let mut query: Vec<(String, String)> = req
+        .query
+        .map(query_pairs)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| !(presigned && k == "X-Amz-Signature"))
+        .map(|(k, v)| (encode(&k, false), encode(&v, false)))
+        .collect();
+    query.sort();
+    let query = query
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut headers = String::new();
+    for name in signed_headers {
+        let values: Vec<String> = req
+            .headers
+            .get_all(name.as_str())
+            .iter()
+            .map(|v| {
+                String::from_utf8_lossy(v.as_bytes())
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        headers.push_str(&format!("{name}:{}\n", values.join(",")));
+    }
+    format!(
+        "{}\n{uri}\n{query}\n{headers}\n{}\n{payload_hash}",
+        req.method,
+        signed_headers.join(";")
+    )
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The signature a request should carry for `secret`.
+pub fn expected_signature(
+    req: &SignedRequest<'_>,
+    secret: &str,
+    amz_date: &str,
+    region: &str,
+    service: &str,
+    signed_headers: &[String],
+    presigned: bool,
+) -> Option<String> {
+    let time = parse_amz_date(amz_date)?;
+    let payload_hash = if presigned {
+        "UNSIGNED-PAYLOAD".to_string()
+    } else {
+        match req
+            .headers
+            .get("x-amz-content-sha256")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(h) => h.to_string(),
+            None => sha256_hex(req.body),
+        }
+    };
+    let canonical = canonical_request(req, signed_headers, &payload_hash, presigned);
+    let scope = format!("{}/{region}/{service}/aws4_request", &amz_date[..8]);
+    let string_to_sign = format!(
+        "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
+        sha256_hex(canonical.as_bytes())
+    );
+    let key = aws_sigv4::sign::v4::generate_signing_key(secret, time, region, service);
+    Some(aws_sigv4::sign::v4::calculate_signature(
+        key,
+        string_to_sign.as_bytes(),
+    ))
+}
+
+/// Checks a request's signature; returns the credential it was signed with.
+pub fn verify<'c>(
+    req: &SignedRequest<'_>,
+    keys: &'c HashMap<String, Credential>,
+    now: SystemTime,
+) -> Result<&'c Credential, SqsError> {
+    let c = claims(req)?;
+    let presigned = c.expires.is_some();
+    let cred = keys.get(&c.access_key).ok_or_else(|| {
+        error(
+            ErrorCode::InvalidClientTokenId,
+            "The security token included in the request is invalid.",
+        )
+    })?;
+    let signed_at = parse_amz_date(&c.amz_date)
+        .filter(|_| c.amz_date.starts_with(&c.date))
+        .ok_or_else(|| {
+            error(
+                ErrorCode::IncompleteSignature,
+                "The request must contain a valid X-Amz-Date matching the credential scope date.",
+            )
+        })?;
+    let now_s = format_amz_date(now);
+    if presigned {
+        let expires = signed_at + Duration::from_secs(c.expires.unwrap_or(0));
+        if now > expires {
+            return Err(error(
+                ErrorCode::SignatureDoesNotMatch,
+                format!(
+                    "Signature expired: {now_s} is now later than {} ({} + {} sec.)",
+                    format_amz_date(expires),
+                    c.amz_date,
+                    c.expires.unwrap_or(0)
+                ),
+            ));
+        }
+    } else if now > signed_at + MAX_SKEW {
+        return Err(error(
+            ErrorCode::SignatureDoesNotMatch,
+            format!(
+                "Signature expired: {} is now earlier than {} ({now_s} - 15 min.)",
+                c.amz_date,
+                format_amz_date(now - MAX_SKEW)
+            ),
+        ));
+    } else if signed_at > now + MAX_SKEW {
+        return Err(error(
+            ErrorCode::SignatureDoesNotMatch,
+            format!(
+                "Signature not yet current: {} is still later than {} ({now_s} + 15 min.)",
+                c.amz_date,
+                format_amz_date(now + MAX_SKEW)
+            ),
+        ));
+    }
+    let expected = expected_signature(
+        req,
+        &cred.secret_key,
+        &c.amz_date,
+        &c.region,
+        &c.service,
+        &c.signed_headers,
+        presigned,
+    )
+    .ok_or_else(mismatch)?;
+    // Constant-time comparison: a mismatch takes as long wherever it starts.
+    let same = expected.len() == c.signature.len()
+        && expected
+            .bytes()
+            .zip(c.signature.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same {
+        Ok(cred)
+    } else {
+        Err(mismatch())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+
+    fn vector(method: &str, query: Option<&str>) -> String {
+        let mut h = HeaderMap::new();
+        h.insert("host", HeaderValue::from_static("example.amazonaws.com"));
+        h.insert("x-amz-date", HeaderValue::from_static("20150830T123600Z"));
+        let req = SignedRequest {
+            method,
+            path: "/",
+            query,
+            headers: &h,
+            body: b"",
+        };
+        let signed = vec!["host".to_string(), "x-amz-date".to_string()];
+        expected_signature(
+            &req,
+            SECRET,
+            "20150830T123600Z",
+            "us-east-1",
+            "service",
+            &signed,
+            false,
+        )
+        .unwrap()
+    }
+
+    /// AWS's published SigV4 test suite.
+    #[test]
+    fn aws_test_vectors() {
+        assert_eq!(
+            vector("GET", None),
+            "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
+        );
+        assert_eq!(
+            vector("POST", None),
+            "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"
+        );
+        assert_eq!(
+            vector("GET", Some("Param2=value2&Param1=value1")),
+            "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"
+        );
+    }
+
+    #[test]
+    fn dates_round_trip() {
+        let t = parse_amz_date("20150830T123600Z").unwrap();
+        assert_eq!(
+            t.duration_since(UNIX_EPOCH).unwrap().as_secs(),
+            1_440_938_160
+        );
+        assert_eq!(format_amz_date(t), "20150830T123600Z");
+        assert_eq!(
+            format_amz_date(parse_amz_date("20240229T235959Z").unwrap()),
+            "20240229T235959Z"
+        );
+        assert!(parse_amz_date("2015-08-30").is_none());
+    }
+
+    #[test]
+    fn credentials_flag() {
+        assert_eq!(
+            Credential::parse("AKID:secret:123456789012")
+                .unwrap()
+                .account_id
+                .as_deref(),
+            Some("123456789012")
+        );
+        assert!(Credential::parse("AKID:secret")
+            .unwrap()
+            .account_id
+            .is_none());
+        assert!(Credential::parse("AKID").is_none());
+        assert!(Credential::parse("AKID:secret:12").is_none());
+    }
+}
