@@ -242,7 +242,7 @@ async fn presigned_query_string_requests_are_verified() {
             .unwrap()
             .into();
         let url =
-            format!("http://sqsim.test/?Action=GetQueueUrl&QueueName=presigned&Version=2012-11-05");
+            "http://sqsim.test/?Action=GetQueueUrl&QueueName=presigned&Version=2012-11-05".to_string();
         let signable = SignableRequest::new(
             "GET",
             &url,
