@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_sqs::config::Credentials;
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use common::{raw, start_with};
 use sqsim::server::auth::{AuthMode, Credential};
@@ -31,13 +31,7 @@ async fn verifying_server() -> Server {
 }
 
 fn client(server: &Server, key: &str, secret: &str) -> aws_sdk_sqs::Client {
-    let conf = aws_sdk_sqs::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(server.endpoint())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new(key, secret, None, None, "static"))
-        .build();
-    aws_sdk_sqs::Client::from_conf(conf)
+    common::sdk_with(&server.endpoint(), "us-east-1", key, secret)
 }
 
 #[tokio::test]
@@ -241,8 +235,8 @@ async fn presigned_query_string_requests_are_verified() {
             .build()
             .unwrap()
             .into();
-        let url =
-            "http://sqsim.test/?Action=GetQueueUrl&QueueName=presigned&Version=2012-11-05".to_string();
+        let url = "http://sqsim.test/?Action=GetQueueUrl&QueueName=presigned&Version=2012-11-05"
+            .to_string();
         let signable = SignableRequest::new(
             "GET",
             &url,

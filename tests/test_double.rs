@@ -25,14 +25,7 @@ async fn admin(server: &Server, method: &str, path: &str, body: Value) -> Value 
 }
 
 fn client_with_key(server: &Server, key: &str, region: &str) -> aws_sdk_sqs::Client {
-    use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
-    let conf = aws_sdk_sqs::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(server.endpoint())
-        .region(Region::new(region.to_string()))
-        .credentials_provider(Credentials::new(key, "secret", None, None, "static"))
-        .build();
-    aws_sdk_sqs::Client::from_conf(conf)
+    common::sdk_with(&server.endpoint(), region, key, "secret")
 }
 
 #[tokio::test]

@@ -116,24 +116,17 @@ impl Engine {
             .cloned()
     }
 
-    /// Deletes a queue with its messages; false if it did not exist.
+    /// Deletes a queue with its messages; false if it did not exist. Its name stays
+    /// unavailable for 60 seconds (when the cooldown is on).
     pub fn delete_queue(&self, id: &QueueId) -> bool {
-        let removed = self
-            .queues
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
-        match removed {
-            Some(q) => {
-                q.mark_deleted();
-                self.deleted
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(id.clone(), self.now_ms());
-                true
-            }
-            None => false,
+        if !self.reset_queue(id) {
+            return false;
         }
+        self.deleted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), self.now_ms());
+        true
     }
 
     /// Queues of one namespace whose names start with `prefix`, sorted by name.

@@ -30,11 +30,16 @@ pub fn sdk(server: &Server) -> aws_sdk_sqs::Client {
 
 /// An SDK client for any endpoint and region.
 pub fn sdk_for(endpoint: &str, region: &str) -> aws_sdk_sqs::Client {
+    sdk_with(endpoint, region, "test", "test")
+}
+
+/// An SDK client with its own access key and secret.
+pub fn sdk_with(endpoint: &str, region: &str, key: &str, secret: &str) -> aws_sdk_sqs::Client {
     let conf = aws_sdk_sqs::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(Region::new(region.to_string()))
-        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+        .credentials_provider(Credentials::new(key, secret, None, None, "static"))
         .build();
     aws_sdk_sqs::Client::from_conf(conf)
 }
