@@ -24,17 +24,11 @@ pub enum TaskStatus {
     Failed,
 }
 
-impl TaskStatus {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskStatus::Running => "RUNNING",
-            TaskStatus::Cancelling => "CANCELLING",
-            TaskStatus::Cancelled => "CANCELLED",
-            TaskStatus::Completed => "COMPLETED",
-            TaskStatus::Failed => "FAILED",
-        }
-    }
+/// Why a task failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskFailure {
+    /// The source, or a queue messages were to go to, no longer exists.
+    QueueGone,
 }
 
 /// One move task.
@@ -49,7 +43,7 @@ pub struct MoveTask {
     pub to_move: u64,
     moved: AtomicU64,
     cancel: AtomicBool,
-    state: Mutex<(TaskStatus, Option<String>)>,
+    state: Mutex<(TaskStatus, Option<TaskFailure>)>,
 }
 
 impl MoveTask {
@@ -59,11 +53,11 @@ impl MoveTask {
     }
 
     /// The status and, when FAILED, the reason.
-    pub fn status(&self) -> (TaskStatus, Option<String>) {
+    pub fn status(&self) -> (TaskStatus, Option<TaskFailure>) {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn set(&self, status: TaskStatus, reason: Option<String>) {
+    fn set(&self, status: TaskStatus, reason: Option<TaskFailure>) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (status, reason);
     }
 
@@ -139,10 +133,7 @@ async fn run(
             return;
         }
         if source.is_deleted() {
-            task.set(
-                TaskStatus::Failed,
-                Some("AWS.SimpleQueueService.NonExistentQueue".into()),
-            );
+            task.set(TaskStatus::Failed, Some(TaskFailure::QueueGone));
             return;
         }
         let now = engine.now_ms();
@@ -188,13 +179,13 @@ fn deliver(
     destination: Option<&Queue>,
     batch: Vec<super::message::StoredMessage>,
     now: u64,
-) -> (u64, Option<String>) {
-    const GONE: &str = "AWS.SimpleQueueService.NonExistentQueue";
+) -> (u64, Option<TaskFailure>) {
+    const GONE: TaskFailure = TaskFailure::QueueGone;
     let n = batch.len() as u64;
     if let Some(d) = destination {
         if d.is_deleted() {
             source.accept(batch, Transfer::Restore, now);
-            return (0, Some(GONE.into()));
+            return (0, Some(GONE));
         }
         d.accept(batch, Transfer::Redrive, now);
         return (n, None);
@@ -217,5 +208,5 @@ fn deliver(
     }
     let delivered = n - failed.len() as u64;
     source.accept(failed, Transfer::Restore, now);
-    (delivered, Some(GONE.into()))
+    (delivered, Some(GONE))
 }

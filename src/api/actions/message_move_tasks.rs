@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{required, Context};
-use crate::engine::move_task::{self, MoveTask, StartError, TaskStatus};
+use crate::engine::move_task::{self, MoveTask, StartError, TaskFailure, TaskStatus};
 use crate::engine::{Queue, QueueId};
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{XmlResult, XmlWriter};
@@ -113,18 +113,36 @@ pub struct TaskEntry {
     pub started_timestamp: u64,
 }
 
+/// The wire spelling of a status.
+fn status_name(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Running => "RUNNING",
+        TaskStatus::Cancelling => "CANCELLING",
+        TaskStatus::Cancelled => "CANCELLED",
+        TaskStatus::Completed => "COMPLETED",
+        TaskStatus::Failed => "FAILED",
+    }
+}
+
+/// FailureReason as AWS reports it.
+fn failure_reason(failure: TaskFailure) -> String {
+    match failure {
+        TaskFailure::QueueGone => ErrorCode::QueueDoesNotExist.query_code().to_string(),
+    }
+}
+
 impl TaskEntry {
     fn of(task: &MoveTask) -> TaskEntry {
-        let (status, failure_reason) = task.status();
+        let (status, failure) = task.status();
         TaskEntry {
             task_handle: (status == TaskStatus::Running).then(|| task_handle(task)),
-            status: status.as_str(),
+            status: status_name(status),
             source_arn: task.source_arn.clone(),
             destination_arn: task.destination_arn.clone(),
             max_number_of_messages_per_second: task.max_per_second,
             approximate_number_of_messages_moved: task.moved(),
             approximate_number_of_messages_to_move: task.to_move,
-            failure_reason,
+            failure_reason: failure.map(failure_reason),
             started_timestamp: task.started_ms,
         }
     }
