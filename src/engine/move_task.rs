@@ -54,7 +54,7 @@ impl MoveTask {
 
     /// The status and, when FAILED, the reason.
     pub fn status(&self) -> (TaskStatus, Option<TaskFailure>) {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn set(&self, status: TaskStatus, reason: Option<TaskFailure>) {
