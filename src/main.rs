@@ -17,6 +17,8 @@ use sqsim::server::AppState;
 #[derive(Debug, Parser)]
 #[command(name = "sqsim", version, about)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// TOML config file: server settings and queues to create at start (flags win over it).
     #[arg(long, env = "SQSIM_CONFIG")]
     config: Option<String>,
@@ -51,6 +53,12 @@ struct Args {
     log_level: String,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Push messages from SQS queues to an HTTP application, like Elastic Beanstalk's sqsd.
+    Worker(sqsim::worker::cli::WorkerArgs),
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -59,6 +67,9 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    if let Some(Command::Worker(w)) = args.command {
+        return sqsim::worker::cli::run(w, shutdown_signal());
+    }
     let mut config = Config {
         host: "0.0.0.0".to_string(),
         port: DEFAULT_PORT,

@@ -89,20 +89,22 @@ impl FaultSet {
             return None;
         }
         let mut rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
-        let roll = self.chance();
-        let rule = rules.iter_mut().find(|r| {
-            r.remaining != Some(0)
-                && r.action.as_deref().is_none_or(|a| a == action)
-                && r.queue.as_deref().is_none_or(|q| Some(q) == queue)
-        })?;
-        if roll >= rule.probability {
-            return None;
+        // Each matching rule gets its own roll; the first that fires wins, so a rule that
+        // does not fire never hides a later one.
+        for rule in rules.iter_mut() {
+            let matches = rule.remaining != Some(0)
+                && rule.action.as_deref().is_none_or(|a| a == action)
+                && rule.queue.as_deref().is_none_or(|q| Some(q) == queue);
+            if !matches || self.chance() >= rule.probability {
+                continue;
+            }
+            if let Some(n) = &mut rule.remaining {
+                *n -= 1;
+            }
+            rule.hits += 1;
+            return Some(rule.effect.clone());
         }
-        if let Some(n) = &mut rule.remaining {
-            *n -= 1;
-        }
-        rule.hits += 1;
-        Some(rule.effect.clone())
+        None
     }
 }
 
@@ -134,6 +136,15 @@ mod tests {
         assert_eq!(f.list()[0].hits, 2);
         f.clear();
         assert!(!f.is_active());
+    }
+
+    #[test]
+    fn a_rule_that_does_not_fire_does_not_hide_the_next() {
+        let f = FaultSet::default();
+        f.add(rule(None, None, 0.0));
+        f.add(rule(None, None, 1.0));
+        assert!(f.check("X", None).is_some());
+        assert_eq!(f.list()[1].hits, 1);
     }
 
     #[test]

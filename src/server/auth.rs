@@ -224,14 +224,7 @@ fn parse_amz_date(s: &str) -> Option<SystemTime> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
         return None;
     }
-    // Days from the civil calendar (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = crate::timefmt::days_from_civil(y, m, d);
     let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
     u64::try_from(secs)
         .ok()
@@ -239,26 +232,10 @@ fn parse_amz_date(s: &str) -> Option<SystemTime> {
 }
 
 fn format_amz_date(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0) as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+    crate::timefmt::amz_date(
+        t.duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0) as i64,
     )
 }
 
@@ -313,30 +290,33 @@ fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
+/// What a signature was computed over, besides the request itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    pub amz_date: &'a str,
+    pub region: &'a str,
+    pub service: &'a str,
+    pub signed_headers: &'a [String],
+    pub presigned: bool,
+    pub payload_hash: &'a str,
+}
+
 /// The signature a request should carry for `secret`.
 pub fn expected_signature(
     req: &SignedRequest<'_>,
     secret: &str,
-    amz_date: &str,
-    region: &str,
-    service: &str,
-    signed_headers: &[String],
-    presigned: bool,
+    scope: &Scope<'_>,
 ) -> Option<String> {
+    let Scope {
+        amz_date,
+        region,
+        service,
+        signed_headers,
+        presigned,
+        payload_hash,
+    } = *scope;
     let time = parse_amz_date(amz_date)?;
-    let payload_hash = if presigned {
-        "UNSIGNED-PAYLOAD".to_string()
-    } else {
-        match req
-            .headers
-            .get("x-amz-content-sha256")
-            .and_then(|v| v.to_str().ok())
-        {
-            Some(h) => h.to_string(),
-            None => sha256_hex(req.body),
-        }
-    };
-    let canonical = canonical_request(req, signed_headers, &payload_hash, presigned);
+    let canonical = canonical_request(req, signed_headers, payload_hash, presigned);
     let scope = format!("{}/{region}/{service}/aws4_request", &amz_date[..8]);
     let string_to_sign = format!(
         "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
@@ -404,23 +384,45 @@ pub fn verify<'c>(
             ),
         ));
     }
-    let expected = expected_signature(
-        req,
-        &cred.secret_key,
-        &c.amz_date,
-        &c.region,
-        &c.service,
-        &c.signed_headers,
-        presigned,
-    )
-    .ok_or_else(mismatch)?;
-    // Constant-time comparison: a mismatch takes as long wherever it starts.
-    let same = expected.len() == c.signature.len()
-        && expected
-            .bytes()
-            .zip(c.signature.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
+    // Header-signed requests name their payload hash (or it is the body's). Presigned URLs
+    // are signed over the body's hash by botocore and over UNSIGNED-PAYLOAD by others.
+    let body_hash = sha256_hex(req.body);
+    let candidates: Vec<String> = if presigned {
+        let pairs = req.query.map(query_pairs).unwrap_or_default();
+        match pairs.iter().find(|(k, _)| k == "X-Amz-Content-Sha256") {
+            Some((_, v)) => vec![v.clone()],
+            None => vec![body_hash, "UNSIGNED-PAYLOAD".to_string()],
+        }
+    } else {
+        match req
+            .headers
+            .get("x-amz-content-sha256")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(h) => vec![h.to_string()],
+            None => vec![body_hash],
+        }
+    };
+    let same = candidates.iter().any(|hash| {
+        let scope = Scope {
+            amz_date: &c.amz_date,
+            region: &c.region,
+            service: &c.service,
+            signed_headers: &c.signed_headers,
+            presigned,
+            payload_hash: hash,
+        };
+        let Some(expected) = expected_signature(req, &cred.secret_key, &scope) else {
+            return false;
+        };
+        // Constant-time comparison: a mismatch takes as long wherever it starts.
+        expected.len() == c.signature.len()
+            && expected
+                .bytes()
+                .zip(c.signature.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    });
     if same {
         Ok(cred)
     } else {
@@ -447,16 +449,16 @@ mod tests {
             body: b"",
         };
         let signed = vec!["host".to_string(), "x-amz-date".to_string()];
-        expected_signature(
-            &req,
-            SECRET,
-            "20150830T123600Z",
-            "us-east-1",
-            "service",
-            &signed,
-            false,
-        )
-        .unwrap()
+        let empty = sha256_hex(b"");
+        let scope = Scope {
+            amz_date: "20150830T123600Z",
+            region: "us-east-1",
+            service: "service",
+            signed_headers: &signed,
+            presigned: false,
+            payload_hash: &empty,
+        };
+        expected_signature(&req, SECRET, &scope).unwrap()
     }
 
     /// AWS's published SigV4 test suite.

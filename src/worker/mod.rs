@@ -1,0 +1,459 @@
+//! `sqsim worker`: pushes messages from SQS queues to an HTTP application the way Elastic
+//! Beanstalk's `sqsd` does, plus what good consumers add: a visibility heartbeat for long jobs,
+//! bounded concurrency, retry delays with backoff, weighted priority across queues and a
+//! graceful shutdown that hands unfinished messages back at once. It uses only the public SQS
+//! API, so it works against sqsim or any SQS endpoint.
+
+pub mod cli;
+pub mod deliver;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use deliver::{app_client, post, AppClient, Outcome};
+
+/// The longest a message can stay invisible after one receive.
+const VISIBILITY_CAP: Duration = Duration::from_secs(43_200);
+
+/// How retry delays grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backoff {
+    /// The same delay every time.
+    #[default]
+    Fixed,
+    /// Doubling with each receive, capped, with jitter.
+    Exponential,
+}
+
+/// One queue to read, with its share of receives.
+#[derive(Debug, Clone)]
+pub struct WorkerQueue {
+    pub url: String,
+    pub weight: u32,
+}
+
+/// Everything the worker is told; names follow Elastic Beanstalk's worker settings.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    pub queues: Vec<WorkerQueue>,
+    /// Where to POST, e.g. `http://localhost:8080/`.
+    pub http_url: String,
+    /// Most POSTs in flight at once.
+    pub http_connections: usize,
+    pub connect_timeout: Duration,
+    /// How long the application may take to answer.
+    pub inactivity_timeout: Duration,
+    /// Visibility timeout of received messages (seconds), kept up by the heartbeat.
+    pub visibility_timeout: u32,
+    /// After a failure, hide the message this long (seconds) instead of letting its
+    /// visibility timeout run out.
+    pub error_visibility_timeout: Option<u32>,
+    pub mime_type: String,
+    /// Base retry delay (seconds) after a failure; wins over the error visibility timeout.
+    pub retry_delay: Option<u32>,
+    pub retry_backoff: Backoff,
+    /// Longest retry delay (seconds).
+    pub retry_max_delay: u32,
+    /// How long in-flight POSTs may finish after a shutdown request.
+    pub shutdown_timeout: Duration,
+    /// Long-poll wait (seconds) when reading a single queue.
+    pub wait_time: i32,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            queues: Vec::new(),
+            http_url: "http://localhost:8080/".into(),
+            http_connections: 50,
+            connect_timeout: Duration::from_secs(5),
+            inactivity_timeout: Duration::from_secs(299),
+            visibility_timeout: 300,
+            error_visibility_timeout: None,
+            mime_type: "application/json".into(),
+            retry_delay: None,
+            retry_backoff: Backoff::Fixed,
+            retry_max_delay: 900,
+            shutdown_timeout: Duration::from_secs(30),
+            wait_time: 20,
+        }
+    }
+}
+
+/// What the worker has done so far.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    pub delivered: AtomicU64,
+    pub failed: AtomicU64,
+    pub retried: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub released: AtomicU64,
+}
+
+impl WorkerStats {
+    fn add(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The delay before a failed message is tried again, if any.
+pub fn retry_delay(
+    opts: &WorkerOptions,
+    receive_count: u32,
+    retry_after: Option<u32>,
+    jitter: f64,
+) -> Option<u32> {
+    if let Some(s) = retry_after {
+        return Some(s.min(VISIBILITY_CAP.as_secs() as u32));
+    }
+    match opts.retry_delay {
+        Some(base) => {
+            let delay = match opts.retry_backoff {
+                Backoff::Fixed => base,
+                Backoff::Exponential => {
+                    let exp = receive_count.saturating_sub(1).min(20);
+                    let full = (base as u64)
+                        .saturating_mul(1 << exp)
+                        .min(opts.retry_max_delay as u64);
+                    // Jitter in [full/2, full]: retries of many messages spread out.
+                    (full as f64 * (0.5 + 0.5 * jitter)).round() as u32
+                }
+            };
+            Some(delay.min(opts.retry_max_delay))
+        }
+        None => opts.error_visibility_timeout,
+    }
+}
+
+/// Picks the queue to receive from next so that, while every queue has messages, deliveries
+/// follow the weights (stride scheduling: each message costs its queue 1/weight).
+#[derive(Debug)]
+struct Scheduler {
+    pass: Vec<f64>,
+    weights: Vec<f64>,
+}
+
+impl Scheduler {
+    fn new(queues: &[WorkerQueue]) -> Scheduler {
+        Scheduler {
+            pass: vec![0.0; queues.len()],
+            weights: queues.iter().map(|q| q.weight.max(1) as f64).collect(),
+        }
+    }
+
+    fn next(&self) -> usize {
+        (0..self.pass.len())
+            .min_by(|&a, &b| self.pass[a].total_cmp(&self.pass[b]))
+            .unwrap_or(0)
+    }
+
+    /// Charges a queue for a receive that returned `n` messages; an empty queue is charged
+    /// as if it had returned a full batch, so it yields to the others.
+    fn record(&mut self, i: usize, n: usize) {
+        let cost = if n == 0 { 10.0 } else { n as f64 };
+        self.pass[i] += cost / self.weights[i];
+    }
+}
+
+fn queue_name(url: &str) -> String {
+    url.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A message being worked on, so a shutdown can hand it back.
+type Unfinished = Arc<Mutex<HashMap<String, (String, String)>>>;
+
+/// Runs until `shutdown` completes, then lets in-flight POSTs finish for up to the shutdown
+/// timeout and makes every unfinished message visible again.
+pub async fn run(
+    sqs: aws_sdk_sqs::Client,
+    opts: WorkerOptions,
+    stats: Arc<WorkerStats>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let opts = Arc::new(opts);
+    let app = app_client(opts.connect_timeout, opts.http_connections);
+    let slots = Arc::new(Semaphore::new(opts.http_connections.max(1)));
+    let mut scheduler = Scheduler::new(&opts.queues);
+    // With several queues, one long poll would hold up the others: poll briefly, and wait
+    // only after a whole round found nothing.
+    let mut empty_streak = 0usize;
+    let unfinished: Unfinished = Arc::default();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    tokio::pin!(shutdown);
+    'receive: loop {
+        let first = tokio::select! {
+            _ = &mut shutdown => break 'receive,
+            p = Arc::clone(&slots).acquire_owned() => match p { Ok(p) => p, Err(_) => break 'receive },
+        };
+        let mut permits = vec![first];
+        while permits.len() < 10 {
+            match Arc::clone(&slots).try_acquire_owned() {
+                Ok(p) => permits.push(p),
+                Err(_) => break,
+            }
+        }
+        if opts.queues.is_empty() {
+            break 'receive;
+        }
+        let qi = scheduler.next();
+        let wait = match opts.queues.len() {
+            1 => opts.wait_time,
+            n if empty_streak >= n => opts.wait_time.min(1),
+            _ => 0,
+        };
+        let url = opts.queues[qi].url.clone();
+        let receive = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(permits.len() as i32)
+            .wait_time_seconds(wait)
+            .visibility_timeout(opts.visibility_timeout as i32)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send();
+        let got = tokio::select! {
+            _ = &mut shutdown => break 'receive,
+            r = receive => r,
+        };
+        let messages = match got {
+            Ok(out) => out.messages.unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(queue = %url, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "receive failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        scheduler.record(qi, messages.len());
+        empty_streak = if messages.is_empty() {
+            empty_streak + 1
+        } else {
+            0
+        };
+        for msg in messages {
+            let Some(permit) = permits.pop() else { break };
+            let handle = msg.receipt_handle().unwrap_or_default().to_string();
+            let id = msg.message_id().unwrap_or_default().to_string();
+            unfinished
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id.clone(), (url.clone(), handle));
+            let job = Job {
+                sqs: sqs.clone(),
+                app: app.clone(),
+                opts: Arc::clone(&opts),
+                stats: Arc::clone(&stats),
+                unfinished: Arc::clone(&unfinished),
+                queue_url: url.clone(),
+                stop: stop_rx.clone(),
+            };
+            tasks.spawn(async move {
+                job.process(msg).await;
+                drop(permit);
+            });
+        }
+        // Reap finished jobs so the set does not grow.
+        while tasks.try_join_next().is_some() {}
+    }
+    // Shutdown: no more receives; let jobs finish for a while, then hand the rest back.
+    let drained = tokio::time::timeout(opts.shutdown_timeout, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await
+    .is_ok();
+    if !drained {
+        let _ = stop_tx.send(true);
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+    let rest: Vec<(String, String)> = unfinished
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, v)| v)
+        .collect();
+    for (url, handle) in rest {
+        let _ = sqs
+            .change_message_visibility()
+            .queue_url(&url)
+            .receipt_handle(&handle)
+            .visibility_timeout(0)
+            .send()
+            .await;
+        WorkerStats::add(&stats.released);
+    }
+}
+
+/// Everything one message's processing needs.
+struct Job {
+    sqs: aws_sdk_sqs::Client,
+    app: AppClient,
+    opts: Arc<WorkerOptions>,
+    stats: Arc<WorkerStats>,
+    unfinished: Unfinished,
+    queue_url: String,
+    stop: watch::Receiver<bool>,
+}
+
+impl Job {
+    async fn process(self, msg: Message) {
+        let started = Instant::now();
+        let id = msg.message_id().unwrap_or_default().to_string();
+        let handle = msg.receipt_handle().unwrap_or_default().to_string();
+        let receive_count: u32 = msg
+            .attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(1);
+        self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        let heartbeat = self.heartbeat(handle.clone(), started);
+        let name = queue_name(&self.queue_url);
+        let delivery = post(
+            &self.app,
+            &self.opts.http_url,
+            &self.opts.mime_type,
+            &name,
+            &msg,
+            self.opts.inactivity_timeout,
+        );
+        let outcome = tokio::select! {
+            o = delivery => o,
+            _ = heartbeat => unreachable_outcome(),
+        };
+        self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if *self.stop.borrow() {
+            return; // shutdown hands it back
+        }
+        match &outcome {
+            Outcome::Ok => {
+                let r = self
+                    .sqs
+                    .delete_message()
+                    .queue_url(&self.queue_url)
+                    .receipt_handle(&handle)
+                    .send()
+                    .await;
+                if let Err(e) = r {
+                    tracing::warn!(message_id = %id, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "delete failed");
+                }
+                WorkerStats::add(&self.stats.delivered);
+            }
+            failure => {
+                WorkerStats::add(&self.stats.failed);
+                let retry_after = match failure {
+                    Outcome::Failed { retry_after, .. } => *retry_after,
+                    _ => None,
+                };
+                let jitter = (started.elapsed().subsec_nanos() % 1000) as f64 / 1000.0;
+                if let Some(delay) = retry_delay(&self.opts, receive_count, retry_after, jitter) {
+                    WorkerStats::add(&self.stats.retried);
+                    let _ = self
+                        .sqs
+                        .change_message_visibility()
+                        .queue_url(&self.queue_url)
+                        .receipt_handle(&handle)
+                        .visibility_timeout(delay as i32)
+                        .send()
+                        .await;
+                }
+            }
+        }
+        self.unfinished
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        tracing::info!(
+            message_id = %id,
+            queue = %name,
+            outcome = ?outcome,
+            attempt = receive_count,
+            ms = started.elapsed().as_millis() as u64,
+            "delivered"
+        );
+    }
+
+    /// Extends the message's visibility every half timeout while the app works on it, up to
+    /// the 12-hour cap. Never completes on its own.
+    async fn heartbeat(&self, handle: String, started: Instant) {
+        let vis = Duration::from_secs(self.opts.visibility_timeout.max(1) as u64);
+        let every = vis / 2;
+        loop {
+            tokio::time::sleep(every).await;
+            if started.elapsed() + vis >= VISIBILITY_CAP {
+                std::future::pending::<()>().await;
+            }
+            let _ = self
+                .sqs
+                .change_message_visibility()
+                .queue_url(&self.queue_url)
+                .receipt_handle(&handle)
+                .visibility_timeout(self.opts.visibility_timeout as i32)
+                .send()
+                .await;
+        }
+    }
+}
+
+fn unreachable_outcome() -> Outcome {
+    Outcome::Unreachable("heartbeat ended".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays() {
+        let mut o = WorkerOptions {
+            error_visibility_timeout: Some(30),
+            ..WorkerOptions::default()
+        };
+        assert_eq!(retry_delay(&o, 3, None, 0.5), Some(30));
+        assert_eq!(
+            retry_delay(&o, 3, Some(7), 0.5),
+            Some(7),
+            "Retry-After wins"
+        );
+        o.retry_delay = Some(10);
+        assert_eq!(retry_delay(&o, 3, None, 0.5), Some(10));
+        o.retry_backoff = Backoff::Exponential;
+        assert_eq!(retry_delay(&o, 1, None, 1.0), Some(10));
+        assert_eq!(retry_delay(&o, 3, None, 1.0), Some(40));
+        assert_eq!(retry_delay(&o, 3, None, 0.0), Some(20));
+        assert_eq!(retry_delay(&o, 30, None, 1.0), Some(900), "capped");
+        o.retry_delay = None;
+        o.error_visibility_timeout = None;
+        assert_eq!(retry_delay(&o, 1, None, 0.5), None);
+    }
+
+    #[test]
+    fn stride_scheduling_follows_weights() {
+        let q = |w| WorkerQueue {
+            url: String::new(),
+            weight: w,
+        };
+        let mut s = Scheduler::new(&[q(3), q(1)]);
+        let mut got = [0usize; 2];
+        for _ in 0..400 {
+            let i = s.next();
+            got[i] += 10;
+            s.record(i, 10);
+        }
+        assert!((2900..=3100).contains(&got[0]), "{got:?}");
+        // An empty queue yields.
+        let mut s = Scheduler::new(&[q(1), q(1)]);
+        s.record(0, 0);
+        assert_eq!(s.next(), 1);
+    }
+}

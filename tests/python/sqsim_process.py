@@ -1,0 +1,178 @@
+"""Starting sqsim processes with flags of their own (the session server in conftest.py takes
+none): --auth verify, --config, --url-style, and a private server for tests that reset,
+inject faults or move the clock. Used by test_controls.py and test_auth.py."""
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import boto3
+from botocore.config import Config
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 20
+LISTEN_LINE = re.compile(r"sqsim listening on (http://\S+)")
+
+# Settings sqsim reads from the environment; a test's flags must be the whole story.
+_SERVER_ENV = (
+    "SQSIM_CONFIG",
+    "SQSIM_HOST",
+    "SQSIM_PORT",
+    "SQSIM_REGION",
+    "SQSIM_ACCOUNT_ID",
+    "SQSIM_ADVERTISED_URL",
+    "SQSIM_URL_STYLE",
+    "SQSIM_AUTH",
+    "SQSIM_CREDENTIALS",
+)
+
+
+def binary():
+    return os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
+
+
+def _env():
+    env = {k: v for k, v in os.environ.items() if k not in _SERVER_ENV}
+    env.setdefault("RUST_LOG", "warn")
+    return env
+
+
+class Process:
+    """A running sqsim started by `running()`."""
+
+    def __init__(self, proc, endpoint, log_path):
+        self.proc = proc
+        self.endpoint = endpoint
+        self.port = int(endpoint.rsplit(":", 1)[1])
+        self.log_path = log_path
+
+    def http(self, method, path, body=None, headers=None):
+        """Any request; returns (status, headers, body bytes) without raising on 4xx/5xx."""
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+            headers = {"Content-Type": "application/json", **(headers or {})}
+        req = urllib.request.Request(
+            self.endpoint + path, data=body, method=method, headers=headers or {}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
+
+    def admin(self, method, path, body=None, status=200):
+        """An admin call; asserts the status and returns the parsed JSON reply."""
+        got, _, raw = self.http(method, path, {} if body is None and method != "GET" else body)
+        assert got == status, f"{method} {path} -> {got}: {raw!r}"
+        return json.loads(raw)
+
+    def advance(self, seconds):
+        return self.admin("POST", "/_sqsim/clock", {"advance_seconds": seconds})
+
+    def client(self, key="test", secret="test", region="us-east-1", **config):
+        """A boto3 SQS client; no retries unless `retries=` says otherwise."""
+        config.setdefault("retries", {"total_max_attempts": 1})
+        config.setdefault("read_timeout", 60)
+        return boto3.client(
+            "sqs",
+            endpoint_url=self.endpoint,
+            region_name=region,
+            aws_access_key_id=key,
+            aws_secret_access_key=secret,
+            config=Config(**config),
+        )
+
+    def log(self):
+        return Path(self.log_path).read_text(errors="replace")
+
+
+def _read_listen_line(proc):
+    found = {}
+
+    def reader():
+        for raw in proc.stdout:
+            m = LISTEN_LINE.search(raw.decode("utf-8", "replace"))
+            if m:
+                found["endpoint"] = m.group(1)
+                return
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    t.join(STARTUP_TIMEOUT_S)
+    return found.get("endpoint")
+
+
+def _wait_healthy(endpoint, proc):
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"sqsim exited with {proc.returncode} during startup")
+        try:
+            with urllib.request.urlopen(endpoint + "/_sqsim/health", timeout=2) as resp:
+                if json.loads(resp.read()).get("status") == "ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("sqsim did not become healthy")
+
+
+@contextlib.contextmanager
+def running(*flags):
+    """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…`, yields a Process, always stops it and
+    asserts it shut down cleanly on SIGTERM."""
+    log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False)
+    proc = subprocess.Popen(
+        [binary(), "--host", "127.0.0.1", "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        endpoint = _read_listen_line(proc)
+        if endpoint is None:
+            raise RuntimeError(
+                f"sqsim {' '.join(flags)} printed no listen line: "
+                f"{Path(log.name).read_text(errors='replace')}"
+            )
+        _wait_healthy(endpoint, proc)
+        yield Process(proc, endpoint, log.name)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+        log.close()
+    assert proc.returncode == 0, f"sqsim exited with {proc.returncode} (log: {log.name})"
+
+
+def run_to_exit(*flags, timeout=20):
+    """Runs sqsim expecting it to stop on its own (a startup error); returns CompletedProcess.
+    A server that starts anyway is killed and reported."""
+    proc = subprocess.Popen(
+        [binary(), "--host", "127.0.0.1", "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"sqsim {flags} kept running: {out!r} {err!r}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
