@@ -786,3 +786,54 @@ async fn deleted_queue_names_are_blocked_for_sixty_seconds() {
     server.advance_clock(Duration::from_secs(60));
     create(&c, "again").await;
 }
+
+#[tokio::test]
+async fn redrive_policies_pointing_at_each_other_or_at_self_never_hang() {
+    let server = start().await;
+    let c = sdk(&server);
+    let a = create(&c, "a").await;
+    let b = create(&c, "b").await;
+    let (a_arn, b_arn) = (arn_of(&c, &a).await, arn_of(&c, &b).await);
+    let err = c
+        .set_queue_attributes()
+        .queue_url(&a)
+        .attributes(
+            QueueAttributeName::RedrivePolicy,
+            format!(r#"{{"deadLetterTargetArn":"{a_arn}","maxReceiveCount":3}}"#),
+        )
+        .send()
+        .await
+        .unwrap_err()
+        .into_service_error();
+    assert!(err
+        .message()
+        .unwrap()
+        .ends_with("Reason: Dead-letter queue must be a different queue from the source."));
+    // Both directions at once, many times: each call answers (no lock-order deadlock).
+    let mut calls = Vec::new();
+    for i in 0..20 {
+        let (c, from, to) = if i % 2 == 0 {
+            (c.clone(), a.clone(), b_arn.clone())
+        } else {
+            (c.clone(), b.clone(), a_arn.clone())
+        };
+        calls.push(tokio::spawn(async move {
+            c.set_queue_attributes()
+                .queue_url(from)
+                .attributes(
+                    QueueAttributeName::RedrivePolicy,
+                    format!(r#"{{"deadLetterTargetArn":"{to}","maxReceiveCount":3}}"#),
+                )
+                .send()
+                .await
+                .unwrap();
+        }));
+    }
+    tokio::time::timeout(Duration::from_secs(10), async {
+        for call in calls {
+            call.await.unwrap();
+        }
+    })
+    .await
+    .expect("no deadlock");
+}

@@ -359,6 +359,11 @@ pub fn check_redrive_target(
     };
     let invalid = |reason: &str| SqsError::invalid_value(&policy.raw, "RedrivePolicy", reason);
     let target_id = &policy.dead_letter_target;
+    if target_id == source {
+        return Err(invalid(
+            "Dead-letter queue must be a different queue from the source.",
+        ));
+    }
     if target_id.region != source.region || target_id.account != source.account {
         return Err(invalid(
             "Dead-letter target must be in the same account and region as the source queue.",

@@ -245,5 +245,119 @@ else
 fi
 run "delete-queue (FIFO)" sqs delete-queue --queue-url "$FURL"
 
+# --- dead-letter queue, redrive and message move tasks ---------------------------------------
+DLQ_NAME="cli-smoke-$$-$RANDOM-dlq"
+SRC_NAME="cli-smoke-$$-$RANDOM-src"
+run "create-queue (DLQ)" sqs create-queue --queue-name "$DLQ_NAME"
+DLQ_URL="$(jget "$OUT" 'd.get("QueueUrl", "")')"
+run "create-queue (redrive source)" sqs create-queue --queue-name "$SRC_NAME"
+SRC_URL="$(jget "$OUT" 'd.get("QueueUrl", "")')"
+DLQ_ARN="arn:aws:sqs:us-east-1:000000000000:$DLQ_NAME"
+SRC_ARN="arn:aws:sqs:us-east-1:000000000000:$SRC_NAME"
+
+POLICY="{\"deadLetterTargetArn\":\"$DLQ_ARN\",\"maxReceiveCount\":1}"
+ATTRS="$(python3 -c 'import json, sys; print(json.dumps({"RedrivePolicy": sys.argv[1]}))' "$POLICY")"
+run "set-queue-attributes RedrivePolicy" sqs set-queue-attributes --queue-url "$SRC_URL" \
+    --attributes "$ATTRS"
+run "get-queue-attributes RedrivePolicy" sqs get-queue-attributes --queue-url "$SRC_URL" \
+    --attribute-names RedrivePolicy
+check "RedrivePolicy round-trips" "$(jget "$OUT" 'd["Attributes"]["RedrivePolicy"]')" "$POLICY"
+
+BAD_ATTRS="$(python3 -c 'import json, sys; print(json.dumps({"RedrivePolicy": sys.argv[1]}))' \
+    "{\"deadLetterTargetArn\":\"$DLQ_ARN\",\"maxReceiveCount\":0}")"
+if sqs set-queue-attributes --queue-url "$SRC_URL" --attributes "$BAD_ATTRS" >/dev/null 2>"$WORK/err"; then
+    fail "maxReceiveCount 0 should be refused"
+else
+    check "maxReceiveCount 0 is InvalidParameterValue" \
+        "$(grep -c 'InvalidParameterValue' "$WORK/err" || true)" "1"
+fi
+
+run "list-dead-letter-source-queues" sqs list-dead-letter-source-queues --queue-url "$DLQ_URL"
+check "list-dead-letter-source-queues finds the source" "$(jget "$OUT" 'd.get("queueUrls")')" \
+    "[\"$SRC_URL\"]"
+run "list-dead-letter-source-queues (not a DLQ)" sqs list-dead-letter-source-queues --queue-url "$SRC_URL"
+check "a plain queue has no sources" "$(jget "$OUT" 'd.get("queueUrls")')" "[]"
+
+for i in 1 2; do
+    run "send-message $i to the redrive source" sqs send-message --queue-url "$SRC_URL" \
+        --message-body "poison $i"
+done
+run "receive-message (first delivery)" sqs receive-message --queue-url "$SRC_URL" \
+    --max-number-of-messages 10 --visibility-timeout 0
+check "both messages delivered once" "$(jget "$OUT" 'len(d.get("Messages", []))')" "2"
+run "receive-message (moves them)" sqs receive-message --queue-url "$SRC_URL" \
+    --max-number-of-messages 10
+check "the second receive returns nothing" "$(jget "$OUT" 'len(d.get("Messages", []))')" "0"
+run "get-queue-attributes (DLQ)" sqs get-queue-attributes --queue-url "$DLQ_URL" \
+    --attribute-names ApproximateNumberOfMessages
+check "both messages are in the DLQ" "$(jget "$OUT" 'd["Attributes"]["ApproximateNumberOfMessages"]')" "2"
+
+if sqs start-message-move-task --source-arn "$SRC_ARN" >/dev/null 2>"$WORK/err"; then
+    fail "start-message-move-task on a queue that is not a DLQ should fail"
+else
+    check "start-message-move-task on a non-DLQ is InvalidParameterValue" \
+        "$(grep -c 'InvalidParameterValue' "$WORK/err" || true)" "1"
+fi
+run "start-message-move-task" sqs start-message-move-task --source-arn "$DLQ_ARN"
+HANDLE_DOC="$(python3 -c 'import base64, json, sys
+print(json.dumps(json.loads(base64.b64decode(sys.argv[1]))["sourceArn"]))' \
+    "$(jget "$OUT" 'd.get("TaskHandle", "")')" 2>&1)"
+check "TaskHandle is base64 JSON naming the source" "$HANDLE_DOC" "\"$DLQ_ARN\""
+# Poll (bounded) until the task is no longer RUNNING; the last listing is checked below.
+for _ in $(seq 1 50); do
+    OUT="$(sqs list-message-move-tasks --source-arn "$DLQ_ARN" 2>/dev/null || true)"
+    [[ "$(jget "$OUT" 'd["Results"][0]["Status"]')" == "RUNNING" ]] || break
+    sleep 0.1
+done
+run "list-message-move-tasks" sqs list-message-move-tasks --source-arn "$DLQ_ARN" --max-results 10
+STATUS="$(jget "$OUT" 'd["Results"][0]["Status"]')"
+check "one task listed" "$(jget "$OUT" 'len(d["Results"])')" "1"
+check "move task completes" "$STATUS" "COMPLETED"
+check "move task moved both" \
+    "$(jget "$OUT" '[d["Results"][0][k] for k in ("ApproximateNumberOfMessagesMoved", "ApproximateNumberOfMessagesToMove", "SourceArn")]')" \
+    "[2, 2, \"$DLQ_ARN\"]"
+check "a finished task has no TaskHandle" "$(jget "$OUT" '"TaskHandle" in d["Results"][0]')" "false"
+run "get-queue-attributes (source after redrive)" sqs get-queue-attributes --queue-url "$SRC_URL" \
+    --attribute-names ApproximateNumberOfMessages
+check "messages are back in the source" \
+    "$(jget "$OUT" 'd["Attributes"]["ApproximateNumberOfMessages"]')" "2"
+
+# --- add-permission / remove-permission ------------------------------------------------------
+run "add-permission" sqs add-permission --queue-url "$SRC_URL" --label cli-share \
+    --aws-account-ids 111122223333 --actions SendMessage ReceiveMessage
+run "get-queue-attributes Policy" sqs get-queue-attributes --queue-url "$SRC_URL" \
+    --attribute-names Policy
+POLICY_DOC="$(jget "$OUT" 'd["Attributes"]["Policy"]')"
+check "Policy statement" \
+    "$(jget "$POLICY_DOC" '[d["Version"], d["Id"], [(s["Sid"], s["Principal"]["AWS"], s["Action"]) for s in d["Statement"]]]')" \
+    "[\"2008-10-17\", \"$SRC_ARN/SQSDefaultPolicy\", [[\"cli-share\", \"arn:aws:iam::111122223333:root\", [\"SQS:SendMessage\", \"SQS:ReceiveMessage\"]]]]"
+run "remove-permission" sqs remove-permission --queue-url "$SRC_URL" --label cli-share
+run "get-queue-attributes Policy (after removal)" sqs get-queue-attributes --queue-url "$SRC_URL" \
+    --attribute-names Policy
+check "removing the last label removes Policy" "$(jget "$OUT" '"Policy" in d.get("Attributes", {})')" "false"
+if sqs remove-permission --queue-url "$SRC_URL" --label cli-share >/dev/null 2>"$WORK/err"; then
+    fail "remove-permission of an unknown label should fail"
+else
+    check "unknown label is InvalidParameterValue" \
+        "$(grep -c 'InvalidParameterValue' "$WORK/err" || true)" "1"
+fi
+
+# --- tag-queue / list-queue-tags / untag-queue -----------------------------------------------
+run "tag-queue" sqs tag-queue --queue-url "$SRC_URL" --tags team=core,Team=Other,cost=42
+run "list-queue-tags" sqs list-queue-tags --queue-url "$SRC_URL"
+check "list-queue-tags" "$(jget "$OUT" 'd.get("Tags")')" '{"Team": "Other", "cost": "42", "team": "core"}'
+run "untag-queue" sqs untag-queue --queue-url "$SRC_URL" --tag-keys team missing
+run "list-queue-tags (after untag)" sqs list-queue-tags --queue-url "$SRC_URL"
+check "untag-queue removes one key" "$(jget "$OUT" 'd.get("Tags")')" '{"Team": "Other", "cost": "42"}'
+
+run "delete-queue (redrive source)" sqs delete-queue --queue-url "$SRC_URL"
+run "delete-queue (DLQ)" sqs delete-queue --queue-url "$DLQ_URL"
+if sqs create-queue --queue-name "$DLQ_NAME" >/dev/null 2>"$WORK/err"; then
+    fail "re-creating a just-deleted queue should fail"
+else
+    check "re-creating within 60 s is QueueDeletedRecently" \
+        "$(grep -c 'AWS.SimpleQueueService.QueueDeletedRecently' "$WORK/err" || true)" "1"
+fi
+
 echo "cli smoke: $PASSED passed, $FAILED failed"
 [[ "$FAILED" -eq 0 ]]

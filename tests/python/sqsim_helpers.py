@@ -4,6 +4,7 @@ small wrappers around receive. Imported by conftest.py and the test modules."""
 import hashlib
 import os
 import struct
+import time
 
 import pytest
 from botocore.exceptions import ClientError
@@ -105,3 +106,85 @@ def counts(sqs, url):
         int(a["ApproximateNumberOfMessagesNotVisible"]),
         int(a["ApproximateNumberOfMessagesDelayed"]),
     )
+
+
+# --- dead-letter queues and message move tasks -----------------------------------------------
+
+
+def queue_arn(sqs, url):
+    return queue_attrs(sqs, url, "QueueArn")["QueueArn"]
+
+
+def redrive_policy(dlq_arn, max_receive_count):
+    """A RedrivePolicy document, compact, as the tests send it (and expect it echoed)."""
+    return f'{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":{max_receive_count}}}'
+
+
+def set_redrive(sqs, src, dlq_arn, max_receive_count):
+    policy = redrive_policy(dlq_arn, max_receive_count)
+    sqs.set_queue_attributes(QueueUrl=src, Attributes={"RedrivePolicy": policy})
+    return policy
+
+
+def protocol_of(client):
+    """"json" or "query": what this botocore client speaks."""
+    return client.meta.service_model.protocol
+
+
+def dead_letter(sqs, src, dlq, bodies, advance, max_receive_count=1):
+    """Sends `bodies` to `src` (RedrivePolicy to `dlq`, maxReceiveCount 1 by default), receives
+    them until they have been moved to `dlq`, and returns {MessageId: body}. Uses the server
+    clock for the visibility timeouts."""
+    set_redrive(sqs, src, queue_arn(sqs, dlq), max_receive_count)
+    already = counts(sqs, dlq)[0]
+    sent = {}
+    for start in range(0, len(bodies), 10):
+        chunk = bodies[start : start + 10]
+        out = sqs.send_message_batch(
+            QueueUrl=src,
+            Entries=[{"Id": f"e{i}", "MessageBody": b} for i, b in enumerate(chunk)],
+        )
+        assert len(out.get("Successful", [])) == len(chunk), out
+        by_id = {e["Id"]: e["MessageId"] for e in out["Successful"]}
+        for i, b in enumerate(chunk):
+            sent[by_id[f"e{i}"]] = b
+    for _ in range(max_receive_count):
+        seen = 0
+        while seen < len(bodies):
+            got = receive(sqs, src, MaxNumberOfMessages=10, VisibilityTimeout=30)
+            assert got, f"only {seen} of {len(bodies)} delivered"
+            seen += len(got)
+        advance(30)
+    # This receive moves every message instead of returning it.
+    assert receive(sqs, src, MaxNumberOfMessages=10) == []
+    assert counts(sqs, src) == (0, 0, 0)
+    assert counts(sqs, dlq) == (already + len(bodies), 0, 0)
+    return sent
+
+
+def newest_task(sqs, source_arn):
+    results = sqs.list_message_move_tasks(SourceArn=source_arn).get("Results", [])
+    assert len(results) == 1, results
+    return results[0]
+
+
+def wait_task(sqs, source_arn, done, timeout_s=10.0):
+    """Polls (real time, bounded) until the newest move task of `source_arn` satisfies
+    `done(entry)`; returns that entry."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        task = newest_task(sqs, source_arn)
+        if done(task):
+            return task
+        assert time.monotonic() < deadline, f"move task stuck: {task}"
+        time.sleep(0.01)
+
+
+def wait_moved(sqs, source_arn, n, timeout_s=10.0):
+    return wait_task(
+        sqs, source_arn, lambda t: t["ApproximateNumberOfMessagesMoved"] >= n, timeout_s
+    )
+
+
+def wait_status(sqs, source_arn, status, timeout_s=10.0):
+    return wait_task(sqs, source_arn, lambda t: t["Status"] == status, timeout_s)

@@ -1,5 +1,7 @@
 """TagQueue, UntagQueue and ListQueueTags."""
 
+import uuid
+
 import pytest
 
 from sqsim_helpers import expect_error
@@ -87,3 +89,71 @@ def test_tag_limits_allowed(sqs, queue):
     sqs.tag_queue(QueueUrl=queue, Tags={"t0": "y"})
     assert tags_of(sqs, queue)["t0"] == "y"
 
+
+
+# --- CreateQueue tags and the 50-tag limit ---------------------------------------------------
+
+
+def test_create_queue_tags_are_listed_exactly(sqs, queue_factory):
+    tags = {"Team": "core", "team": "other", "empty": "", "path": "a/b:c=d+e-f@g_h.i"}
+    url = queue_factory(tags=tags)
+    assert tags_of(sqs, url) == tags
+
+
+def test_create_queue_with_fifty_tags(sqs, queue_factory):
+    tags = {f"k{i:02d}": f"v{i}" for i in range(50)}
+    url = queue_factory(tags=tags)
+    assert tags_of(sqs, url) == tags
+    expect_error(sqs.tag_queue, "InvalidParameterValue", QueueUrl=url, Tags={"k50": "x"})
+    assert tags_of(sqs, url) == tags
+    # Untag one, and there is room for one more.
+    sqs.untag_queue(QueueUrl=url, TagKeys=["k00"])
+    sqs.tag_queue(QueueUrl=url, Tags={"k50": "x"})
+    assert len(tags_of(sqs, url)) == 50
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        {f"k{i}": "v" for i in range(51)},
+        {"aws:cloudformation": "x"},
+        {"k" * 129: "v"},
+        {"k": "v" * 257},
+        {"bad*key": "v"},
+        {"": "v"},
+    ],
+    ids=["51-tags", "aws-prefix", "long-key", "long-value", "bad-char", "empty-key"],
+)
+def test_create_queue_with_invalid_tags_creates_nothing(sqs, tags):
+    name = f"tags-{uuid.uuid4().hex[:12]}"
+    expect_error(sqs.create_queue, "InvalidParameterValue", QueueName=name, tags=tags)
+    expect_error(sqs.get_queue_url, "AWS.SimpleQueueService.NonExistentQueue", QueueName=name)
+
+
+def test_tag_queue_over_the_limit_changes_nothing(sqs, queue):
+    sqs.tag_queue(QueueUrl=queue, Tags={f"k{i}": "v" for i in range(45)})
+    # 45 + 6 new = 51: the whole request is refused, including the overwrite of k0.
+    new = {f"n{i}": "v" for i in range(6)}
+    new["k0"] = "changed"
+    expect_error(sqs.tag_queue, "InvalidParameterValue", QueueUrl=queue, Tags=new)
+    current = tags_of(sqs, queue)
+    assert len(current) == 45 and current["k0"] == "v"
+
+
+def test_untag_every_key_removes_tags(sqs, queue):
+    sqs.tag_queue(QueueUrl=queue, Tags={"a": "1", "b": "2"})
+    sqs.untag_queue(QueueUrl=queue, TagKeys=["a", "b", "c"])
+    assert "Tags" not in sqs.list_queue_tags(QueueUrl=queue)
+
+
+def test_tag_key_case_is_kept_on_overwrite_and_untag(sqs, queue):
+    sqs.tag_queue(QueueUrl=queue, Tags={"Env": "prod"})
+    sqs.tag_queue(QueueUrl=queue, Tags={"env": "dev"})
+    assert tags_of(sqs, queue) == {"Env": "prod", "env": "dev"}
+    sqs.untag_queue(QueueUrl=queue, TagKeys=["ENV", "env"])
+    assert tags_of(sqs, queue) == {"Env": "prod"}
+
+
+def test_tag_queue_empty_key(sqs, queue):
+    expect_error(sqs.tag_queue, "InvalidParameterValue", QueueUrl=queue, Tags={"": "v"})
+    assert tags_of(sqs, queue) is None

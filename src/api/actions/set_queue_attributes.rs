@@ -23,19 +23,23 @@ pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     if attrs.is_empty() {
         return Ok(Empty {});
     }
+    // Validate first, on a copy: checking the dead-letter target reads another queue, and
+    // no queue lock may be held while taking another one.
+    let mut candidate = queue.settings();
+    let fifo = candidate.fifo_queue;
+    apply(&mut candidate, &attrs, fifo)?;
+    if attrs.contains_key("RedrivePolicy") {
+        check_redrive_target(
+            &ctx.engine,
+            &queue.id,
+            fifo,
+            candidate.redrive_policy.as_ref(),
+        )?;
+    }
+    // Then apply the already-validated attributes to the current settings under the lock, so
+    // a concurrent change to other attributes is not lost.
     queue.update_settings(ctx.engine.now_ms(), |settings| {
-        let fifo = settings.fifo_queue;
-        apply(settings, &attrs, fifo)?;
-        if attrs.contains_key("RedrivePolicy") {
-            check_redrive_target(
-                &ctx.engine,
-                &queue.id,
-                fifo,
-                settings.redrive_policy.as_ref(),
-            )
-        } else {
-            Ok(())
-        }
+        apply(settings, &attrs, fifo)
     })?;
     Ok(Empty {})
 }
