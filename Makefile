@@ -52,10 +52,10 @@ test-query: build $(VENV_QUERY)/.installed
 test-cli: build $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash tests/cli/smoke.sh
 
-## JavaScript SDK v3 and v2 (node's test runner), and the README's Vitest example.
+## JavaScript SDK v3 and v2 (node's test runner), and the README's Jest example.
 test-node: build tests/node/node_modules/.installed
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node --test
-	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) npx vitest run
+	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) npx --no jest
 
 $(VENV_BENCH)/.installed:
 	$(PYTHON) -m venv $(VENV_BENCH)

@@ -28,6 +28,6 @@ fn readme_examples_match_the_files_the_suite_runs() {
     }
     assert!(
         checked >= 3,
-        "expected the pytest, Vitest and Rust examples, found {checked}"
+        "expected the pytest, Jest and Rust examples, found {checked}"
     );
 }

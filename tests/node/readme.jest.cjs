@@ -1,11 +1,10 @@
-// The Vitest example from the README ("Using sqsim in tests"): start sqsim once, reset it
+// The Jest example from the README ("Using sqsim in tests"): start sqsim once, reset it
 // before each test, and move its clock instead of sleeping.
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
-import {
+const { spawn } = require("node:child_process");
+const { once } = require("node:events");
+const {
   SQSClient, CreateQueueCommand, SendMessageCommand, ReceiveMessageCommand,
-} from "@aws-sdk/client-sqs";
+} = require("@aws-sdk/client-sqs");
 
 let server, endpoint, sqs;
 
