@@ -125,7 +125,7 @@ pub async fn prefill(t: &Target, proto: Proto, url: &str, n: usize, conns: usize
 
 /// `send`: SendMessageBatch of 10 × 256 B on `conns` connections.
 pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
-    let url = create_queue(t, proto, "bench-send", false).await;
+    let url = create_queue(t, proto, &format!("bench-send-{}", proto.name()), false).await;
     let stop = Arc::new(AtomicBool::new(false));
     let requests = Arc::new(AtomicU64::new(0));
     let mut set = JoinSet::new();
@@ -261,7 +261,7 @@ pub async fn cycle(
 
 /// `single`: SendMessage, ReceiveMessage(1), DeleteMessage per message, on `conns` connections.
 pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
-    let url = create_queue(t, proto, "bench-single", false).await;
+    let url = create_queue(t, proto, &format!("bench-single-{}", proto.name()), false).await;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let mut set = JoinSet::new();
@@ -304,7 +304,7 @@ pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Ou
 
 /// `latency`: one long-polling consumer, one producer sending every `interval`.
 pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration) -> Outcome {
-    let url = create_queue(t, proto, "bench-latency", false).await;
+    let url = create_queue(t, proto, &format!("bench-latency-{}", proto.name()), false).await;
     let consumer = {
         let (t, url) = (t.clone(), url.clone());
         tokio::spawn(async move {
