@@ -1,7 +1,7 @@
 //! The one place that reads the system time. Everything in the engine asks a [`Clock`] for
 //! "now" in epoch milliseconds, so tests and the admin API can move time forward or freeze it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Sentinel for "not frozen" in [`Clock::frozen_at`].
@@ -15,8 +15,9 @@ const NOT_FROZEN: u64 = u64::MAX;
 pub struct Clock {
     origin: Instant,
     origin_epoch_ms: u64,
-    /// Virtual time added on top of the real elapsed time.
-    offset_ms: AtomicU64,
+    /// Virtual time added to the real elapsed time; negative after an unfreeze that took back
+    /// the real time that passed while frozen.
+    offset_ms: AtomicI64,
     /// The reading while frozen, or [`NOT_FROZEN`].
     frozen_at: AtomicU64,
 }
@@ -42,15 +43,15 @@ impl Clock {
         Clock {
             origin: Instant::now(),
             origin_epoch_ms: epoch_ms,
-            offset_ms: AtomicU64::new(0),
+            offset_ms: AtomicI64::new(0),
             frozen_at: AtomicU64::new(NOT_FROZEN),
         }
     }
 
     fn running_now(&self) -> u64 {
-        self.origin_epoch_ms
-            + self.origin.elapsed().as_millis() as u64
-            + self.offset_ms.load(Ordering::Acquire)
+        let real = self.origin_epoch_ms as i64 + self.origin.elapsed().as_millis() as i64;
+        real.saturating_add(self.offset_ms.load(Ordering::Acquire))
+            .max(0) as u64
     }
 
     /// The current time in milliseconds since the Unix epoch.
@@ -64,7 +65,7 @@ impl Clock {
     /// Moves the clock forward by `by` (also while frozen).
     pub fn advance(&self, by: Duration) {
         let ms = by.as_millis() as u64;
-        self.offset_ms.fetch_add(ms, Ordering::AcqRel);
+        self.offset_ms.fetch_add(ms as i64, Ordering::AcqRel);
         let _ = self
             .frozen_at
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |f| {
@@ -87,11 +88,8 @@ impl Clock {
             return;
         }
         let running = self.running_now();
-        if frozen >= running {
-            self.offset_ms.fetch_add(frozen - running, Ordering::AcqRel);
-        } else {
-            self.offset_ms.fetch_sub(running - frozen, Ordering::AcqRel);
-        }
+        self.offset_ms
+            .fetch_add(frozen as i64 - running as i64, Ordering::AcqRel);
         self.frozen_at.store(NOT_FROZEN, Ordering::Release);
     }
 
@@ -120,5 +118,18 @@ mod tests {
         c.unfreeze();
         assert!(c.now_ms() >= f + 1000);
         assert!(c.now_ms() < f + 2000);
+    }
+
+    #[test]
+    fn unfreezing_after_real_time_passed_continues_from_the_frozen_reading() {
+        let c = Clock::starting_at(1_000_000);
+        c.freeze();
+        let f = c.now_ms();
+        std::thread::sleep(Duration::from_millis(30));
+        c.unfreeze();
+        let now = c.now_ms();
+        assert!(now >= f && now < f + 25, "{f} -> {now}");
+        c.advance(Duration::from_secs(1));
+        assert!(c.now_ms() >= f + 1000);
     }
 }

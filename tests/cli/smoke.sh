@@ -359,5 +359,50 @@ else
         "$(grep -c 'AWS.SimpleQueueService.QueueDeletedRecently' "$WORK/err" || true)" "1"
 fi
 
+# --- batches, listing, and cancelling a move task --------------------------------------------
+admin_clock() {
+    python3 - "$ENDPOINT" "$1" <<'PYEOF'
+import sys, urllib.request
+urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/_sqsim/clock", data=sys.argv[2].encode(), method="POST"))
+PYEOF
+}
+B_NAME="cli-batch-$$-$RANDOM"
+run "create-queue (batch)" sqs create-queue --queue-name "$B_NAME"
+B_URL="$(jget "$OUT" 'd["QueueUrl"]')"
+run "list-queues --queue-name-prefix" sqs list-queues --queue-name-prefix "$B_NAME"
+check "list-queues finds it" "$(jget "$OUT" 'd.get("QueueUrls")')" "[\"$B_URL\"]"
+run "send-message-batch" sqs send-message-batch --queue-url "$B_URL" \
+    --entries '[{"Id":"a","MessageBody":"one"},{"Id":"b","MessageBody":"two"},{"Id":"c","MessageBody":""}]'
+check "send-message-batch: two succeed, one fails" \
+    "$(jget "$OUT" '[sorted(e["Id"] for e in d.get("Successful", [])), [(e["Id"], e["Code"]) for e in d.get("Failed", [])]]')" \
+    '[["a", "b"], [["c", "MissingParameter"]]]'
+run "receive-message (batch)" sqs receive-message --queue-url "$B_URL" --max-number-of-messages 10
+ENTRIES="$(jget "$OUT" '[{"Id": f"e{i}", "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(d["Messages"])]')"
+CMV_ENTRIES="$(jget "$OUT" '[{"Id": f"e{i}", "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 120} for i, m in enumerate(d["Messages"])]')"
+run "change-message-visibility-batch" sqs change-message-visibility-batch --queue-url "$B_URL" --entries "$CMV_ENTRIES"
+check "change-message-visibility-batch succeeds for both" "$(jget "$OUT" 'len(d.get("Successful", []))')" "2"
+run "delete-message-batch" sqs delete-message-batch --queue-url "$B_URL" --entries "$ENTRIES"
+check "delete-message-batch succeeds for both" "$(jget "$OUT" 'len(d.get("Successful", []))')" "2"
+
+# A move task at one message per second on a frozen clock, cancelled after the first.
+M_DLQ="cli-mdlq-$$-$RANDOM"
+run "create-queue (move DLQ)" sqs create-queue --queue-name "$M_DLQ"
+M_DLQ_URL="$(jget "$OUT" 'd["QueueUrl"]')"
+run "get-queue-attributes (move DLQ arn)" sqs get-queue-attributes --queue-url "$M_DLQ_URL" --attribute-names QueueArn
+M_DLQ_ARN="$(jget "$OUT" 'd["Attributes"]["QueueArn"]')"
+run "set-queue-attributes (redrive to move DLQ)" sqs set-queue-attributes --queue-url "$B_URL" \
+    --attributes "{\"RedrivePolicy\": \"{\\\"deadLetterTargetArn\\\":\\\"$M_DLQ_ARN\\\",\\\"maxReceiveCount\\\":1}\"}"
+run "send-message-batch (to move)" sqs send-message-batch --queue-url "$B_URL" \
+    --entries '[{"Id":"a","MessageBody":"m1"},{"Id":"b","MessageBody":"m2"},{"Id":"c","MessageBody":"m3"}]'
+run "receive-message (first delivery)" sqs receive-message --queue-url "$B_URL" --max-number-of-messages 10 --visibility-timeout 0
+run "receive-message (moves to the DLQ)" sqs receive-message --queue-url "$B_URL" --max-number-of-messages 10
+admin_clock '{"freeze": true}'
+run "start-message-move-task (1/s)" sqs start-message-move-task --source-arn "$M_DLQ_ARN" --max-number-of-messages-per-second 1
+HANDLE="$(jget "$OUT" 'd["TaskHandle"]')"
+sleep 0.3
+run "cancel-message-move-task" sqs cancel-message-move-task --task-handle "$HANDLE"
+check "cancel reports one message moved" "$(jget "$OUT" 'd["ApproximateNumberOfMessagesMoved"]')" "1"
+admin_clock '{"freeze": false}'
+
 echo "cli smoke: $PASSED passed, $FAILED failed"
 [[ "$FAILED" -eq 0 ]]
