@@ -350,14 +350,12 @@ impl Job {
                 WorkerStats::add(&self.stats.delivered);
             }
             failure => {
-                WorkerStats::add(&self.stats.failed);
                 let retry_after = match failure {
                     Outcome::Failed { retry_after, .. } => *retry_after,
                     _ => None,
                 };
                 let jitter = (started.elapsed().subsec_nanos() % 1000) as f64 / 1000.0;
                 if let Some(delay) = retry_delay(&self.opts, receive_count, retry_after, jitter) {
-                    WorkerStats::add(&self.stats.retried);
                     let _ = self
                         .sqs
                         .change_message_visibility()
@@ -366,7 +364,10 @@ impl Job {
                         .visibility_timeout(delay as i32)
                         .send()
                         .await;
+                    WorkerStats::add(&self.stats.retried);
                 }
+                // Counted once the queue reflects the outcome, so observers see both agree.
+                WorkerStats::add(&self.stats.failed);
             }
         }
         self.unfinished
