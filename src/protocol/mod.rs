@@ -1,13 +1,13 @@
 //! Bytes in, bytes out, for both SQS wire protocols: AWS JSON 1.0 (`X-Amz-Target`) and the
 //! query protocol (form-encoded `Action=`, XML replies). No queue logic lives here.
 
+pub mod form;
 pub mod query;
 pub mod xml;
 
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::error::{ErrorCode, SqsError};
 pub use xml::XmlWriter;
@@ -32,7 +32,7 @@ pub enum Params {
     /// The JSON body, deserialized straight into the typed input.
     Json(Bytes),
     /// Query pairs already rebuilt into the JSON input shape.
-    Query(Map<String, Value>),
+    Query(query::Shaped),
 }
 
 impl Params {
@@ -48,8 +48,9 @@ impl Params {
                 serde_json::from_slice(body)
                     .map_err(|e| SqsError::new(ErrorCode::Serialization, e.to_string()))
             }
-            Params::Query(map) => serde_json::from_value(Value::Object(map))
-                .map_err(|e| SqsError::invalid(e.to_string())),
+            Params::Query(shaped) => {
+                T::deserialize(shaped).map_err(|e| SqsError::invalid(e.to_string()))
+            }
         }
     }
 }
@@ -59,7 +60,10 @@ impl Params {
     /// look at a JSON body, so call it only when faults are configured).
     pub fn queue_url_hint(&self) -> Option<String> {
         match self {
-            Params::Query(map) => map.get("QueueUrl")?.as_str().map(str::to_string),
+            Params::Query(shaped) => match shaped.get("QueueUrl")? {
+                query::Shaped::Str(s) => Some(s.clone()),
+                _ => None,
+            },
             Params::Json(body) => {
                 #[derive(serde::Deserialize)]
                 struct OnlyUrl {
@@ -117,7 +121,7 @@ pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
         });
     }
     let mut pairs: Vec<(String, String)> = match req.uri_query {
-        Some(q) => serde_urlencoded::from_str(q).unwrap_or_default(),
+        Some(q) => form::parse(q.as_bytes()),
         None => Vec::new(),
     };
     let form_body = !req.is_get
@@ -125,8 +129,7 @@ pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
             .content_type
             .is_none_or(|ct| ct.starts_with("application/x-www-form-urlencoded"));
     if form_body && !req.body.is_empty() {
-        let body: Vec<(String, String)> = serde_urlencoded::from_bytes(&req.body)
-            .map_err(|e| DecodeError::Error(Protocol::Query, SqsError::invalid(e.to_string())))?;
+        let body = form::parse(&req.body);
         pairs.extend(body);
     }
     let Some(action) = pairs
@@ -136,11 +139,11 @@ pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
     else {
         return Err(DecodeError::NoAction);
     };
-    let map = query::to_json_input(pairs).map_err(|e| DecodeError::Error(Protocol::Query, e))?;
+    let shaped = query::shape_input(pairs).map_err(|e| DecodeError::Error(Protocol::Query, e))?;
     Ok(Decoded {
         protocol: Protocol::Query,
         action,
-        params: Params::Query(map),
+        params: Params::Query(shaped),
     })
 }
 

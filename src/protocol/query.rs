@@ -1,10 +1,12 @@
 //! Query-protocol input: flattened, 1-indexed form keys (`Attribute.1.Name`,
 //! `SendMessageBatchRequestEntry.2.MessageAttribute.1.Value.StringValue`) are rebuilt into
-//! the same JSON shape the JSON protocol sends, so one typed input serves both.
+//! the same shape the JSON protocol sends ([`Shaped`]), so one typed input serves both.
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde::de;
 
 use crate::error::SqsError;
 
@@ -37,18 +39,19 @@ const EMPTY_MAP_MEMBERS: &[&str] = &[
     "MessageSystemAttributes",
 ];
 
+/// The key segments borrow from the request's keys; only values are owned.
 #[derive(Debug, Default)]
-enum Node {
+enum Node<'k> {
     #[default]
     Empty,
     Leaf(String),
-    Object(BTreeMap<String, Node>),
+    Object(BTreeMap<&'k str, Node<'k>>),
     /// Indices are read numerically (`.10` after `.9`); gaps are tolerated.
-    List(BTreeMap<u32, Node>),
+    List(BTreeMap<u32, Node<'k>>),
 }
 
-impl Node {
-    fn put(&mut self, segments: &[&str], value: String) {
+impl<'k> Node<'k> {
+    fn put(&mut self, segments: &[&'k str], value: String) {
         let Some((first, rest)) = segments.split_first() else {
             *self = Node::Leaf(value);
             return;
@@ -65,22 +68,19 @@ impl Node {
                 *self = Node::Object(BTreeMap::new());
             }
             if let Node::Object(fields) = self {
-                fields
-                    .entry((*first).to_string())
-                    .or_default()
-                    .put(rest, value);
+                fields.entry(*first).or_default().put(rest, value);
             }
         }
     }
 
-    fn into_items(self) -> Vec<Node> {
+    fn into_items(self) -> Vec<Node<'k>> {
         match self {
             Node::List(items) => items.into_values().collect(),
             _ => Vec::new(),
         }
     }
 
-    fn take_field(&mut self, name: &str) -> Node {
+    fn take_field(&mut self, name: &str) -> Node<'k> {
         match self {
             Node::Object(fields) => fields.remove(name).unwrap_or_default(),
             _ => Node::Empty,
@@ -95,93 +95,156 @@ impl Node {
     }
 }
 
-/// Rebuilds form pairs into the JSON-protocol input object.
-pub fn to_json_input(pairs: Vec<(String, String)>) -> Result<Map<String, Value>, SqsError> {
-    let mut root = Node::Object(BTreeMap::new());
-    for (key, value) in pairs {
-        if key.is_empty() {
-            continue;
+/// Query input in the JSON protocol's shape: what typed inputs deserialize from, without a
+/// detour through `serde_json::Value`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shaped {
+    Null,
+    Str(String),
+    Int(i64),
+    Seq(Vec<Shaped>),
+    Map(Vec<(Cow<'static, str>, Shaped)>),
+}
+
+impl Shaped {
+    /// A member of a map.
+    pub fn get(&self, key: &str) -> Option<&Shaped> {
+        match self {
+            Shaped::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
         }
-        let segments: Vec<&str> = key.split('.').collect();
-        root.put(&segments, value);
-    }
-    match object_to_json(root)? {
-        Value::Object(map) => Ok(map),
-        _ => Ok(Map::new()),
     }
 }
 
-fn object_to_json(node: Node) -> Result<Value, SqsError> {
+impl<'de> de::Deserializer<'de> for Shaped {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        match self {
+            Shaped::Null => v.visit_unit(),
+            Shaped::Str(s) => v.visit_string(s),
+            Shaped::Int(i) => v.visit_i64(i),
+            Shaped::Seq(items) => v.visit_seq(de::value::SeqDeserializer::new(items.into_iter())),
+            Shaped::Map(entries) => {
+                v.visit_map(de::value::MapDeserializer::new(entries.into_iter()))
+            }
+        }
+    }
+
+    fn deserialize_option<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        match self {
+            Shaped::Null => v.visit_none(),
+            other => v.visit_some(other),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
+    }
+}
+
+impl<'de> de::IntoDeserializer<'de, de::value::Error> for Shaped {
+    type Deserializer = Shaped;
+    fn into_deserializer(self) -> Shaped {
+        self
+    }
+}
+
+/// Rebuilds form pairs into the JSON-protocol input shape.
+pub fn shape_input(pairs: Vec<(String, String)>) -> Result<Shaped, SqsError> {
+    let (keys, values): (Vec<String>, Vec<String>) = pairs.into_iter().unzip();
+    let mut root = Node::Object(BTreeMap::new());
+    let mut segments: Vec<&str> = Vec::with_capacity(8);
+    for (key, value) in keys.iter().zip(values) {
+        if key.is_empty() {
+            continue;
+        }
+        segments.clear();
+        segments.extend(key.split('.'));
+        root.put(&segments, value);
+    }
+    shape_object(root)
+}
+
+fn owned(key: &str) -> Cow<'static, str> {
+    Cow::Owned(key.to_string())
+}
+
+fn shape_object(node: Node<'_>) -> Result<Shaped, SqsError> {
     let fields = match node {
         Node::Object(fields) => fields,
         other => return Ok(plain(other)),
     };
-    let mut out = Map::new();
+    let mut out: Vec<(Cow<'static, str>, Shaped)> = Vec::with_capacity(fields.len() + 1);
     for (key, child) in fields {
-        match key.as_str() {
-            "Attribute" => {
-                out.insert("Attributes".into(), pairs_to_map(child, "Name", plain));
-            }
-            "MessageAttribute" | "MessageSystemAttribute" => {
-                let value = pairs_to_map(child, "Name", |v| object_to_json(v).unwrap_or_default());
-                out.insert(format!("{key}s"), value);
-            }
+        match key {
+            "Attribute" => out.push(("Attributes".into(), pairs_to_map(child, "Name", plain))),
+            "MessageAttribute" => out.push((
+                "MessageAttributes".into(),
+                pairs_to_map(child, "Name", |v| shape_object(v).unwrap_or(Shaped::Null)),
+            )),
+            "MessageSystemAttribute" => out.push((
+                "MessageSystemAttributes".into(),
+                pairs_to_map(child, "Name", |v| shape_object(v).unwrap_or(Shaped::Null)),
+            )),
             "Tag" => {
                 let tags = pairs_to_map(child, "Key", plain);
-                out.insert("Tags".into(), tags.clone());
-                out.insert("tags".into(), tags);
+                out.push(("Tags".into(), tags.clone()));
+                out.push(("tags".into(), tags));
             }
-            "AttributeName" | "MessageAttributeName" | "TagKey" | "AWSAccountId" => {
-                out.insert(format!("{key}s"), string_list(child));
+            "AttributeName" => out.push(("AttributeNames".into(), string_list(child))),
+            "MessageAttributeName" => {
+                out.push(("MessageAttributeNames".into(), string_list(child)))
             }
-            "ActionName" => {
-                out.insert("Actions".into(), string_list(child));
-            }
+            "TagKey" => out.push(("TagKeys".into(), string_list(child))),
+            "AWSAccountId" => out.push(("AWSAccountIds".into(), string_list(child))),
+            "ActionName" => out.push(("Actions".into(), string_list(child))),
             k if k.ends_with("BatchRequestEntry") => {
                 let entries = child
                     .into_items()
                     .into_iter()
-                    .map(object_to_json)
+                    .map(shape_object)
                     .collect::<Result<Vec<_>, _>>()?;
-                out.insert("Entries".into(), Value::Array(entries));
+                out.push(("Entries".into(), Shaped::Seq(entries)));
             }
             // An empty list or map is sent as its bare member name with no value.
             k if EMPTY_LIST_MEMBERS.contains(&k)
                 && matches!(&child, Node::Leaf(v) if v.is_empty()) =>
             {
-                out.insert(key, Value::Array(Vec::new()));
+                out.push((owned(k), Shaped::Seq(Vec::new())));
             }
             k if EMPTY_MAP_MEMBERS.contains(&k)
                 && matches!(&child, Node::Leaf(v) if v.is_empty()) =>
             {
-                out.insert(key, Value::Object(Map::new()));
+                out.push((owned(k), Shaped::Map(Vec::new())));
             }
-            k if INTEGER_MEMBERS.contains(&k) => {
-                out.insert(key.clone(), integer(&key, child)?);
-            }
-            _ => {
-                out.insert(key, object_to_json(child)?);
-            }
+            k if INTEGER_MEMBERS.contains(&k) => out.push((owned(k), integer(k, child)?)),
+            k => out.push((owned(k), shape_object(child)?)),
         }
     }
-    Ok(Value::Object(out))
+    Ok(Shaped::Map(out))
 }
 
-fn plain(node: Node) -> Value {
+fn plain(node: Node<'_>) -> Shaped {
     match node {
-        Node::Empty => Value::Null,
-        Node::Leaf(s) => Value::String(s),
-        Node::List(items) => Value::Array(items.into_values().map(plain).collect()),
-        Node::Object(fields) => {
-            Value::Object(fields.into_iter().map(|(k, v)| (k, plain(v))).collect())
-        }
+        Node::Empty => Shaped::Null,
+        Node::Leaf(s) => Shaped::Str(s),
+        Node::List(items) => Shaped::Seq(items.into_values().map(plain).collect()),
+        Node::Object(fields) => Shaped::Map(
+            fields
+                .into_iter()
+                .map(|(k, v)| (owned(k), plain(v)))
+                .collect(),
+        ),
     }
 }
 
-fn integer(name: &str, node: Node) -> Result<Value, SqsError> {
+fn integer(name: &str, node: Node<'_>) -> Result<Shaped, SqsError> {
     let text = node.into_string().unwrap_or_default();
     match text.trim().parse::<i64>() {
-        Ok(n) => Ok(Value::from(n)),
+        Ok(n) => Ok(Shaped::Int(n)),
         Err(_) => Err(SqsError::invalid_value(
             &text,
             name,
@@ -190,37 +253,38 @@ fn integer(name: &str, node: Node) -> Result<Value, SqsError> {
     }
 }
 
-fn string_list(node: Node) -> Value {
-    Value::Array(
+fn string_list(node: Node<'_>) -> Shaped {
+    Shaped::Seq(
         node.into_items()
             .into_iter()
             .filter_map(Node::into_string)
-            .map(Value::String)
+            .map(Shaped::Str)
             .collect(),
     )
 }
 
-/// `Entry.N.<key_tag>` / `Entry.N.Value` lists become a `{key: value}` object.
-fn pairs_to_map(node: Node, key_tag: &str, value: impl Fn(Node) -> Value) -> Value {
-    let mut map = Map::new();
+/// `Entry.N.<key_tag>` / `Entry.N.Value` lists become a `{key: value}` map.
+fn pairs_to_map<'k>(node: Node<'k>, key_tag: &str, value: impl Fn(Node<'k>) -> Shaped) -> Shaped {
+    let mut map = Vec::new();
     for mut item in node.into_items() {
         let key = item.take_field(key_tag).into_string();
         let val = item.take_field("Value");
         if let Some(key) = key {
-            map.insert(key, value(val));
+            map.push((Cow::Owned(key), value(val)));
         }
     }
-    Value::Object(map)
+    Shaped::Map(map)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn conv(s: &str) -> Value {
+        use serde::Deserialize;
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(s).unwrap();
-        Value::Object(to_json_input(pairs).unwrap())
+        Value::deserialize(shape_input(pairs).unwrap()).unwrap()
     }
 
     #[test]
@@ -268,7 +332,7 @@ mod tests {
     #[test]
     fn bad_integer() {
         let pairs = vec![("WaitTimeSeconds".to_string(), "abc".to_string())];
-        let err = to_json_input(pairs).unwrap_err();
+        let err = shape_input(pairs).unwrap_err();
         assert_eq!(err.code, crate::error::ErrorCode::InvalidParameterValue);
     }
 }

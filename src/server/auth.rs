@@ -98,25 +98,7 @@ fn query_pairs(query: &str) -> Vec<(String, String)> {
 }
 
 fn decode(s: &str) -> String {
-    percent_decode(s.as_bytes())
-}
-
-fn percent_decode(b: &[u8]) -> String {
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
-            if let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::protocol::form::decode(s.as_bytes(), false)
 }
 
 /// RFC 3986 encoding: everything but unreserved characters (and `/` when `keep_slash`).
