@@ -182,6 +182,19 @@ impl<T: Serialize + XmlResult + Send> Reply for T {
     }
 }
 
+/// Writes `s` as a JSON string. Ids, digests and numbers need no escaping and are copied
+/// as they are; anything else goes through serde_json.
+pub fn json_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Serializing a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
 /// A reply ready for HTTP.
 #[derive(Debug)]
 pub struct Encoded {
@@ -201,7 +214,7 @@ pub fn encode_reply(
 ) -> Encoded {
     match protocol {
         Protocol::Json => {
-            let mut body = Vec::with_capacity(256);
+            let mut body = Vec::with_capacity(1024);
             reply.write_json(&mut body);
             Encoded {
                 status: 200,

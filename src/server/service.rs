@@ -25,35 +25,33 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The SigV4 credential of a request, from the `Authorization` header or a presigned URL's
-/// `X-Amz-Credential`: `AKID/date/region/service/aws4_request`, split into its parts.
-fn credential<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Vec<&'a str> {
-    let Some(credential) = header(headers, "authorization")
-        .and_then(|a| a.split("Credential=").nth(1))
-        .or_else(|| query.and_then(|q| q.split("X-Amz-Credential=").nth(1)))
-    else {
-        return Vec::new();
+/// The access key id and region of a SigV4-signed request, from the `Authorization` header's
+/// credential (`AKID/date/region/service/aws4_request`) or a presigned URL's `X-Amz-Credential`.
+fn credential_scope<'a>(
+    headers: &'a HeaderMap,
+    query: Option<&'a str>,
+) -> Option<(&'a str, &'a str)> {
+    let credential = match header(headers, "authorization") {
+        Some(a) => &a[a.find("Credential=")? + "Credential=".len()..],
+        None => {
+            let q = query?;
+            &q[q.find("X-Amz-Credential=")? + "X-Amz-Credential=".len()..]
+        }
     };
-    let credential = credential.split([',', '&', ' ']).next().unwrap_or_default();
-    // Possibly percent-encoded in a query string.
-    credential.split('/').flat_map(|p| p.split("%2F")).collect()
-}
-
-/// The region of a SigV4-signed request.
-fn signed_region<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
-    credential(headers, query)
-        .get(2)
-        .copied()
-        .filter(|r| !r.is_empty())
+    let credential = credential.split([',', '&', ' ']).next()?;
+    // In a query string the slashes are usually percent-encoded.
+    let separator = if credential.contains('/') { "/" } else { "%2F" };
+    let mut parts = credential.split(separator);
+    let access_key = parts.next()?;
+    let _date = parts.next()?;
+    let region = parts.next().filter(|r| !r.is_empty())?;
+    Some((access_key, region))
 }
 
 /// The caller's account: a 12-digit access key id is taken as the account id, so tests using
 /// different keys get separate namespaces.
-fn signed_account<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
-    credential(headers, query)
-        .first()
-        .copied()
-        .filter(|k| k.len() == 12 && k.bytes().all(|b| b.is_ascii_digit()))
+fn account_of_key(access_key: &str) -> Option<&str> {
+    (access_key.len() == 12 && access_key.bytes().all(|b| b.is_ascii_digit())).then_some(access_key)
 }
 
 /// A request that must lose its connection (fault injection).
@@ -150,7 +148,8 @@ pub async fn handle(
             ))
         }
     };
-    let region = signed_region(headers, query).unwrap_or(&state.config.region);
+    let scope = credential_scope(headers, query);
+    let region = scope.map_or(state.config.region.as_str(), |(_, r)| r);
     let host = header(headers, HOST.as_str());
     let base_url = match (&state.config.advertised_url, state.config.url_style) {
         (Some(u), _) => u.trim_end_matches('/').to_string(),
@@ -197,7 +196,8 @@ pub async fn handle(
         protocol: decoded.protocol,
         region: region.to_string(),
         account: signer_account.unwrap_or_else(|| {
-            signed_account(headers, query)
+            scope
+                .and_then(|(key, _)| account_of_key(key))
                 .unwrap_or(&state.config.account_id)
                 .to_string()
         }),
@@ -251,16 +251,16 @@ mod tests {
                 "AWS4-HMAC-SHA256 Credential=AKID/20240101/eu-west-2/sqs/aws4_request, SignedHeaders=host, Signature=abc",
             ),
         );
-        assert_eq!(signed_region(&h, None), Some("eu-west-2"));
+        assert_eq!(credential_scope(&h, None).map(|s| s.1), Some("eu-west-2"));
         let h = HeaderMap::new();
         assert_eq!(
-            signed_region(
+            credential_scope(
                 &h,
                 Some("X-Amz-Credential=AKID%2F20240101%2Fap-south-1%2Fsqs%2Faws4_request&x=1")
             ),
-            Some("ap-south-1")
+            Some(("AKID", "ap-south-1"))
         );
-        assert_eq!(signed_region(&h, None), None);
+        assert_eq!(credential_scope(&h, None), None);
         let mut h = HeaderMap::new();
         h.insert(
             "authorization",
@@ -268,6 +268,9 @@ mod tests {
                 "AWS4-HMAC-SHA256 Credential=123456789012/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=abc",
             ),
         );
-        assert_eq!(signed_account(&h, None), Some("123456789012"));
+        assert_eq!(
+            credential_scope(&h, None).and_then(|(k, _)| account_of_key(k)),
+            Some("123456789012")
+        );
     }
 }

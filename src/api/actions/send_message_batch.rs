@@ -1,12 +1,12 @@
 //! SendMessageBatch: whole-request checks first, then each entry succeeds or fails alone.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::api::batch::{check_entries, write_failed, BatchResultErrorEntry, MAX_BATCH_BYTES};
 use crate::api::{engine_error, Context};
 use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{json_str, Reply, XmlWriter};
 
 use super::send_message::{
     build_message, check_fifo_ids, MessageInput, Output as SendOutput, QueueKind,
@@ -26,37 +26,66 @@ pub struct ResultEntry {
     pub sent: SendOutput,
 }
 
-impl Serialize for ResultEntry {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let o = &self.sent;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("Id", &self.id)?;
-        m.serialize_entry("MD5OfMessageBody", &o.md5_of_message_body)?;
-        if let Some(v) = &o.md5_of_message_attributes {
-            m.serialize_entry("MD5OfMessageAttributes", v)?;
-        }
-        if let Some(v) = &o.md5_of_message_system_attributes {
-            m.serialize_entry("MD5OfMessageSystemAttributes", v)?;
-        }
-        m.serialize_entry("MessageId", &o.message_id)?;
-        if let Some(v) = &o.sequence_number {
-            m.serialize_entry("SequenceNumber", v)?;
-        }
-        m.end()
-    }
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
+/// The reply. Written by hand rather than through serde: it is the hottest reply there is,
+/// and every string in a successful entry is an id, a digest or a number.
+#[derive(Debug)]
 pub struct Output {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub successful: Vec<ResultEntry>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<BatchResultErrorEntry>,
 }
 
-impl XmlResult for Output {
+impl Reply for Output {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        if !self.successful.is_empty() {
+            out.extend_from_slice(b"\"Successful\":[");
+            for (i, e) in self.successful.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let o = &e.sent;
+                let fields = [
+                    ("Id", Some(e.id.as_str())),
+                    ("MD5OfMessageBody", Some(o.md5_of_message_body.as_str())),
+                    (
+                        "MD5OfMessageAttributes",
+                        o.md5_of_message_attributes.as_deref(),
+                    ),
+                    (
+                        "MD5OfMessageSystemAttributes",
+                        o.md5_of_message_system_attributes.as_deref(),
+                    ),
+                    ("MessageId", Some(o.message_id.as_str())),
+                    ("SequenceNumber", o.sequence_number.as_deref()),
+                ];
+                out.push(b'{');
+                for (n, (name, value)) in fields
+                    .iter()
+                    .filter_map(|(n, v)| Some((n, (*v)?)))
+                    .enumerate()
+                {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    json_str(out, name);
+                    out.push(b':');
+                    json_str(out, value);
+                }
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+        if !self.failed.is_empty() {
+            if !self.successful.is_empty() {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"Failed\":");
+            // Serializing plain structs into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, &self.failed);
+        }
+        out.push(b'}');
+    }
+
     fn write_xml(&self, w: &mut XmlWriter) {
         for e in &self.successful {
             w.open("SendMessageBatchResultEntry");
