@@ -18,6 +18,8 @@ pub struct Context {
     pub region: String,
     /// The caller's account: for URL-less actions and bare queue names.
     pub account: String,
+    /// SenderId of messages this request sends (the account, shared by all of them).
+    pub sender_id: Arc<str>,
     /// `scheme://host[:port]` that queue URLs start with.
     pub base_url: String,
     /// The request path; query and JSON requests may address a queue by it.

@@ -5,23 +5,41 @@ use md5::{Digest, Md5};
 
 use super::message::{AttributeData, AttributeValue};
 
-/// Lowercase hex MD5 of `data`.
-pub fn md5_hex(data: &[u8]) -> String {
-    hex(&Md5::digest(data))
+/// An MD5 digest; shown as 32 lowercase hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest16(pub [u8; 16]);
+
+impl Digest16 {
+    /// The hex form, written into `buf` (no allocation).
+    pub fn encode<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        for (i, b) in self.0.iter().enumerate() {
+            buf[2 * i] = DIGITS[(b >> 4) as usize];
+            buf[2 * i + 1] = DIGITS[(b & 0xf) as usize];
+        }
+        // Only ASCII hex digits were written.
+        std::str::from_utf8(buf).unwrap_or_default()
+    }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 0xf) as usize] as char);
+impl std::fmt::Display for Digest16 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.encode(&mut [0; 32]))
     }
-    s
+}
+
+/// MD5 of `data`.
+pub fn md5(data: &[u8]) -> Digest16 {
+    Digest16(Md5::digest(data).into())
+}
+
+/// Lowercase hex MD5 of `data`.
+pub fn md5_hex(data: &[u8]) -> String {
+    md5(data).to_string()
 }
 
 /// MD5 of attributes, which must be sorted by name bytes. `None` when there are none.
-pub fn md5_of_attributes<'a, I>(attributes: I) -> Option<String>
+pub fn md5_of_attributes<'a, I>(attributes: I) -> Option<Digest16>
 where
     I: IntoIterator<Item = (&'a str, &'a AttributeValue)>,
 {
@@ -48,7 +66,7 @@ where
             }
         }
     }
-    any.then(|| hex(&hasher.finalize()))
+    any.then(|| Digest16(hasher.finalize().into()))
 }
 
 #[cfg(test)]
@@ -66,7 +84,9 @@ mod tests {
     }
 
     fn md5(attrs: &[(String, AttributeValue)]) -> String {
-        md5_of_attributes(attrs.iter().map(|(n, v)| (n.as_str(), v))).unwrap()
+        md5_of_attributes(attrs.iter().map(|(n, v)| (n.as_str(), v)))
+            .unwrap()
+            .to_string()
     }
 
     #[test]

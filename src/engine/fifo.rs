@@ -24,7 +24,7 @@ struct Group {
 /// What a duplicate send returns: the original's identity.
 #[derive(Debug, Clone)]
 pub struct Original {
-    pub message_id: String,
+    pub message_id: uuid::Uuid,
     pub sequence_number: String,
 }
 

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use super::digest::Digest16;
+
 /// The value of one message attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttributeData {
@@ -41,7 +43,7 @@ pub struct NewMessage {
     pub attributes: Attributes,
     /// Sorted by name; only `AWSTraceHeader` is accepted by the API.
     pub system_attributes: Attributes,
-    pub sender_id: String,
+    pub sender_id: std::sync::Arc<str>,
     pub aws_trace_header: Option<String>,
     /// Per-message delay in seconds; `None` takes the queue's DelaySeconds.
     pub delay_seconds: Option<u32>,
@@ -65,13 +67,13 @@ impl NewMessage {
 /// redrive makes a new copy).
 #[derive(Debug, Clone)]
 pub struct Payload {
-    pub message_id: String,
+    pub message_id: uuid::Uuid,
     pub body: String,
-    pub md5_of_body: String,
+    pub md5_of_body: Digest16,
     pub attributes: Attributes,
     /// MD5 over all message attributes, when there are any.
-    pub md5_of_attributes: Option<String>,
-    pub sender_id: String,
+    pub md5_of_attributes: Option<Digest16>,
+    pub sender_id: std::sync::Arc<str>,
     pub aws_trace_header: Option<String>,
     pub sent_ms: u64,
     pub group_id: Option<std::sync::Arc<str>>,
@@ -116,9 +118,9 @@ pub struct ReceivedMessage {
 /// What a successful send reports.
 #[derive(Debug, Clone)]
 pub struct SendReceipt {
-    pub message_id: String,
-    pub md5_of_body: String,
-    pub md5_of_attributes: Option<String>,
-    pub md5_of_system_attributes: Option<String>,
+    pub message_id: uuid::Uuid,
+    pub md5_of_body: Digest16,
+    pub md5_of_attributes: Option<Digest16>,
+    pub md5_of_system_attributes: Option<Digest16>,
     pub sequence_number: Option<String>,
 }

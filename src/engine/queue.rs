@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::digest::{md5_hex, md5_of_attributes};
+use super::digest::{md5, md5_of_attributes};
 use super::error::EngineError;
 use super::fair::FairIndex;
 use super::fifo::{FifoIndex, Original};
@@ -502,7 +502,7 @@ impl QueueState {
     }
 
     fn insert(&mut self, msg: NewMessage, delay_s: u32, now: u64) -> SendReceipt {
-        let md5_of_body = md5_hex(msg.body.as_bytes());
+        let md5_of_body = md5(msg.body.as_bytes());
         let md5_attrs = md5_of_attributes(msg.attributes.iter().map(|(n, v)| (n.as_str(), v)));
         let md5_of_system_attributes =
             md5_of_attributes(msg.system_attributes.iter().map(|(n, v)| (n.as_str(), v)));
@@ -539,7 +539,7 @@ impl QueueState {
         };
         self.next_seq += 1;
         let payload = Arc::new(Payload {
-            message_id: uuid::Uuid::new_v4().to_string(),
+            message_id: uuid::Uuid::new_v4(),
             body: msg.body,
             md5_of_body,
             attributes: msg.attributes,
@@ -553,15 +553,15 @@ impl QueueState {
             dead_letter_source_arn: None,
         });
         let receipt = SendReceipt {
-            message_id: payload.message_id.clone(),
-            md5_of_body: payload.md5_of_body.clone(),
-            md5_of_attributes: payload.md5_of_attributes.clone(),
+            message_id: payload.message_id,
+            md5_of_body: payload.md5_of_body,
+            md5_of_attributes: payload.md5_of_attributes,
             md5_of_system_attributes,
             sequence_number,
         };
         if let (Order::Fifo(fifo), Some(k)) = (&mut self.order, dedup_key) {
             let original = Original {
-                message_id: receipt.message_id.clone(),
+                message_id: receipt.message_id,
                 sequence_number: receipt.sequence_number.clone().unwrap_or_default(),
             };
             fifo.remember(k, original, now);

@@ -182,6 +182,15 @@ impl<T: Serialize + XmlResult + Send> Reply for T {
     }
 }
 
+/// Serializes any `Display` value as a string (ids and digests kept in binary form).
+pub struct AsStr<T>(pub T);
+
+impl<T: std::fmt::Display> Serialize for AsStr<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
 /// Writes `s` as a JSON string. Ids, digests and numbers need no escaping and are copied
 /// as they are; anything else goes through serde_json.
 pub fn json_str(out: &mut Vec<u8>, s: &str) {

@@ -41,6 +41,14 @@ impl XmlWriter {
         self.close(tag);
     }
 
+    /// `<tag>value</tag>` for values that never need escaping (ids, digests, numbers).
+    pub fn elem_plain(&mut self, tag: &str, value: impl std::fmt::Display) {
+        use std::io::Write as _;
+        self.open(tag);
+        let _ = write!(self.buf, "{value}");
+        self.close(tag);
+    }
+
     /// An element for an optional value; nothing when `None`.
     pub fn opt(&mut self, tag: &str, text: Option<&str>) {
         if let Some(t) = text {

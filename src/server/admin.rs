@@ -163,7 +163,7 @@ fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
                 })
                 .collect();
             json!({
-                "message_id": p.message_id,
+                "message_id": p.message_id.to_string(),
                 "body": p.body,
                 "state": state,
                 "until_ms": until,

@@ -191,16 +191,18 @@ pub async fn handle(
             None => {}
         }
     }
+    let account = signer_account.unwrap_or_else(|| {
+        scope
+            .and_then(|(key, _)| account_of_key(key))
+            .unwrap_or(&state.config.account_id)
+            .to_string()
+    });
     let ctx = Context {
         engine: Arc::clone(&state.engine),
         protocol: decoded.protocol,
         region: region.to_string(),
-        account: signer_account.unwrap_or_else(|| {
-            scope
-                .and_then(|(key, _)| account_of_key(key))
-                .unwrap_or(&state.config.account_id)
-                .to_string()
-        }),
+        sender_id: Arc::from(account.as_str()),
+        account,
         base_url,
         path: parts.uri.path().to_string(),
         trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),

@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::api::message_attributes::NameFilter;
 use crate::api::{engine_error, Context};
-use crate::engine::digest::md5_of_attributes;
+use crate::engine::digest::{md5_of_attributes, Digest16};
 use crate::engine::message::Payload;
 use crate::engine::{
     AttributeData, AttributeValue, EngineError, Queue, ReceiveRequest, ReceivedMessage,
 };
 use crate::error::SqsError;
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{AsStr, XmlResult, XmlWriter};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -54,7 +54,7 @@ pub struct OutMessage {
     attributes: Vec<(&'static str, String)>,
     /// Indices into `payload.attributes` of the returned message attributes.
     selected: Vec<usize>,
-    md5_of_attributes: Option<String>,
+    md5_of_attributes: Option<Digest16>,
 }
 
 impl OutMessage {
@@ -68,7 +68,7 @@ impl OutMessage {
                 }
             }
         };
-        add("SenderId", Some(p.sender_id.clone()));
+        add("SenderId", Some(p.sender_id.to_string()));
         add("SentTimestamp", Some(p.sent_ms.to_string()));
         add("ApproximateReceiveCount", Some(m.receive_count.to_string()));
         add(
@@ -89,7 +89,7 @@ impl OutMessage {
                 .collect()
         };
         let md5_of_attributes = if selected.len() == p.attributes.len() {
-            p.md5_of_attributes.clone()
+            p.md5_of_attributes
         } else {
             md5_of_attributes(selected.iter().map(|&i| {
                 let (n, v) = &p.attributes[i];
@@ -129,15 +129,15 @@ impl Serialize for OutMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = &self.payload;
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("MessageId", &p.message_id)?;
+        m.serialize_entry("MessageId", &AsStr(p.message_id))?;
         m.serialize_entry("ReceiptHandle", &self.receipt_handle)?;
-        m.serialize_entry("MD5OfBody", &p.md5_of_body)?;
+        m.serialize_entry("MD5OfBody", &AsStr(p.md5_of_body))?;
         m.serialize_entry("Body", &p.body)?;
         if !self.attributes.is_empty() {
             m.serialize_entry("Attributes", &AttrMap(&self.attributes))?;
         }
         if let Some(md5) = &self.md5_of_attributes {
-            m.serialize_entry("MD5OfMessageAttributes", md5)?;
+            m.serialize_entry("MD5OfMessageAttributes", &AsStr(md5))?;
             m.serialize_entry("MessageAttributes", &MessageAttrMap(self))?;
         }
         m.end()
@@ -176,9 +176,9 @@ impl XmlResult for Output {
         for m in &self.messages {
             let p = &m.payload;
             w.open("Message");
-            w.elem("MessageId", &p.message_id);
+            w.elem_plain("MessageId", p.message_id);
             w.elem("ReceiptHandle", &m.receipt_handle);
-            w.elem("MD5OfBody", &p.md5_of_body);
+            w.elem_plain("MD5OfBody", p.md5_of_body);
             w.elem("Body", &p.body);
             w.name_value(
                 "Attribute",
@@ -186,7 +186,7 @@ impl XmlResult for Output {
                 m.attributes.iter().map(|(k, v)| (*k, v.as_str())),
             );
             if let Some(md5) = &m.md5_of_attributes {
-                w.elem("MD5OfMessageAttributes", md5);
+                w.elem_plain("MD5OfMessageAttributes", md5);
                 for (name, v) in m.selected_attributes() {
                     w.open("MessageAttribute");
                     w.elem("Name", name);

@@ -1,14 +1,16 @@
 //! SendMessage, and the message checks SendMessageBatch entries share.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::api::message_attributes::{check_body, convert, MessageAttributeValueInput};
 use crate::api::{engine_error, Context};
+use crate::engine::digest::Digest16;
 use crate::engine::{NewMessage, SendReceipt};
 use crate::error::SqsError;
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{AsStr, XmlResult, XmlWriter};
 
 /// Longest per-message delay.
 pub const MAX_DELAY_SECONDS: i64 = 900;
@@ -162,7 +164,7 @@ pub fn build_message(
         body,
         attributes,
         system_attributes,
-        sender_id: ctx.account.clone(),
+        sender_id: Arc::clone(&ctx.sender_id),
         aws_trace_header,
         delay_seconds,
         group_id: input.message_group_id,
@@ -179,24 +181,33 @@ fn content_hash(body: &str) -> String {
         .collect()
 }
 
-#[derive(Debug, Serialize)]
+/// What SendMessage returns (and each SendMessageBatchResultEntry besides its Id).
+#[derive(Debug)]
 pub struct Output {
-    #[serde(rename = "MD5OfMessageBody")]
-    pub md5_of_message_body: String,
-    #[serde(
-        rename = "MD5OfMessageAttributes",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub md5_of_message_attributes: Option<String>,
-    #[serde(
-        rename = "MD5OfMessageSystemAttributes",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub md5_of_message_system_attributes: Option<String>,
-    #[serde(rename = "MessageId")]
-    pub message_id: String,
-    #[serde(rename = "SequenceNumber", skip_serializing_if = "Option::is_none")]
+    pub md5_of_message_body: Digest16,
+    pub md5_of_message_attributes: Option<Digest16>,
+    pub md5_of_message_system_attributes: Option<Digest16>,
+    pub message_id: uuid::Uuid,
     pub sequence_number: Option<String>,
+}
+
+impl Serialize for Output {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("MD5OfMessageBody", &AsStr(self.md5_of_message_body))?;
+        if let Some(v) = self.md5_of_message_attributes {
+            m.serialize_entry("MD5OfMessageAttributes", &AsStr(v))?;
+        }
+        if let Some(v) = self.md5_of_message_system_attributes {
+            m.serialize_entry("MD5OfMessageSystemAttributes", &AsStr(v))?;
+        }
+        m.serialize_entry("MessageId", &AsStr(self.message_id))?;
+        if let Some(v) = &self.sequence_number {
+            m.serialize_entry("SequenceNumber", v)?;
+        }
+        m.end()
+    }
 }
 
 impl From<SendReceipt> for Output {
@@ -214,16 +225,14 @@ impl From<SendReceipt> for Output {
 impl Output {
     /// The result members, shared with SendMessageBatchResultEntry.
     pub fn write_members(&self, w: &mut XmlWriter) {
-        w.elem("MessageId", &self.message_id);
-        w.elem("MD5OfMessageBody", &self.md5_of_message_body);
-        w.opt(
-            "MD5OfMessageAttributes",
-            self.md5_of_message_attributes.as_deref(),
-        );
-        w.opt(
-            "MD5OfMessageSystemAttributes",
-            self.md5_of_message_system_attributes.as_deref(),
-        );
+        w.elem_plain("MessageId", self.message_id);
+        w.elem_plain("MD5OfMessageBody", self.md5_of_message_body);
+        if let Some(v) = self.md5_of_message_attributes {
+            w.elem_plain("MD5OfMessageAttributes", v);
+        }
+        if let Some(v) = self.md5_of_message_system_attributes {
+            w.elem_plain("MD5OfMessageSystemAttributes", v);
+        }
         w.opt("SequenceNumber", self.sequence_number.as_deref());
     }
 }

@@ -44,18 +44,30 @@ impl Reply for Output {
                     out.push(b',');
                 }
                 let o = &e.sent;
+                let (mut b1, mut b2, mut b3) = ([0u8; 32], [0u8; 32], [0u8; 32]);
+                let mut id_buf = uuid::Uuid::encode_buffer();
                 let fields = [
                     ("Id", Some(e.id.as_str())),
-                    ("MD5OfMessageBody", Some(o.md5_of_message_body.as_str())),
+                    (
+                        "MD5OfMessageBody",
+                        Some(o.md5_of_message_body.encode(&mut b1)),
+                    ),
                     (
                         "MD5OfMessageAttributes",
-                        o.md5_of_message_attributes.as_deref(),
+                        o.md5_of_message_attributes
+                            .as_ref()
+                            .map(|d| d.encode(&mut b2)),
                     ),
                     (
                         "MD5OfMessageSystemAttributes",
-                        o.md5_of_message_system_attributes.as_deref(),
+                        o.md5_of_message_system_attributes
+                            .as_ref()
+                            .map(|d| d.encode(&mut b3)),
                     ),
-                    ("MessageId", Some(o.message_id.as_str())),
+                    (
+                        "MessageId",
+                        Some(&*o.message_id.hyphenated().encode_lower(&mut id_buf)),
+                    ),
                     ("SequenceNumber", o.sequence_number.as_deref()),
                 ];
                 out.push(b'{');
