@@ -471,3 +471,30 @@ async fn weights_shape_the_mix_under_a_flood() {
         "3:1 weights gave {realtime} of 80 from realtime"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_tasks_post_on_schedule_with_sqsd_headers() {
+    let server = start().await;
+    let c = sdk(&server);
+    let url = create(&c, "quiet").await;
+    let app = start_app(Arc::new(|_| (200, Duration::ZERO, vec![]))).await;
+    // Every second (a leading seconds field), so the test need not wait for a minute.
+    let tasks = sqsim::worker::cron::parse(
+        "version: 1\ncron:\n - name: \"tick\"\n   url: \"/tick\"\n   schedule: \"* * * * * *\"\n",
+    )
+    .unwrap();
+    let opts = WorkerOptions {
+        cron: tasks,
+        ..options(&app, &[&url])
+    };
+    let (stop, handle, _) = spawn_worker(c.clone(), opts);
+    until("a periodic task", || !app.seen.lock().unwrap().is_empty()).await;
+    stop.send(()).unwrap();
+    handle.await.unwrap();
+    let seen = app.seen.lock().unwrap()[0].clone();
+    assert_eq!(seen.headers["x-aws-sqsd-taskname"], "tick");
+    let at = &seen.headers["x-aws-sqsd-scheduled-at"];
+    assert!(at.len() == 20 && at.ends_with('Z'), "{at}");
+    assert!(seen.headers["user-agent"].starts_with("aws-sqsd/"));
+    assert_eq!(seen.body, "");
+}

@@ -49,6 +49,9 @@ pub struct WorkerArgs {
     /// Seconds in-flight POSTs may finish after SIGTERM before their messages are released.
     #[arg(long, default_value_t = 30.0)]
     pub shutdown_timeout: f64,
+    /// An Elastic Beanstalk cron.yaml with periodic tasks to POST on schedule.
+    #[arg(long)]
+    pub cron_file: Option<String>,
     /// SQS endpoint (default: the queue URL's scheme and host, unless it is AWS).
     #[arg(long)]
     pub endpoint_url: Option<String>,
@@ -89,6 +92,19 @@ pub fn run(w: WorkerArgs, shutdown: impl Future<Output = ()>) -> ExitCode {
             }
         })
         .collect();
+    let cron = match &w.cron_file {
+        None => Vec::new(),
+        Some(path) => match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| super::cron::parse(&text))
+        {
+            Ok(tasks) => tasks,
+            Err(e) => {
+                eprintln!("sqsim worker: {path}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let secs = |s: f64| std::time::Duration::from_secs_f64(s.max(0.0));
     let opts = WorkerOptions {
         queues,
@@ -107,6 +123,7 @@ pub fn run(w: WorkerArgs, shutdown: impl Future<Output = ()>) -> ExitCode {
         },
         retry_max_delay: w.retry_max_delay,
         shutdown_timeout: secs(w.shutdown_timeout),
+        cron,
         ..WorkerOptions::default()
     };
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());

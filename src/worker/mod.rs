@@ -5,6 +5,7 @@
 //! API, so it works against sqsim or any SQS endpoint.
 
 pub mod cli;
+pub mod cron;
 pub mod deliver;
 
 use std::collections::HashMap;
@@ -65,6 +66,8 @@ pub struct WorkerOptions {
     pub shutdown_timeout: Duration,
     /// Long-poll wait (seconds) when reading a single queue.
     pub wait_time: i32,
+    /// Periodic tasks (from a `cron.yaml`).
+    pub cron: Vec<cron::CronTask>,
 }
 
 impl Default for WorkerOptions {
@@ -83,6 +86,7 @@ impl Default for WorkerOptions {
             retry_max_delay: 900,
             shutdown_timeout: Duration::from_secs(30),
             wait_time: 20,
+            cron: Vec::new(),
         }
     }
 }
@@ -191,6 +195,13 @@ pub async fn run(
     let unfinished: Unfinished = Arc::default();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let periodic = tokio::spawn(cron::run(
+        opts.cron.clone(),
+        app.clone(),
+        opts.http_url.clone(),
+        opts.mime_type.clone(),
+        stop_rx.clone(),
+    ));
     tokio::pin!(shutdown);
     'receive: loop {
         let first = tokio::select! {
@@ -266,7 +277,9 @@ pub async fn run(
         // Reap finished jobs so the set does not grow.
         while tasks.try_join_next().is_some() {}
     }
-    // Shutdown: no more receives; let jobs finish for a while, then hand the rest back.
+    // Shutdown: no more receives or periodic tasks; let jobs finish for a while, then hand
+    // the rest back.
+    periodic.abort();
     let drained = tokio::time::timeout(opts.shutdown_timeout, async {
         while tasks.join_next().await.is_some() {}
     })
