@@ -217,6 +217,20 @@ impl Conn {
         let req = req
             .body(Full::new(call.body.clone()))
             .map_err(std::io::Error::other)?;
+        self.exchange(req).await
+    }
+
+    /// A GET, for health checks.
+    pub async fn get(&mut self, path: &str) -> std::io::Result<u16> {
+        let req = Request::get(path)
+            .header("host", &self.host)
+            .body(Full::new(Bytes::new()))
+            .map_err(std::io::Error::other)?;
+        Ok(self.exchange(req).await?.0)
+    }
+
+    /// Sends a request and reads the whole response.
+    async fn exchange(&mut self, req: Request<Full<Bytes>>) -> std::io::Result<(u16, Bytes)> {
         self.sender.ready().await.map_err(std::io::Error::other)?;
         let resp = self
             .sender
@@ -231,23 +245,6 @@ impl Conn {
             .map_err(std::io::Error::other)?
             .to_bytes();
         Ok((status, body))
-    }
-
-    /// A GET, for health checks.
-    pub async fn get(&mut self, path: &str) -> std::io::Result<u16> {
-        let req = Request::get(path)
-            .header("host", &self.host)
-            .body(Full::new(Bytes::new()))
-            .map_err(std::io::Error::other)?;
-        self.sender.ready().await.map_err(std::io::Error::other)?;
-        let resp = self
-            .sender
-            .send_request(req)
-            .await
-            .map_err(std::io::Error::other)?;
-        let status = resp.status().as_u16();
-        let _ = resp.into_body().collect().await;
-        Ok(status)
     }
 }
 
