@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{
-    DeleteMessageBatchRequestEntry, MessageAttributeValue, MessageSystemAttributeName,
-    QueueAttributeName, SendMessageBatchRequestEntry,
+    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
+    MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
+    SendMessageBatchRequestEntry,
 };
 use common::{create, sdk, start};
 
@@ -338,6 +339,37 @@ async fn batches() {
         );
     }
     assert_eq!(handles.len(), 9);
+    // Extend them all in one call, with one bad handle failing on its own.
+    let mut extend: Vec<_> = handles
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            ChangeMessageVisibilityBatchRequestEntry::builder()
+                .id(format!("v{i}"))
+                .receipt_handle(h)
+                .visibility_timeout(120)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    extend.push(
+        ChangeMessageVisibilityBatchRequestEntry::builder()
+            .id("bad")
+            .receipt_handle("garbage")
+            .visibility_timeout(5)
+            .build()
+            .unwrap(),
+    );
+    let extended = c
+        .change_message_visibility_batch()
+        .queue_url(&url)
+        .set_entries(Some(extend))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(extended.successful().len(), 9);
+    assert_eq!(extended.failed()[0].code(), "ReceiptHandleIsInvalid");
+
     let mut entries: Vec<_> = handles
         .iter()
         .enumerate()
