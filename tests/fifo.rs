@@ -40,16 +40,7 @@ async fn send(c: &Client, url: &str, group: &str, body: &str) -> (String, String
 }
 
 async fn receive(c: &Client, url: &str, max: i32, vis: Option<i32>) -> Vec<Message> {
-    c.receive_message()
-        .queue_url(url)
-        .max_number_of_messages(max)
-        .set_visibility_timeout(vis)
-        .message_system_attribute_names(MessageSystemAttributeName::All)
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .unwrap_or_default()
+    common::receive_msgs(c, url, max, vis).await
 }
 
 fn bodies(msgs: &[Message]) -> Vec<&str> {
@@ -495,16 +486,15 @@ async fn approximate_counts_include_messages_behind_locks() {
     for _ in 0..2 {
         assert_eq!(receive(&c, &url, 1, None).await.len(), 1);
     }
-    let attrs = c
-        .get_queue_attributes()
-        .queue_url(&url)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let attrs = common::queue_attrs(
+        &c,
+        &url,
+        &[
+            QueueAttributeName::ApproximateNumberOfMessages,
+            QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        ],
+    )
+    .await;
     assert_eq!(attrs[&QueueAttributeName::ApproximateNumberOfMessages], "4");
     assert_eq!(
         attrs[&QueueAttributeName::ApproximateNumberOfMessagesNotVisible],

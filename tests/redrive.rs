@@ -14,16 +14,7 @@ use aws_sdk_sqs::Client;
 use common::{create, sdk, start};
 
 async fn arn_of(c: &Client, url: &str) -> String {
-    c.get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap()
-        .remove(&QueueAttributeName::QueueArn)
-        .unwrap()
+    common::queue_attr(c, url, QueueAttributeName::QueueArn).await
 }
 
 async fn set_redrive(c: &Client, url: &str, dlq_arn: &str, max: u32) {
@@ -39,16 +30,7 @@ async fn set_redrive(c: &Client, url: &str, dlq_arn: &str, max: u32) {
 }
 
 async fn receive(c: &Client, url: &str, max: i32, vis: i32) -> Vec<aws_sdk_sqs::types::Message> {
-    c.receive_message()
-        .queue_url(url)
-        .max_number_of_messages(max)
-        .visibility_timeout(vis)
-        .message_system_attribute_names(MessageSystemAttributeName::All)
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .unwrap_or_default()
+    common::receive_msgs(c, url, max, Some(vis)).await
 }
 
 #[tokio::test]

@@ -399,16 +399,15 @@ async fn batches() {
     assert_eq!(out.failed().len(), 1);
     assert_eq!(out.failed()[0].code(), "ReceiptHandleIsInvalid");
 
-    let attrs = c
-        .get_queue_attributes()
-        .queue_url(&url)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let attrs = common::queue_attrs(
+        &c,
+        &url,
+        &[
+            QueueAttributeName::ApproximateNumberOfMessages,
+            QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        ],
+    )
+    .await;
     assert_eq!(attrs[&QueueAttributeName::ApproximateNumberOfMessages], "0");
     assert_eq!(
         attrs[&QueueAttributeName::ApproximateNumberOfMessagesNotVisible],

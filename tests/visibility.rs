@@ -15,28 +15,11 @@ async fn receive_one(
     url: &str,
     vis: Option<i32>,
 ) -> Option<aws_sdk_sqs::types::Message> {
-    let out = c
-        .receive_message()
-        .queue_url(url)
-        .set_visibility_timeout(vis)
-        .message_system_attribute_names(MessageSystemAttributeName::All)
-        .send()
-        .await
-        .unwrap();
-    out.messages.and_then(|mut m| m.pop())
+    common::receive_msgs(c, url, 1, vis).await.pop()
 }
 
 async fn count(c: &aws_sdk_sqs::Client, url: &str, name: QueueAttributeName) -> String {
-    c.get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(name.clone())
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap()
-        .remove(&name)
-        .unwrap()
+    common::queue_attr(c, url, name).await
 }
 
 #[tokio::test]

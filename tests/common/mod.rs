@@ -177,3 +177,52 @@ pub async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
         .queue_url
         .expect("url")
 }
+
+/// The named attributes of a queue.
+pub async fn queue_attrs(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    names: &[aws_sdk_sqs::types::QueueAttributeName],
+) -> std::collections::HashMap<aws_sdk_sqs::types::QueueAttributeName, String> {
+    client
+        .get_queue_attributes()
+        .queue_url(url)
+        .set_attribute_names(Some(names.to_vec()))
+        .send()
+        .await
+        .expect("get queue attributes")
+        .attributes
+        .unwrap_or_default()
+}
+
+/// One attribute of a queue.
+pub async fn queue_attr(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    name: aws_sdk_sqs::types::QueueAttributeName,
+) -> String {
+    queue_attrs(client, url, std::slice::from_ref(&name))
+        .await
+        .remove(&name)
+        .expect("the attribute")
+}
+
+/// Receives up to `max` messages with all system attributes.
+pub async fn receive_msgs(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    max: i32,
+    visibility: Option<i32>,
+) -> Vec<aws_sdk_sqs::types::Message> {
+    client
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(max)
+        .set_visibility_timeout(visibility)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .send()
+        .await
+        .expect("receive")
+        .messages
+        .unwrap_or_default()
+}
