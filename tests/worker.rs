@@ -498,3 +498,138 @@ async fn cron_tasks_post_on_schedule_with_sqsd_headers() {
     assert!(seen.headers["user-agent"].starts_with("aws-sqsd/"));
     assert_eq!(seen.body, "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_fill_or_wait_for_the_window() {
+    let server = start().await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let url = create(&c, "batched").await;
+    let app = start_app(Arc::new(|_| (200, Duration::ZERO, vec![]))).await;
+    for b in ["one", "two", "three"] {
+        c.send_message()
+            .queue_url(&url)
+            .message_body(b)
+            .send()
+            .await
+            .unwrap();
+    }
+    let opts = WorkerOptions {
+        batch_size: 3,
+        batch_window: Duration::from_millis(500),
+        ..options(&app, &[&url])
+    };
+    let (stop, handle, stats) = spawn_worker(c.clone(), opts);
+    until("a full batch", || {
+        stats.delivered.load(Ordering::SeqCst) == 3
+    })
+    .await;
+    {
+        let seen = app.seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "three messages, one POST");
+        let arr: Vec<serde_json::Value> = serde_json::from_str(&seen[0].body).unwrap();
+        let mut bodies: Vec<_> = arr
+            .iter()
+            .map(|m| m["body"].as_str().unwrap().to_string())
+            .collect();
+        bodies.sort();
+        assert_eq!(bodies, ["one", "three", "two"]);
+        assert_eq!(seen[0].headers["x-aws-sqsd-batch-size"], "3");
+        assert_eq!(seen[0].headers["content-type"], "application/json");
+    }
+    // A lone message goes out when the window closes.
+    let started = Instant::now();
+    c.send_message()
+        .queue_url(&url)
+        .message_body("alone")
+        .send()
+        .await
+        .unwrap();
+    until("the lone batch", || {
+        stats.delivered.load(Ordering::SeqCst) == 4
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "waited for the window"
+    );
+    assert_eq!(app.seen.lock().unwrap().len(), 2);
+    stop.send(()).unwrap();
+    handle.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_answer_can_retry_single_messages() {
+    let server = start().await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let url = create(&c, "picky").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let app_url = format!("http://{}/", listener.local_addr().unwrap());
+    // An app that retries "again" for 60 s (named twice: the first mention counts) and
+    // acknowledges everything else.
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(
+                    |req: Request<hyper::body::Incoming>| async move {
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
+                        let arr: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap();
+                        let mut results = Vec::new();
+                        for m in &arr {
+                            if m["body"] == "again" {
+                                results.push(serde_json::json!({"messageId": m["messageId"], "status": "retry", "delaySeconds": 60}));
+                                results.push(serde_json::json!({"messageId": m["messageId"], "status": "ack"}));
+                            }
+                        }
+                        let reply = serde_json::json!({"results": results}).to_string();
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(reply))))
+                    },
+                );
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    for b in ["fine", "again"] {
+        c.send_message()
+            .queue_url(&url)
+            .message_body(b)
+            .send()
+            .await
+            .unwrap();
+    }
+    let opts = WorkerOptions {
+        queues: vec![WorkerQueue {
+            url: url.clone(),
+            weight: 1,
+        }],
+        http_url: app_url,
+        wait_time: 1,
+        batch_size: 2,
+        batch_window: Duration::from_millis(300),
+        ..WorkerOptions::default()
+    };
+    let (stop, handle, stats) = spawn_worker(c.clone(), opts);
+    until("the batch answer", || {
+        stats.failed.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    stop.send(()).unwrap();
+    handle.await.unwrap();
+    assert_eq!(stats.delivered.load(Ordering::SeqCst), 1);
+    let path = format!(
+        "/_sqsim/peek?queue_url={}",
+        url.replace(':', "%3A").replace('/', "%2F")
+    );
+    let peek = common::raw(&server, "GET", &path, &[], b"").await.json();
+    let msgs = peek["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 1, "the acknowledged one was deleted");
+    assert_eq!(msgs[0]["body"], "again");
+    assert_eq!(
+        msgs[0]["until_ms"].as_u64().unwrap(),
+        server.clock().now_ms() + 60_000
+    );
+}

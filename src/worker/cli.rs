@@ -49,6 +49,12 @@ pub struct WorkerArgs {
     /// Seconds in-flight POSTs may finish after SIGTERM before their messages are released.
     #[arg(long, default_value_t = 30.0)]
     pub shutdown_timeout: f64,
+    /// Deliver up to N (1–10) messages per POST as a JSON array.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub batch_size: u8,
+    /// Seconds a batch may wait to fill after its first message.
+    #[arg(long, default_value_t = 1.0)]
+    pub batch_window: f64,
     /// An Elastic Beanstalk cron.yaml with periodic tasks to POST on schedule.
     #[arg(long)]
     pub cron_file: Option<String>,
@@ -124,6 +130,8 @@ pub fn run(w: WorkerArgs, shutdown: impl Future<Output = ()>) -> ExitCode {
         retry_max_delay: w.retry_max_delay,
         shutdown_timeout: secs(w.shutdown_timeout),
         cron,
+        batch_size: w.batch_size as usize,
+        batch_window: secs(w.batch_window),
         ..WorkerOptions::default()
     };
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());

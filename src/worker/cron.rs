@@ -115,10 +115,7 @@ pub async fn run(
         // Every task due at this instant fires.
         for task in tasks.iter().filter(|t| t.next_after(&after) == Some(at)) {
             let req = Request::post(format!("{base}{}", task.path))
-                .header(
-                    "user-agent",
-                    concat!("aws-sqsd/3.0.4 (sqsim ", env!("CARGO_PKG_VERSION"), ")"),
-                )
+                .header("user-agent", super::deliver::USER_AGENT)
                 .header("content-type", mime_type.as_str())
                 .header("x-aws-sqsd-taskname", task.name.as_str())
                 .header(

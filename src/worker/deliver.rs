@@ -68,10 +68,7 @@ pub async fn post(
         .map(|ms| crate::timefmt::rfc3339(ms / 1000))
         .unwrap_or_default();
     let mut req = Request::post(url)
-        .header(
-            "user-agent",
-            concat!("aws-sqsd/3.0.4 (sqsim ", env!("CARGO_PKG_VERSION"), ")"),
-        )
+        .header("user-agent", USER_AGENT)
         .header("content-type", mime_type)
         .header("x-aws-sqsd-msgid", msg.message_id().unwrap_or_default())
         .header("x-aws-sqsd-queue", queue_name)
@@ -100,6 +97,39 @@ pub async fn post(
         Ok(r) => r,
         Err(e) => return Outcome::Unreachable(e.to_string()),
     };
+    match exchange(client, req, inactivity).await {
+        Answer::Replied { status, .. } if (200..300).contains(&status) => Outcome::Ok,
+        Answer::Replied {
+            status,
+            retry_after,
+            ..
+        } => Outcome::Failed {
+            status,
+            retry_after,
+        },
+        Answer::TimedOut => Outcome::TimedOut,
+        Answer::Unreachable(e) => Outcome::Unreachable(e),
+    }
+}
+
+/// What the application said to one POST.
+#[derive(Debug)]
+pub enum Answer {
+    Replied {
+        status: u16,
+        retry_after: Option<u32>,
+        body: Bytes,
+    },
+    TimedOut,
+    Unreachable(String),
+}
+
+/// Sends `req` and waits up to `inactivity` for the whole answer.
+pub async fn exchange(
+    client: &AppClient,
+    req: Request<Full<Bytes>>,
+    inactivity: Duration,
+) -> Answer {
     let call = async {
         let resp = client.request(req).await?;
         let status = resp.status().as_u16();
@@ -108,17 +138,26 @@ pub async fn post(
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u32>().ok());
-        // Read the body so the connection can be reused.
-        let _ = resp.into_body().collect().await;
-        Ok::<_, hyper_util::client::legacy::Error>((status, retry_after))
+        // Read the whole body: batch answers carry per-message results, and a drained
+        // connection can be reused.
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        Ok::<_, hyper_util::client::legacy::Error>((status, retry_after, body))
     };
     match tokio::time::timeout(inactivity, call).await {
-        Err(_) => Outcome::TimedOut,
-        Ok(Err(e)) => Outcome::Unreachable(e.to_string()),
-        Ok(Ok((status, _))) if (200..300).contains(&status) => Outcome::Ok,
-        Ok(Ok((status, retry_after))) => Outcome::Failed {
+        Err(_) => Answer::TimedOut,
+        Ok(Err(e)) => Answer::Unreachable(e.to_string()),
+        Ok(Ok((status, retry_after, body))) => Answer::Replied {
             status,
             retry_after,
+            body,
         },
     }
 }
+
+/// The user agent sqsd sends, with ours beside it.
+pub const USER_AGENT: &str = concat!("aws-sqsd/3.0.4 (sqsim ", env!("CARGO_PKG_VERSION"), ")");

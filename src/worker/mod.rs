@@ -4,6 +4,7 @@
 //! graceful shutdown that hands unfinished messages back at once. It uses only the public SQS
 //! API, so it works against sqsim or any SQS endpoint.
 
+mod batch;
 pub mod cli;
 pub mod cron;
 pub mod deliver;
@@ -68,6 +69,10 @@ pub struct WorkerOptions {
     pub wait_time: i32,
     /// Periodic tasks (from a `cron.yaml`).
     pub cron: Vec<cron::CronTask>,
+    /// Messages per POST; more than 1 turns on batch delivery (see the `batch` module).
+    pub batch_size: usize,
+    /// How long a batch may wait to fill after its first message.
+    pub batch_window: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -87,6 +92,8 @@ impl Default for WorkerOptions {
             shutdown_timeout: Duration::from_secs(30),
             wait_time: 20,
             cron: Vec::new(),
+            batch_size: 1,
+            batch_window: Duration::from_secs(1),
         }
     }
 }
@@ -225,6 +232,33 @@ pub async fn run(
             _ => 0,
         };
         let url = opts.queues[qi].url.clone();
+        if opts.batch_size > 1 {
+            // One permit is one POST, carrying up to batch_size messages.
+            permits.truncate(1);
+            let job = Job {
+                sqs: sqs.clone(),
+                app: app.clone(),
+                opts: Arc::clone(&opts),
+                stats: Arc::clone(&stats),
+                unfinished: Arc::clone(&unfinished),
+                queue_url: url.clone(),
+                stop: stop_rx.clone(),
+            };
+            let msgs = tokio::select! {
+                _ = &mut shutdown => break 'receive,
+                m = batch::gather(&job, wait) => m,
+            };
+            scheduler.record(qi, msgs.len());
+            empty_streak = if msgs.is_empty() { empty_streak + 1 } else { 0 };
+            if let (false, Some(permit)) = (msgs.is_empty(), permits.pop()) {
+                tasks.spawn(async move {
+                    job.process_batch(msgs).await;
+                    drop(permit);
+                });
+            }
+            while tasks.try_join_next().is_some() {}
+            continue;
+        }
         let receive = sqs
             .receive_message()
             .queue_url(&url)

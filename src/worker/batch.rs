@@ -1,0 +1,321 @@
+//! Batch delivery (`--batch-size N --batch-window S`): up to N messages in one POST, as a JSON
+//! array, sent when N are ready or S seconds after the first arrived. The application answers
+//! 2xx to acknowledge all, non-2xx to retry all, or a 2xx JSON body naming messages:
+//! `{"results": [{"messageId": "…", "status": "ack" | "retry", "delaySeconds": 30}]}`. A
+//! message named twice counts by its first mention; one not named is acknowledged.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, Message,
+    MessageSystemAttributeName,
+};
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Request;
+use serde_json::{json, Value};
+
+use super::deliver::{exchange, Answer, USER_AGENT};
+use super::{queue_name, retry_delay, Job, WorkerStats};
+
+/// Receives until `opts.batch_size` messages are in hand or the window after the first one
+/// has passed. Each message is recorded as unfinished as soon as it arrives.
+pub(super) async fn gather(job: &Job, wait: i32) -> Vec<Message> {
+    let opts = &job.opts;
+    let mut batch: Vec<Message> = Vec::new();
+    let mut deadline: Option<Instant> = None;
+    while batch.len() < opts.batch_size {
+        let wait_s = match deadline {
+            None => wait,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                left.as_secs().min(20) as i32
+            }
+        };
+        let got = job
+            .sqs
+            .receive_message()
+            .queue_url(&job.queue_url)
+            .max_number_of_messages((opts.batch_size - batch.len()).min(10) as i32)
+            .wait_time_seconds(wait_s)
+            .visibility_timeout(opts.visibility_timeout as i32)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send()
+            .await;
+        let messages = match got {
+            Ok(out) => out.messages.unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(queue = %job.queue_url, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "receive failed");
+                if batch.is_empty() {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    return batch;
+                }
+                continue;
+            }
+        };
+        if messages.is_empty() {
+            match deadline {
+                None => return batch,
+                // Short polls inside a sub-second window: do not spin.
+                Some(d) if wait_s == 0 => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    tokio::time::sleep(left.min(Duration::from_millis(25))).await;
+                }
+                Some(_) => {}
+            }
+            continue;
+        }
+        deadline.get_or_insert_with(|| Instant::now() + opts.batch_window);
+        {
+            let mut unfinished = job.unfinished.lock().unwrap_or_else(|p| p.into_inner());
+            for m in &messages {
+                unfinished.insert(
+                    m.message_id().unwrap_or_default().to_string(),
+                    (
+                        job.queue_url.clone(),
+                        m.receipt_handle().unwrap_or_default().to_string(),
+                    ),
+                );
+            }
+        }
+        batch.extend(messages);
+    }
+    batch
+}
+
+fn message_json(m: &Message) -> Value {
+    let attrs: HashMap<&str, &str> = m
+        .attributes()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let message_attributes: serde_json::Map<String, Value> = m
+        .message_attributes()
+        .into_iter()
+        .flatten()
+        .map(|(name, v)| {
+            let value = match (v.string_value(), v.binary_value()) {
+                (Some(s), _) => json!({"DataType": v.data_type(), "StringValue": s}),
+                (None, Some(b)) => json!({
+                    "DataType": v.data_type(),
+                    "BinaryValue": base64::engine::general_purpose::STANDARD.encode(b.as_ref()),
+                }),
+                _ => json!({"DataType": v.data_type()}),
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    json!({
+        "messageId": m.message_id(),
+        "body": m.body(),
+        "attributes": attrs,
+        "messageAttributes": message_attributes,
+    })
+}
+
+/// What the application decided for each message: `None` acknowledges, `Some(delay)` retries
+/// (`Some(None)`: with the worker's own retry rules).
+fn decisions(msgs: &[Message], answer: &Answer) -> Vec<Option<Option<u32>>> {
+    let (status, retry_after, body) = match answer {
+        Answer::Replied {
+            status,
+            retry_after,
+            body,
+        } => (*status, *retry_after, body),
+        _ => return vec![Some(None); msgs.len()],
+    };
+    if !(200..300).contains(&status) {
+        return vec![Some(retry_after); msgs.len()];
+    }
+    let mut verdicts: HashMap<String, Option<Option<u32>>> = HashMap::new();
+    if let Ok(doc) = serde_json::from_slice::<Value>(body) {
+        for r in doc["results"].as_array().into_iter().flatten() {
+            let Some(id) = r["messageId"].as_str() else {
+                continue;
+            };
+            let verdict = match r["status"].as_str() {
+                Some("retry") => Some(r["delaySeconds"].as_u64().map(|d| d as u32)),
+                _ => None,
+            };
+            verdicts.entry(id.to_string()).or_insert(verdict);
+        }
+    }
+    msgs.iter()
+        .map(|m| {
+            verdicts
+                .get(m.message_id().unwrap_or_default())
+                .cloned()
+                .unwrap_or(None)
+        })
+        .collect()
+}
+
+impl Job {
+    /// POSTs a batch and acts on the answer, keeping the messages hidden meanwhile.
+    pub(super) async fn process_batch(self, msgs: Vec<Message>) {
+        let started = Instant::now();
+        let handles: Vec<String> = msgs
+            .iter()
+            .map(|m| m.receipt_handle().unwrap_or_default().to_string())
+            .collect();
+        self.stats
+            .in_flight
+            .fetch_add(msgs.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        let body = Value::Array(msgs.iter().map(message_json).collect()).to_string();
+        let req = Request::post(&self.opts.http_url)
+            .header("user-agent", USER_AGENT)
+            .header("content-type", "application/json")
+            .header("x-aws-sqsd-queue", queue_name(&self.queue_url))
+            .header("x-aws-sqsd-batch-size", msgs.len().to_string())
+            .body(Full::new(Bytes::from(body)));
+        let answer = match req {
+            Ok(req) => {
+                tokio::select! {
+                    a = exchange(&self.app, req, self.opts.inactivity_timeout) => a,
+                    _ = self.heartbeat_all(&handles, started) => Answer::TimedOut,
+                }
+            }
+            Err(e) => Answer::Unreachable(e.to_string()),
+        };
+        self.stats
+            .in_flight
+            .fetch_sub(msgs.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        if *self.stop.borrow() {
+            return; // shutdown hands them back
+        }
+        let verdicts = decisions(&msgs, &answer);
+        let acks: Vec<DeleteMessageBatchRequestEntry> = handles
+            .iter()
+            .zip(&verdicts)
+            .enumerate()
+            .filter(|(_, (_, v))| v.is_none())
+            .filter_map(|(i, (h, _))| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(format!("m{i}"))
+                    .receipt_handle(h)
+                    .build()
+                    .ok()
+            })
+            .collect();
+        let acked = acks.len() as u64;
+        if !acks.is_empty() {
+            let _ = self
+                .sqs
+                .delete_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(acks))
+                .send()
+                .await;
+        }
+        let jitter = (started.elapsed().subsec_nanos() % 1000) as f64 / 1000.0;
+        let mut failed = 0u64;
+        for ((m, h), v) in msgs.iter().zip(&handles).zip(&verdicts) {
+            let Some(explicit) = v else { continue };
+            failed += 1;
+            let count = m
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
+            let delay = match explicit {
+                Some(d) => Some(*d),
+                None => retry_delay(&self.opts, count, None, jitter),
+            };
+            if let Some(d) = delay {
+                let _ = self
+                    .sqs
+                    .change_message_visibility()
+                    .queue_url(&self.queue_url)
+                    .receipt_handle(h)
+                    .visibility_timeout(d.min(43_200) as i32)
+                    .send()
+                    .await;
+                WorkerStats::add(&self.stats.retried);
+            }
+        }
+        self.stats
+            .delivered
+            .fetch_add(acked, std::sync::atomic::Ordering::Relaxed);
+        self.stats
+            .failed
+            .fetch_add(failed, std::sync::atomic::Ordering::Relaxed);
+        {
+            let mut unfinished = self.unfinished.lock().unwrap_or_else(|p| p.into_inner());
+            for m in &msgs {
+                unfinished.remove(m.message_id().unwrap_or_default());
+            }
+        }
+        tracing::info!(
+            queue = %queue_name(&self.queue_url),
+            messages = msgs.len(),
+            acked,
+            failed,
+            ms = started.elapsed().as_millis() as u64,
+            "delivered batch"
+        );
+    }
+
+    /// Keeps a whole batch hidden while the application works on it.
+    async fn heartbeat_all(&self, handles: &[String], started: Instant) {
+        let vis = Duration::from_secs(self.opts.visibility_timeout.max(1) as u64);
+        loop {
+            tokio::time::sleep(vis / 2).await;
+            if started.elapsed() + vis >= super::VISIBILITY_CAP {
+                std::future::pending::<()>().await;
+            }
+            let entries = handles
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| {
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(format!("m{i}"))
+                        .receipt_handle(h)
+                        .visibility_timeout(self.opts.visibility_timeout as i32)
+                        .build()
+                        .ok()
+                })
+                .collect();
+            let _ = self
+                .sqs
+                .change_message_visibility_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: &str) -> Message {
+        Message::builder().message_id(id).build()
+    }
+
+    #[test]
+    fn answers_decide_per_message() {
+        let msgs = [msg("a"), msg("b"), msg("c")];
+        let reply = |status, body: &str| Answer::Replied {
+            status,
+            retry_after: None,
+            body: Bytes::from(body.to_string()),
+        };
+        assert_eq!(decisions(&msgs, &reply(200, "")), vec![None, None, None]);
+        assert_eq!(decisions(&msgs, &reply(500, "")), vec![Some(None); 3]);
+        let body = r#"{"results":[{"messageId":"b","status":"retry","delaySeconds":30},{"messageId":"b","status":"ack"},{"messageId":"c","status":"retry"}]}"#;
+        assert_eq!(
+            decisions(&msgs, &reply(200, body)),
+            vec![None, Some(Some(30)), Some(None)]
+        );
+        assert_eq!(decisions(&msgs, &Answer::TimedOut), vec![Some(None); 3]);
+    }
+}
