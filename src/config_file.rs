@@ -50,6 +50,32 @@ pub struct FileConfig {
     /// Keys for `auth = "verify"`.
     #[serde(default)]
     pub credentials: Vec<Spanned<CredentialSection>>,
+    /// Workers pushing this server's queues to applications (`sqsim worker` in-process).
+    #[serde(default)]
+    pub workers: Vec<Spanned<WorkerSection>>,
+}
+
+/// `[[workers]]`: the `sqsim worker` options, with queues named as in `[queues]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSection {
+    pub name: Option<String>,
+    pub queues: Vec<String>,
+    pub http_url: String,
+    pub http_connections: Option<usize>,
+    pub connect_timeout: Option<f64>,
+    pub inactivity_timeout: Option<f64>,
+    pub visibility_timeout: Option<u32>,
+    pub error_visibility_timeout: Option<u32>,
+    pub mime_type: Option<String>,
+    pub retry_delay: Option<u32>,
+    pub retry_backoff: Option<String>,
+    pub retry_max_delay: Option<u32>,
+    pub shutdown_timeout: Option<f64>,
+    pub batch_size: Option<usize>,
+    pub batch_window: Option<f64>,
+    #[serde(default)]
+    pub weights: BTreeMap<String, u32>,
 }
 
 /// `[[credentials]]`.
@@ -227,6 +253,90 @@ impl LoadedConfig {
             keys.insert(cred.access_key.clone(), cred);
         }
         Ok(keys)
+    }
+
+    /// The declared workers as (name, options), their queue URLs under `base_url`.
+    pub fn workers(
+        &self,
+        base_url: &str,
+        account: &str,
+    ) -> Result<Vec<(String, crate::worker::WorkerOptions)>, ConfigError> {
+        use crate::worker::{Backoff, WorkerOptions, WorkerQueue};
+        let secs = |s: f64| std::time::Duration::from_secs_f64(s.max(0.0));
+        let mut out = Vec::new();
+        for (i, w) in self.file.workers.iter().enumerate() {
+            let at = w.span().start;
+            let w = w.get_ref();
+            let key = format!("workers[{i}]");
+            if w.queues.is_empty() {
+                return Err(self.error(at, &key, "needs at least one queue"));
+            }
+            let backoff = match w.retry_backoff.as_deref() {
+                None | Some("fixed") => Backoff::Fixed,
+                Some("exponential") => Backoff::Exponential,
+                Some(other) => {
+                    return Err(self.error(
+                        at,
+                        &format!("{key}.retry_backoff"),
+                        format!("{other:?} is not one of \"fixed\", \"exponential\""),
+                    ))
+                }
+            };
+            if let Some(n) = w.batch_size.filter(|n| !(1..=10).contains(n)) {
+                return Err(self.error(
+                    at,
+                    &format!("{key}.batch_size"),
+                    format!("{n} is not between 1 and 10"),
+                ));
+            }
+            let defaults = WorkerOptions::default();
+            let queues = w
+                .queues
+                .iter()
+                .map(|q| WorkerQueue {
+                    url: if q.contains("://") {
+                        q.clone()
+                    } else {
+                        format!("{base_url}/{account}/{q}")
+                    },
+                    weight: w.weights.get(q).copied().unwrap_or(1),
+                })
+                .collect();
+            let opts = WorkerOptions {
+                queues,
+                http_url: w.http_url.clone(),
+                http_connections: w
+                    .http_connections
+                    .unwrap_or(defaults.http_connections)
+                    .max(1),
+                connect_timeout: w
+                    .connect_timeout
+                    .map(secs)
+                    .unwrap_or(defaults.connect_timeout),
+                inactivity_timeout: w
+                    .inactivity_timeout
+                    .map(secs)
+                    .unwrap_or(defaults.inactivity_timeout),
+                visibility_timeout: w.visibility_timeout.unwrap_or(defaults.visibility_timeout),
+                error_visibility_timeout: w.error_visibility_timeout,
+                mime_type: w.mime_type.clone().unwrap_or(defaults.mime_type.clone()),
+                retry_delay: w.retry_delay,
+                retry_backoff: backoff,
+                retry_max_delay: w.retry_max_delay.unwrap_or(defaults.retry_max_delay),
+                shutdown_timeout: w
+                    .shutdown_timeout
+                    .map(secs)
+                    .unwrap_or(defaults.shutdown_timeout),
+                batch_size: w.batch_size.unwrap_or(1),
+                batch_window: w.batch_window.map(secs).unwrap_or(defaults.batch_window),
+                ..defaults
+            };
+            out.push((
+                w.name.clone().unwrap_or_else(|| format!("worker-{i}")),
+                opts,
+            ));
+        }
+        Ok(out)
     }
 
     /// Creates (or updates) the declared queues, then wires dead-letter queues by name.

@@ -187,11 +187,30 @@ async fn run(config: Config, file: Option<LoadedConfig>) -> Result<(), Box<dyn s
         engine,
         config,
         local_addr,
+        workers: Default::default(),
     });
+    let workers = match &file {
+        Some(f) => f
+            .workers(
+                &sqsim::server::loopback_url(local_addr),
+                &state.config.account_id,
+            )
+            .map_err(|e| format!("config error: {e}"))?,
+        None => Vec::new(),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let worker_tasks = sqsim::server::start_workers(&state, workers, stop_rx);
     // Tests and scripts read this line to find the port.
     println!("sqsim listening on http://{local_addr}");
     tracing::info!(%local_addr, "sqsim listening");
-    sqsim::server::serve(listener, state, shutdown_signal()).await;
+    sqsim::server::serve(listener, state, async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    })
+    .await;
+    for t in worker_tasks {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
+    }
     tracing::info!("sqsim stopped");
     Ok(())
 }

@@ -122,7 +122,27 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
         })
         .collect();
     let faults: Vec<_> = state.engine.faults.list().iter().map(fault_json).collect();
-    reply(StatusCode::OK, json!({"queues": queues, "faults": faults}))
+    let workers: Vec<_> = state
+        .workers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|(name, w)| {
+            use std::sync::atomic::Ordering::Relaxed;
+            json!({
+                "name": name,
+                "delivered": w.delivered.load(Relaxed),
+                "failed": w.failed.load(Relaxed),
+                "retried": w.retried.load(Relaxed),
+                "in_flight": w.in_flight.load(Relaxed),
+                "released": w.released.load(Relaxed),
+            })
+        })
+        .collect();
+    reply(
+        StatusCode::OK,
+        json!({"queues": queues, "faults": faults, "workers": workers}),
+    )
 }
 
 fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {

@@ -29,6 +29,8 @@ pub struct AppState {
     pub engine: Arc<Engine>,
     pub config: Config,
     pub local_addr: SocketAddr,
+    /// Workers started with the server (config file), by name, for `/_sqsim/stats`.
+    pub workers: std::sync::Mutex<Vec<(String, Arc<crate::worker::WorkerStats>)>>,
 }
 
 /// Serves `listener` until `shutdown` completes, then releases long polls and drains
@@ -78,6 +80,60 @@ pub async fn serve(
     }
 }
 
+/// The base URL a local client reaches this server on (loopback when bound to all addresses).
+pub fn loopback_url(addr: SocketAddr) -> String {
+    let ip = if addr.ip().is_unspecified() {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    } else {
+        addr.ip()
+    };
+    format!("http://{}", SocketAddr::new(ip, addr.port()))
+}
+
+/// Starts workers that push this server's queues to applications; they stop when `stop`
+/// turns true. Their counters show in `/_sqsim/stats`.
+pub fn start_workers(
+    state: &Arc<AppState>,
+    workers: Vec<(String, crate::worker::WorkerOptions)>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    let endpoint = loopback_url(state.local_addr);
+    workers
+        .into_iter()
+        .map(|(name, opts)| {
+            let conf = aws_sdk_sqs::Config::builder()
+                .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+                .endpoint_url(&endpoint)
+                .region(aws_sdk_sqs::config::Region::new(
+                    state.config.region.clone(),
+                ))
+                .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+                    "sqsim-worker",
+                    "sqsim-worker",
+                    None,
+                    None,
+                    "sqsim",
+                ))
+                .build();
+            let stats = Arc::new(crate::worker::WorkerStats::default());
+            state
+                .workers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((name, Arc::clone(&stats)));
+            let mut stop = stop.clone();
+            tokio::spawn(crate::worker::run(
+                aws_sdk_sqs::Client::from_conf(conf),
+                opts,
+                stats,
+                async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                },
+            ))
+        })
+        .collect()
+}
+
 /// Builds an in-process server.
 #[derive(Debug, Default)]
 pub struct ServerBuilder {
@@ -109,6 +165,7 @@ impl ServerBuilder {
             engine: Arc::clone(&engine),
             config: self.config,
             local_addr,
+            workers: Default::default(),
         });
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(listener, state, async {
