@@ -98,6 +98,15 @@ pub fn start_workers(
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     let endpoint = loopback_url(state.local_addr);
+    // Under `--auth verify` the workers sign with a configured key like any other client.
+    let (key, secret) = match &state.config.auth {
+        auth::AuthMode::Verify(keys) => keys
+            .values()
+            .next()
+            .map(|c| (c.access_key.clone(), c.secret_key.clone()))
+            .unwrap_or_default(),
+        auth::AuthMode::Off => ("sqsim-worker".to_string(), "sqsim-worker".to_string()),
+    };
     workers
         .into_iter()
         .map(|(name, opts)| {
@@ -108,8 +117,8 @@ pub fn start_workers(
                     state.config.region.clone(),
                 ))
                 .credentials_provider(aws_sdk_sqs::config::Credentials::new(
-                    "sqsim-worker",
-                    "sqsim-worker",
+                    key.clone(),
+                    secret.clone(),
                     None,
                     None,
                     "sqsim",

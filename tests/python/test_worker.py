@@ -124,3 +124,31 @@ http_connections = 4
             assert workers["orders-app"]["failed"] == 0
     finally:
         os.unlink(path)
+
+
+def test_a_config_file_worker_signs_when_the_server_verifies(app):
+    config = f"""
+[server]
+auth = "verify"
+
+[[credentials]]
+access_key = "AKIDWORKER"
+secret_key = "worker-secret"
+
+[queues.signed]
+
+[[workers]]
+queues = ["signed"]
+http_url = "{app.url}"
+"""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(config)
+        path = f.name
+    try:
+        with running("--config", path) as server:
+            sqs = server.client(key="AKIDWORKER", secret="worker-secret")
+            url = sqs.get_queue_url(QueueName="signed")["QueueUrl"]
+            sqs.send_message(QueueUrl=url, MessageBody="signed job")
+            assert app.wait_for(1)[0][2] == "signed job"
+    finally:
+        os.unlink(path)
