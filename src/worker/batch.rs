@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{
     ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, Message,
-    MessageSystemAttributeName,
 };
 use base64::Engine as _;
 use bytes::Bytes;
@@ -18,7 +17,7 @@ use hyper::Request;
 use serde_json::{json, Value};
 
 use super::deliver::{exchange, Answer, USER_AGENT};
-use super::{queue_name, retry_delay, Job, WorkerStats};
+use super::{jitter, queue_name, receive_count, retry_delay, Job};
 
 /// Receives until `opts.batch_size` messages are in hand or the window after the first one
 /// has passed. Each message is recorded as unfinished as soon as it arrives.
@@ -37,27 +36,12 @@ pub(super) async fn gather(job: &Job, wait: i32) -> Vec<Message> {
                 left.as_secs().min(20) as i32
             }
         };
-        let got = job
-            .sqs
-            .receive_message()
-            .queue_url(&job.queue_url)
-            .max_number_of_messages((opts.batch_size - batch.len()).min(10) as i32)
-            .wait_time_seconds(wait_s)
-            .visibility_timeout(opts.visibility_timeout as i32)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .message_attribute_names("All")
-            .send()
-            .await;
-        let messages = match got {
-            Ok(out) => out.messages.unwrap_or_default(),
-            Err(e) => {
-                tracing::warn!(queue = %job.queue_url, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "receive failed");
-                if batch.is_empty() {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    return batch;
-                }
-                continue;
+        let Some(messages) = job.receive(opts.batch_size - batch.len(), wait_s).await else {
+            if batch.is_empty() {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                return batch;
             }
+            continue;
         };
         if messages.is_empty() {
             match deadline {
@@ -72,18 +56,7 @@ pub(super) async fn gather(job: &Job, wait: i32) -> Vec<Message> {
             continue;
         }
         deadline.get_or_insert_with(|| Instant::now() + opts.batch_window);
-        {
-            let mut unfinished = job.unfinished.lock().unwrap_or_else(|p| p.into_inner());
-            for m in &messages {
-                unfinished.insert(
-                    m.message_id().unwrap_or_default().to_string(),
-                    (
-                        job.queue_url.clone(),
-                        m.receipt_handle().unwrap_or_default().to_string(),
-                    ),
-                );
-            }
-        }
+        job.track(&messages);
         batch.extend(messages);
     }
     batch
@@ -214,30 +187,17 @@ impl Job {
                 .send()
                 .await;
         }
-        let jitter = (started.elapsed().subsec_nanos() % 1000) as f64 / 1000.0;
+        let jitter = jitter(started);
         let mut failed = 0u64;
         for ((m, h), v) in msgs.iter().zip(&handles).zip(&verdicts) {
             let Some(explicit) = v else { continue };
             failed += 1;
-            let count = m
-                .attributes()
-                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(1);
             let delay = match explicit {
                 Some(d) => Some(*d),
-                None => retry_delay(&self.opts, count, None, jitter),
+                None => retry_delay(&self.opts, receive_count(m), None, jitter),
             };
             if let Some(d) = delay {
-                let _ = self
-                    .sqs
-                    .change_message_visibility()
-                    .queue_url(&self.queue_url)
-                    .receipt_handle(h)
-                    .visibility_timeout(d.min(43_200) as i32)
-                    .send()
-                    .await;
-                WorkerStats::add(&self.stats.retried);
+                self.retry_in(h, d).await;
             }
         }
         self.stats
@@ -246,12 +206,7 @@ impl Job {
         self.stats
             .failed
             .fetch_add(failed, std::sync::atomic::Ordering::Relaxed);
-        {
-            let mut unfinished = self.unfinished.lock().unwrap_or_else(|p| p.into_inner());
-            for m in &msgs {
-                unfinished.remove(m.message_id().unwrap_or_default());
-            }
-        }
+        self.untrack(msgs.iter().map(|m| m.message_id().unwrap_or_default()));
         tracing::info!(
             queue = %queue_name(&self.queue_url),
             messages = msgs.len(),

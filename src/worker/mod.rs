@@ -231,19 +231,18 @@ pub async fn run(
             n if empty_streak >= n => opts.wait_time.min(1),
             _ => 0,
         };
-        let url = opts.queues[qi].url.clone();
+        let job = Job {
+            sqs: sqs.clone(),
+            app: app.clone(),
+            opts: Arc::clone(&opts),
+            stats: Arc::clone(&stats),
+            unfinished: Arc::clone(&unfinished),
+            queue_url: opts.queues[qi].url.clone(),
+            stop: stop_rx.clone(),
+        };
         if opts.batch_size > 1 {
             // One permit is one POST, carrying up to batch_size messages.
             permits.truncate(1);
-            let job = Job {
-                sqs: sqs.clone(),
-                app: app.clone(),
-                opts: Arc::clone(&opts),
-                stats: Arc::clone(&stats),
-                unfinished: Arc::clone(&unfinished),
-                queue_url: url.clone(),
-                stop: stop_rx.clone(),
-            };
             let msgs = tokio::select! {
                 _ = &mut shutdown => break 'receive,
                 m = batch::gather(&job, wait) => m,
@@ -259,26 +258,13 @@ pub async fn run(
             while tasks.try_join_next().is_some() {}
             continue;
         }
-        let receive = sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(permits.len() as i32)
-            .wait_time_seconds(wait)
-            .visibility_timeout(opts.visibility_timeout as i32)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .message_attribute_names("All")
-            .send();
         let got = tokio::select! {
             _ = &mut shutdown => break 'receive,
-            r = receive => r,
+            r = job.receive(permits.len(), wait) => r,
         };
-        let messages = match got {
-            Ok(out) => out.messages.unwrap_or_default(),
-            Err(e) => {
-                tracing::warn!(queue = %url, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "receive failed");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
+        let Some(messages) = got else {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
         };
         scheduler.record(qi, messages.len());
         empty_streak = if messages.is_empty() {
@@ -286,23 +272,10 @@ pub async fn run(
         } else {
             0
         };
+        job.track(&messages);
         for msg in messages {
             let Some(permit) = permits.pop() else { break };
-            let handle = msg.receipt_handle().unwrap_or_default().to_string();
-            let id = msg.message_id().unwrap_or_default().to_string();
-            unfinished
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id.clone(), (url.clone(), handle));
-            let job = Job {
-                sqs: sqs.clone(),
-                app: app.clone(),
-                opts: Arc::clone(&opts),
-                stats: Arc::clone(&stats),
-                unfinished: Arc::clone(&unfinished),
-                queue_url: url.clone(),
-                stop: stop_rx.clone(),
-            };
+            let job = job.clone();
             tasks.spawn(async move {
                 job.process(msg).await;
                 drop(permit);
@@ -342,7 +315,8 @@ pub async fn run(
     }
 }
 
-/// Everything one message's processing needs.
+/// Everything receiving from one queue and processing its messages needs.
+#[derive(Clone)]
 struct Job {
     sqs: aws_sdk_sqs::Client,
     app: AppClient,
@@ -353,16 +327,82 @@ struct Job {
     stop: watch::Receiver<bool>,
 }
 
+/// ApproximateReceiveCount of a received message (1 if absent).
+fn receive_count(msg: &Message) -> u32 {
+    msg.attributes()
+        .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1)
+}
+
+/// A number in [0, 1) for retry jitter, from the sub-second part of an elapsed time.
+fn jitter(since: Instant) -> f64 {
+    (since.elapsed().subsec_nanos() % 1000) as f64 / 1000.0
+}
+
 impl Job {
+    /// Receives up to `max` (≤ 10) messages with all attributes; `None` after an error (logged).
+    async fn receive(&self, max: usize, wait: i32) -> Option<Vec<Message>> {
+        let got = self
+            .sqs
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(max.min(10) as i32)
+            .wait_time_seconds(wait)
+            .visibility_timeout(self.opts.visibility_timeout as i32)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send()
+            .await;
+        match got {
+            Ok(out) => Some(out.messages.unwrap_or_default()),
+            Err(e) => {
+                tracing::warn!(queue = %self.queue_url, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "receive failed");
+                None
+            }
+        }
+    }
+
+    /// Records messages as being worked on, so a shutdown can hand them back.
+    fn track(&self, msgs: &[Message]) {
+        let mut unfinished = self.unfinished.lock().unwrap_or_else(|p| p.into_inner());
+        for m in msgs {
+            unfinished.insert(
+                m.message_id().unwrap_or_default().to_string(),
+                (
+                    self.queue_url.clone(),
+                    m.receipt_handle().unwrap_or_default().to_string(),
+                ),
+            );
+        }
+    }
+
+    /// Forgets messages whose outcome is settled.
+    fn untrack<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let mut unfinished = self.unfinished.lock().unwrap_or_else(|p| p.into_inner());
+        for id in ids {
+            unfinished.remove(id);
+        }
+    }
+
+    /// Hides a failed message for `secs` before it is retried.
+    async fn retry_in(&self, handle: &str, secs: u32) {
+        let _ = self
+            .sqs
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(handle)
+            .visibility_timeout(secs.min(VISIBILITY_CAP.as_secs() as u32) as i32)
+            .send()
+            .await;
+        WorkerStats::add(&self.stats.retried);
+    }
+
     async fn process(self, msg: Message) {
         let started = Instant::now();
         let id = msg.message_id().unwrap_or_default().to_string();
         let handle = msg.receipt_handle().unwrap_or_default().to_string();
-        let receive_count: u32 = msg
-            .attributes()
-            .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(1);
+        let receive_count = receive_count(&msg);
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
         let heartbeat = self.heartbeat(handle.clone(), started);
         let name = queue_name(&self.queue_url);
@@ -401,26 +441,15 @@ impl Job {
                     Outcome::Failed { retry_after, .. } => *retry_after,
                     _ => None,
                 };
-                let jitter = (started.elapsed().subsec_nanos() % 1000) as f64 / 1000.0;
+                let jitter = jitter(started);
                 if let Some(delay) = retry_delay(&self.opts, receive_count, retry_after, jitter) {
-                    let _ = self
-                        .sqs
-                        .change_message_visibility()
-                        .queue_url(&self.queue_url)
-                        .receipt_handle(&handle)
-                        .visibility_timeout(delay as i32)
-                        .send()
-                        .await;
-                    WorkerStats::add(&self.stats.retried);
+                    self.retry_in(&handle, delay).await;
                 }
                 // Counted once the queue reflects the outcome, so observers see both agree.
                 WorkerStats::add(&self.stats.failed);
             }
         }
-        self.unfinished
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        self.untrack([id.as_str()]);
         tracing::info!(
             message_id = %id,
             queue = %name,
