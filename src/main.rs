@@ -175,20 +175,19 @@ async fn run(config: Config, file: Option<LoadedConfig>) -> Result<(), Box<dyn s
     use std::sync::Arc;
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
     let local_addr = listener.local_addr()?;
-    let engine = Arc::new(sqsim::engine::Engine::new(
+    let state = Arc::new(AppState::new(
+        config,
         Arc::new(sqsim::Clock::new()),
-        config.engine.clone(),
+        local_addr,
     ));
     if let Some(f) = &file {
-        f.apply_queues(&engine, &config.region, &config.account_id)
-            .map_err(|e| format!("config error: {e}"))?;
+        f.apply_queues(
+            &state.engine,
+            &state.config.region,
+            &state.config.account_id,
+        )
+        .map_err(|e| format!("config error: {e}"))?;
     }
-    let state = Arc::new(AppState {
-        engine,
-        config,
-        local_addr,
-        workers: Default::default(),
-    });
     let workers = match &file {
         Some(f) => f
             .workers(

@@ -235,6 +235,11 @@ impl Queue {
         self.lock().settings.clone()
     }
 
+    /// Reads the settings without copying them (for the per-request hot paths).
+    pub fn with_settings<R>(&self, f: impl FnOnce(&QueueSettings) -> R) -> R {
+        f(&self.lock().settings)
+    }
+
     /// Turns at-least-once mode on (`p` > 0) or off: each message's first delete is ignored
     /// with chance `p` and the message becomes visible again. Standard queues only.
     pub fn set_redelivery(&self, p: f64) {

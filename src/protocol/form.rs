@@ -4,6 +4,12 @@
 
 /// Splits a form or query string into decoded key/value pairs (`+` is a space).
 pub fn parse(input: &[u8]) -> Vec<(String, String)> {
+    pairs(input, true)
+}
+
+/// Splits `k=v&…` into decoded pairs; `plus_is_space` as in [`decode`] (SigV4 canonical
+/// query strings keep `+` literal).
+pub fn pairs(input: &[u8], plus_is_space: bool) -> Vec<(String, String)> {
     input
         .split(|&b| b == b'&')
         .filter(|part| !part.is_empty())
@@ -12,7 +18,7 @@ pub fn parse(input: &[u8]) -> Vec<(String, String)> {
                 Some(i) => (&part[..i], &part[i + 1..]),
                 None => (part, &[][..]),
             };
-            (decode(key, true), decode(value, true))
+            (decode(key, plus_is_space), decode(value, plus_is_space))
         })
         .collect()
 }

@@ -87,18 +87,7 @@ struct Claims {
 }
 
 fn query_pairs(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
-fn decode(s: &str) -> String {
-    crate::protocol::form::decode(s.as_bytes(), false)
+    crate::protocol::form::pairs(query.as_bytes(), false)
 }
 
 /// RFC 3986 encoding: everything but unreserved characters (and `/` when `keep_slash`).

@@ -33,6 +33,18 @@ pub struct AppState {
     pub workers: std::sync::Mutex<Vec<(String, Arc<crate::worker::WorkerStats>)>>,
 }
 
+impl AppState {
+    /// State for a server bound to `local_addr`, with a fresh engine on `clock`.
+    pub fn new(config: Config, clock: Arc<Clock>, local_addr: SocketAddr) -> AppState {
+        AppState {
+            engine: Arc::new(Engine::new(clock, config.engine.clone())),
+            config,
+            local_addr,
+            workers: Default::default(),
+        }
+    }
+}
+
 /// Serves `listener` until `shutdown` completes, then releases long polls and drains
 /// open connections for a bounded time.
 pub async fn serve(
@@ -167,15 +179,10 @@ impl ServerBuilder {
     pub async fn start(self) -> std::io::Result<Server> {
         let listener = TcpListener::bind((self.config.host.as_str(), self.config.port)).await?;
         let local_addr = listener.local_addr()?;
-        let clock = self.clock.unwrap_or_default();
-        let engine = Arc::new(Engine::new(clock, self.config.engine.clone()));
         let (region, account_id) = (self.config.region.clone(), self.config.account_id.clone());
-        let state = Arc::new(AppState {
-            engine: Arc::clone(&engine),
-            config: self.config,
-            local_addr,
-            workers: Default::default(),
-        });
+        let clock = self.clock.unwrap_or_default();
+        let state = Arc::new(AppState::new(self.config, clock, local_addr));
+        let engine = Arc::clone(&state.engine);
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(listener, state, async {
             let _ = rx.await;

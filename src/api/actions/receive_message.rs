@@ -245,7 +245,7 @@ pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     )?;
     let wait_s = match wait {
         Some(w) => w as u64,
-        None => queue.settings().receive_message_wait_time_seconds as u64,
+        None => queue.with_settings(|s| s.receive_message_wait_time_seconds) as u64,
     };
     let mut system = SystemFilter::default();
     for n in input
@@ -262,7 +262,7 @@ pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     }
     let names = NameFilter::new(input.message_attribute_names.as_deref().unwrap_or_default());
     let attempt_id = match input.receive_request_attempt_id {
-        Some(id) if queue.settings().fifo_queue => {
+        Some(id) if queue.with_settings(|s| s.fifo_queue) => {
             let ok = !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_graphic());
             if !ok {
                 return Err(SqsError::invalid_value(

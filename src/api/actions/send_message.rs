@@ -76,11 +76,10 @@ pub struct QueueKind {
 impl QueueKind {
     /// The kind of `queue`.
     pub fn of(queue: &crate::engine::Queue) -> QueueKind {
-        let s = queue.settings();
-        QueueKind {
+        queue.with_settings(|s| QueueKind {
             fifo: s.fifo_queue,
             content_based_deduplication: s.content_based_deduplication,
-        }
+        })
     }
 }
 
