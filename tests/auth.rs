@@ -46,12 +46,7 @@ async fn right_secret_works_wrong_secret_and_unknown_key_do_not() {
         .unwrap()
         .queue_url
         .unwrap();
-    good.send_message()
-        .queue_url(&url)
-        .message_body("ok")
-        .send()
-        .await
-        .unwrap();
+    common::send(&good, &url, "ok").await;
 
     let err = client(&server, "AKIDTEST", "wrong-secret")
         .list_queues()

@@ -84,12 +84,7 @@ async fn declared_queues_exist_and_reapplying_changes_nothing() {
     assert_eq!(attrs(url.clone()).await, before);
 
     // The wiring works: maxReceiveCount 1 moves on the second receive.
-    c.send_message()
-        .queue_url(&url)
-        .message_body("m")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "m").await;
     c.receive_message()
         .queue_url(&url)
         .visibility_timeout(0)

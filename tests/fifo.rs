@@ -82,15 +82,7 @@ async fn recorded_drain_order_and_group_lock() {
     delete(&c, &url, &got[2]).await;
     assert_eq!(bodies(&receive(&c, &url, 10, None).await), ["g1-m4"]);
 
-    let attrs = c
-        .get_queue_attributes()
-        .queue_url(&url)
-        .attribute_names(QueueAttributeName::All)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let attrs = common::queue_attrs(&c, &url, &[QueueAttributeName::All]).await;
     assert_eq!(attrs[&QueueAttributeName::FifoQueue], "true");
     assert_eq!(attrs[&QueueAttributeName::DeduplicationScope], "queue");
     assert_eq!(attrs[&QueueAttributeName::FifoThroughputLimit], "perQueue");

@@ -90,12 +90,7 @@ async fn message_moves_on_the_receive_after_max_receive_count() {
     assert!(none.queue_urls().is_empty());
 
     // Removing the policy stops the moves for messages already queued.
-    c.send_message()
-        .queue_url(&src)
-        .message_body("later")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &src, "later").await;
     for _ in 0..2 {
         receive(&c, &src, 1, 0).await;
     }
@@ -202,15 +197,7 @@ async fn redrive_policy_validation() {
         .send()
         .await
         .unwrap();
-    let attrs = c
-        .get_queue_attributes()
-        .queue_url(&src)
-        .attribute_names(QueueAttributeName::RedrivePolicy)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let attrs = common::queue_attrs(&c, &src, &[QueueAttributeName::RedrivePolicy]).await;
     assert_eq!(attrs[&QueueAttributeName::RedrivePolicy], ok);
 
     // RedriveAllowPolicy on the target is enforced.
@@ -529,15 +516,8 @@ async fn ten_thousand_messages_round_trip_exactly_once() {
     let src = create(&c, "src").await;
     let sent = fill_dlq(&c, &src, &dlq, 10_000).await;
     assert_eq!(sent.len(), 10_000);
-    let dlq_attrs = c
-        .get_queue_attributes()
-        .queue_url(&dlq)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let dlq_attrs =
+        common::queue_attrs(&c, &dlq, &[QueueAttributeName::ApproximateNumberOfMessages]).await;
     assert_eq!(
         dlq_attrs[&QueueAttributeName::ApproximateNumberOfMessages],
         "10000"
@@ -685,15 +665,7 @@ async fn permissions_round_trip_and_limits() {
         .send()
         .await
         .unwrap();
-    let attrs = c
-        .get_queue_attributes()
-        .queue_url(&url)
-        .attribute_names(QueueAttributeName::All)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let attrs = common::queue_attrs(&c, &url, &[QueueAttributeName::All]).await;
     assert!(
         !attrs.contains_key(&QueueAttributeName::Policy),
         "the last removal deletes the policy"

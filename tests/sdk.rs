@@ -63,15 +63,7 @@ async fn queue_lifecycle() {
     let got = c.get_queue_url().queue_name("orders").send().await.unwrap();
     assert_eq!(got.queue_url.unwrap(), url);
 
-    let attrs = c
-        .get_queue_attributes()
-        .queue_url(&url)
-        .attribute_names(QueueAttributeName::All)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let attrs = common::queue_attrs(&c, &url, &[QueueAttributeName::All]).await;
     assert_eq!(attrs[&QueueAttributeName::VisibilityTimeout], "45");
     assert_eq!(
         attrs[&QueueAttributeName::QueueArn],
@@ -85,15 +77,7 @@ async fn queue_lifecycle() {
         .send()
         .await
         .unwrap();
-    let attrs = c
-        .get_queue_attributes()
-        .queue_url(&url)
-        .attribute_names(QueueAttributeName::DelaySeconds)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap();
+    let attrs = common::queue_attrs(&c, &url, &[QueueAttributeName::DelaySeconds]).await;
     assert_eq!(attrs.len(), 1);
     assert_eq!(attrs[&QueueAttributeName::DelaySeconds], "5");
 
@@ -436,12 +420,7 @@ async fn long_poll_returns_soon_after_a_send() {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let sent_at = Instant::now();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("wake")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "wake").await;
     let (n, got_at) = receiver.await.unwrap();
     assert_eq!(n, 1);
     let lag = got_at.duration_since(sent_at);

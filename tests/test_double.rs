@@ -33,12 +33,7 @@ async fn an_hour_passes_through_the_admin_clock_and_wakes_a_long_poll() {
     let server = start().await;
     let c = sdk(&server);
     let url = create(&c, "hour").await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("m")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "m").await;
     let got = c
         .receive_message()
         .queue_url(&url)
@@ -115,12 +110,7 @@ async fn reset_leaves_a_fresh_server() {
     let server = start().await;
     let c = sdk(&server);
     let url = create(&c, "gone").await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("m")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "m").await;
     admin(
         &server,
         "POST",
@@ -200,12 +190,7 @@ async fn peek_and_stats_change_nothing() {
         .send()
         .await
         .unwrap();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("c")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "c").await;
     let got = c.receive_message().queue_url(&url).send().await.unwrap();
     assert_eq!(got.messages().len(), 1);
     let path = format!("/_sqsim/peek?queue_url={}", urlencode(&url));
@@ -365,12 +350,7 @@ async fn at_least_once_mode_redelivers_a_deleted_message_once() {
         json!({"queue": "alo", "redeliver_probability": 1.0}),
     )
     .await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("twice")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "twice").await;
     for round in 0..2 {
         let got = c.receive_message().queue_url(&url).send().await.unwrap();
         assert_eq!(got.messages().len(), 1, "round {round}");
@@ -469,12 +449,7 @@ async fn region_host_urls_keep_regions_apart() {
         format!("http://sqs.eu-west-1.localhost:{port}/000000000000/q")
     );
     // The URL alone picks the queue, whatever region the client is in.
-    east.send_message()
-        .queue_url(&w)
-        .message_body("to the west")
-        .send()
-        .await
-        .unwrap();
+    common::send(&east, &w, "to the west").await;
     let got = west.receive_message().queue_url(&w).send().await.unwrap();
     assert_eq!(got.messages()[0].body(), Some("to the west"));
     assert!(east

@@ -28,12 +28,7 @@ async fn received_message_is_invisible_until_its_timeout() {
     server.clock().freeze();
     let c = sdk(&server);
     let url = create(&c, "vis").await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("m")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "m").await;
 
     let first = receive_one(&c, &url, Some(45)).await.expect("message");
     assert_eq!(
@@ -70,12 +65,7 @@ async fn change_visibility_extends_releases_and_is_capped_at_twelve_hours() {
     server.clock().freeze();
     let c = sdk(&server);
     let url = create(&c, "cmv").await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("m")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "m").await;
     let m = receive_one(&c, &url, Some(10)).await.unwrap();
     let handle = m.receipt_handle.unwrap();
 
@@ -175,12 +165,7 @@ async fn delays_per_message_and_per_queue() {
         .unwrap()
         .queue_url
         .unwrap();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("queue-delay")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "queue-delay").await;
     c.send_message()
         .queue_url(&url)
         .message_body("own-delay")
@@ -235,26 +220,11 @@ async fn retention_expires_old_messages_even_in_flight() {
         .unwrap()
         .queue_url
         .unwrap();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("old")
-        .send()
-        .await
-        .unwrap();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("in-flight")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "old").await;
+    common::send(&c, &url, "in-flight").await;
     let m = receive_one(&c, &url, Some(3600)).await.unwrap();
     server.advance_clock(Duration::from_secs(30));
-    c.send_message()
-        .queue_url(&url)
-        .message_body("young")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "young").await;
     server.advance_clock(Duration::from_secs(30));
     assert_eq!(
         count(&c, &url, QueueAttributeName::ApproximateNumberOfMessages).await,
@@ -282,12 +252,7 @@ async fn retention_expires_old_messages_even_in_flight() {
         .unwrap();
 
     // Lowering retention expires messages that are already older.
-    c.send_message()
-        .queue_url(&url)
-        .message_body("x")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "x").await;
     server.advance_clock(Duration::from_secs(200));
     c.set_queue_attributes()
         .queue_url(&url)
@@ -295,12 +260,7 @@ async fn retention_expires_old_messages_even_in_flight() {
         .send()
         .await
         .unwrap();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("y")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "y").await;
     c.set_queue_attributes()
         .queue_url(&url)
         .attributes(QueueAttributeName::MessageRetentionPeriod, "100")
@@ -320,12 +280,7 @@ async fn purge_clears_everything_once_a_minute() {
     let c = sdk(&server);
     let url = create(&c, "purge").await;
     for i in 0..3 {
-        c.send_message()
-            .queue_url(&url)
-            .message_body(format!("{i}"))
-            .send()
-            .await
-            .unwrap();
+        common::send(&c, &url, format!("{i}")).await;
     }
     c.send_message()
         .queue_url(&url)
@@ -343,12 +298,7 @@ async fn purge_clears_everything_once_a_minute() {
     ] {
         assert_eq!(count(&c, &url, n).await, "0");
     }
-    c.send_message()
-        .queue_url(&url)
-        .message_body("after")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "after").await;
     server.advance_clock(Duration::from_secs(59));
     let err = c.purge_queue().queue_url(&url).send().await.unwrap_err();
     let raw = err.raw_response().unwrap();

@@ -227,12 +227,7 @@ async fn failures_use_the_error_visibility_timeout_and_end_in_the_dlq() {
         .await
         .unwrap();
     let app = start_app(Arc::new(|_| (500, Duration::ZERO, vec![]))).await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("boom")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "boom").await;
     let opts = WorkerOptions {
         error_visibility_timeout: Some(60),
         ..options(&app, &[&url])
@@ -287,18 +282,8 @@ async fn a_hung_app_trips_the_inactivity_timeout_and_retry_after_is_honoured() {
         ),
     }))
     .await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("hang")
-        .send()
-        .await
-        .unwrap();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("later")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "hang").await;
+    common::send(&c, &url, "later").await;
     let opts = WorkerOptions {
         inactivity_timeout: Duration::from_millis(300),
         error_visibility_timeout: Some(5),
@@ -338,12 +323,7 @@ async fn the_heartbeat_keeps_a_long_job_from_being_delivered_twice() {
     let c = sdk(&server);
     let url = create(&c, "long").await;
     let app = start_app(Arc::new(|_| (200, Duration::from_secs(3), vec![]))).await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("long job")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "long job").await;
     // A 3-second job with a 1-second visibility timeout: without the heartbeat it would be
     // received again twice.
     let opts = WorkerOptions {
@@ -368,12 +348,7 @@ async fn http_connections_is_never_exceeded() {
     let url = create(&c, "many").await;
     let app = start_app(Arc::new(|_| (200, Duration::from_millis(30), vec![]))).await;
     for i in 0..40 {
-        c.send_message()
-            .queue_url(&url)
-            .message_body(format!("m{i}"))
-            .send()
-            .await
-            .unwrap();
+        common::send(&c, &url, format!("m{i}")).await;
     }
     let opts = WorkerOptions {
         http_connections: 3,
@@ -400,12 +375,7 @@ async fn shutdown_mid_job_releases_the_message_at_once() {
     let c = sdk(&server);
     let url = create(&c, "stuck").await;
     let app = start_app(Arc::new(|_| (200, Duration::from_secs(60), vec![]))).await;
-    c.send_message()
-        .queue_url(&url)
-        .message_body("unfinished")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "unfinished").await;
     let opts = WorkerOptions {
         shutdown_timeout: Duration::from_millis(200),
         ..options(&app, &[&url])
@@ -507,12 +477,7 @@ async fn batches_fill_or_wait_for_the_window() {
     let url = create(&c, "batched").await;
     let app = start_app(Arc::new(|_| (200, Duration::ZERO, vec![]))).await;
     for b in ["one", "two", "three"] {
-        c.send_message()
-            .queue_url(&url)
-            .message_body(b)
-            .send()
-            .await
-            .unwrap();
+        common::send(&c, &url, b).await;
     }
     let opts = WorkerOptions {
         batch_size: 3,
@@ -539,12 +504,7 @@ async fn batches_fill_or_wait_for_the_window() {
     }
     // A lone message goes out when the window closes.
     let started = Instant::now();
-    c.send_message()
-        .queue_url(&url)
-        .message_body("alone")
-        .send()
-        .await
-        .unwrap();
+    common::send(&c, &url, "alone").await;
     until("the lone batch", || {
         stats.delivered.load(Ordering::SeqCst) == 4
     })
@@ -594,12 +554,7 @@ async fn a_batch_answer_can_retry_single_messages() {
         }
     });
     for b in ["fine", "again"] {
-        c.send_message()
-            .queue_url(&url)
-            .message_body(b)
-            .send()
-            .await
-            .unwrap();
+        common::send(&c, &url, b).await;
     }
     let opts = WorkerOptions {
         queues: vec![WorkerQueue {

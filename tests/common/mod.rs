@@ -226,3 +226,16 @@ pub async fn receive_msgs(
         .messages
         .unwrap_or_default()
 }
+
+/// Sends one message (body only) and returns its MessageId.
+pub async fn send(client: &aws_sdk_sqs::Client, url: &str, body: impl Into<String>) -> String {
+    client
+        .send_message()
+        .queue_url(url)
+        .message_body(body)
+        .send()
+        .await
+        .expect("send message")
+        .message_id
+        .expect("message id")
+}
