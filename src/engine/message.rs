@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::digest::Digest16;
+use super::digest::{md5, md5_of_attributes, Digest16};
 
 /// The value of one message attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,23 +63,156 @@ impl NewMessage {
     }
 }
 
+/// A message with everything computed that does not need the queue's lock: its id, its
+/// digests and the payload itself.
+#[derive(Debug)]
+pub struct PreparedMessage {
+    pub payload: Payload,
+    pub md5_of_system_attributes: Option<Digest16>,
+    /// Body plus message attribute bytes: what MaximumMessageSize limits.
+    pub size: usize,
+    /// Per-message delay in seconds; `None` takes the queue's DelaySeconds.
+    pub delay_seconds: Option<u32>,
+}
+
+impl NewMessage {
+    /// Computes the id and digests; the queue adds the send time and, on FIFO queues, the
+    /// sequence number.
+    pub fn prepare(self) -> PreparedMessage {
+        let size = self.size();
+        let attrs = |a: &Attributes| md5_of_attributes(a.iter().map(|(n, v)| (n.as_str(), v)));
+        let md5_of_system_attributes = attrs(&self.system_attributes);
+        let extra = PayloadExtra {
+            md5_of_attributes: attrs(&self.attributes),
+            attributes: self.attributes,
+            aws_trace_header: self.aws_trace_header,
+            deduplication_id: self.deduplication_id,
+            sequence_number: None,
+            dead_letter_source_arn: None,
+        };
+        let md5_of_body = md5(self.body.as_bytes());
+        PreparedMessage {
+            payload: Payload::new(
+                uuid::Uuid::new_v4(),
+                self.body,
+                md5_of_body,
+                self.sender_id,
+                self.group_id.as_deref().map(Arc::from),
+                extra,
+            ),
+            md5_of_system_attributes,
+            size,
+            delay_seconds: self.delay_seconds,
+        }
+    }
+}
+
+/// The rarely present parts of a payload, kept out of line so that a plain message (a body
+/// and nothing else, the common case) stays small.
+#[derive(Debug, Clone, Default)]
+pub struct PayloadExtra {
+    pub attributes: Attributes,
+    /// MD5 over all message attributes, when there are any.
+    pub md5_of_attributes: Option<Digest16>,
+    pub aws_trace_header: Option<String>,
+    pub deduplication_id: Option<String>,
+    pub sequence_number: Option<String>,
+    pub dead_letter_source_arn: Option<String>,
+}
+
+impl PayloadExtra {
+    fn is_empty(&self) -> bool {
+        self.attributes.is_empty()
+            && self.md5_of_attributes.is_none()
+            && self.aws_trace_header.is_none()
+            && self.deduplication_id.is_none()
+            && self.sequence_number.is_none()
+            && self.dead_letter_source_arn.is_none()
+    }
+}
+
 /// The parts of a message that never change after it was sent (a dead-letter move or a
 /// redrive makes a new copy).
 #[derive(Debug, Clone)]
 pub struct Payload {
     pub message_id: uuid::Uuid,
-    pub body: String,
     pub md5_of_body: Digest16,
-    pub attributes: Attributes,
-    /// MD5 over all message attributes, when there are any.
-    pub md5_of_attributes: Option<Digest16>,
-    pub sender_id: std::sync::Arc<str>,
-    pub aws_trace_header: Option<String>,
     pub sent_ms: u64,
-    pub group_id: Option<std::sync::Arc<str>>,
-    pub deduplication_id: Option<String>,
-    pub sequence_number: Option<String>,
-    pub dead_letter_source_arn: Option<String>,
+    pub body: Box<str>,
+    pub sender_id: Arc<str>,
+    pub group_id: Option<Arc<str>>,
+    extra: Option<Box<PayloadExtra>>,
+}
+
+impl Payload {
+    /// A payload; `extra` is stored only when it holds something.
+    pub fn new(
+        message_id: uuid::Uuid,
+        body: String,
+        md5_of_body: Digest16,
+        sender_id: Arc<str>,
+        group_id: Option<Arc<str>>,
+        extra: PayloadExtra,
+    ) -> Payload {
+        Payload {
+            message_id,
+            md5_of_body,
+            sent_ms: 0,
+            body: body.into_boxed_str(),
+            sender_id,
+            group_id,
+            extra: (!extra.is_empty()).then(|| Box::new(extra)),
+        }
+    }
+
+    fn extra(&self) -> Option<&PayloadExtra> {
+        self.extra.as_deref()
+    }
+
+    /// Message attributes, sorted by name.
+    pub fn attributes(&self) -> &[(String, AttributeValue)] {
+        self.extra().map_or(&[], |e| &e.attributes)
+    }
+
+    /// MD5 over all message attributes, when there are any.
+    pub fn md5_of_attributes(&self) -> Option<Digest16> {
+        self.extra().and_then(|e| e.md5_of_attributes)
+    }
+
+    pub fn aws_trace_header(&self) -> Option<&str> {
+        self.extra().and_then(|e| e.aws_trace_header.as_deref())
+    }
+
+    pub fn deduplication_id(&self) -> Option<&str> {
+        self.extra().and_then(|e| e.deduplication_id.as_deref())
+    }
+
+    pub fn sequence_number(&self) -> Option<&str> {
+        self.extra().and_then(|e| e.sequence_number.as_deref())
+    }
+
+    pub fn dead_letter_source_arn(&self) -> Option<&str> {
+        self.extra()
+            .and_then(|e| e.dead_letter_source_arn.as_deref())
+    }
+
+    /// Sets the FIFO sequence number (assigned under the queue's lock, after the rest).
+    pub fn set_sequence_number(&mut self, n: Option<String>) {
+        self.edit_extra(|e| e.sequence_number = n);
+    }
+
+    /// A copy that names (or no longer names) the queue it was dead-lettered from.
+    pub fn with_dead_letter_source(&self, arn: Option<String>) -> Payload {
+        let mut p = self.clone();
+        p.edit_extra(|e| e.dead_letter_source_arn = arn);
+        p
+    }
+
+    fn edit_extra(&mut self, f: impl FnOnce(&mut PayloadExtra)) {
+        let mut extra = self.extra.take().map(|b| *b).unwrap_or_default();
+        f(&mut extra);
+        self.extra = (!extra.is_empty()).then(|| Box::new(extra));
+    }
 }
 
 /// Where a stored message is in its life.
@@ -98,8 +231,13 @@ pub enum Delivery {
 pub struct StoredMessage {
     pub payload: Arc<Payload>,
     pub delivery: Delivery,
+    /// When it entered this queue: retention counts from here, and it is the `sent_ms` of
+    /// its [`MessageKey`](super::queue::MessageKey).
+    pub enqueued_ms: u64,
     pub receive_count: u32,
-    pub first_receive_ms: Option<u64>,
+    /// Kept as non-zero so the field costs no more than a plain `u64`; a first receive at
+    /// clock 0 is recorded as 1 ms.
+    pub first_receive_ms: Option<std::num::NonZeroU64>,
     /// When the latest receive happened (the 12-hour visibility cap counts from here).
     pub last_receive_ms: u64,
     /// Whether at-least-once mode already redelivered it after a delete.
@@ -123,4 +261,42 @@ pub struct SendReceipt {
     pub md5_of_attributes: Option<Digest16>,
     pub md5_of_system_attributes: Option<Digest16>,
     pub sequence_number: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every queued message pays for these; keep them from growing unnoticed.
+    #[test]
+    fn stored_messages_stay_small() {
+        assert!(std::mem::size_of::<Payload>() <= 96);
+        assert!(std::mem::size_of::<StoredMessage>() <= 56);
+        assert_eq!(
+            std::mem::size_of::<Option<StoredMessage>>(),
+            std::mem::size_of::<StoredMessage>()
+        );
+    }
+
+    #[test]
+    fn empty_extras_are_not_stored() {
+        let mut p = Payload::new(
+            uuid::Uuid::nil(),
+            "b".into(),
+            Digest16([0; 16]),
+            Arc::from("s"),
+            None,
+            PayloadExtra::default(),
+        );
+        assert!(p.extra.is_none());
+        p.set_sequence_number(Some("1".into()));
+        assert_eq!(p.sequence_number(), Some("1"));
+        let moved = p.with_dead_letter_source(Some("arn".into()));
+        assert_eq!(moved.dead_letter_source_arn(), Some("arn"));
+        assert_eq!(moved.sequence_number(), Some("1"));
+        let back = moved.with_dead_letter_source(None);
+        assert_eq!(back.dead_letter_source_arn(), None);
+        p.set_sequence_number(None);
+        assert!(p.extra.is_none());
+    }
 }

@@ -14,6 +14,7 @@ pub mod queue;
 pub mod receipt;
 pub mod redrive;
 pub mod settings;
+pub mod store;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

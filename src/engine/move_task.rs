@@ -194,8 +194,7 @@ fn deliver(
     for m in batch {
         let target = m
             .payload
-            .dead_letter_source_arn
-            .as_deref()
+            .dead_letter_source_arn()
             .and_then(QueueId::from_arn)
             .and_then(|id| engine.queue(&id));
         match target {

@@ -4,22 +4,26 @@
 //! catches the queue up to "now" by popping the deadlines that have passed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::digest::{md5, md5_of_attributes};
 use super::error::EngineError;
 use super::fair::FairIndex;
 use super::fifo::{FifoIndex, Original};
-use super::message::{Delivery, NewMessage, Payload, ReceivedMessage, SendReceipt, StoredMessage};
+use super::message::{
+    Delivery, NewMessage, Payload, PreparedMessage, ReceivedMessage, SendReceipt, StoredMessage,
+};
 use super::receipt::Receipt;
 use super::settings::{
     DeduplicationScope, QueueSettings, MAX_VISIBILITY_TIMEOUT_S, PURGE_COOLDOWN_MS,
 };
+use super::store::Store;
 
-/// Orders messages by send time, then by arrival.
+/// Names a stored message: when it entered the queue, and its arrival number there.
+/// Ordering by it is oldest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MessageKey {
     pub sent_ms: u64,
@@ -136,7 +140,12 @@ struct QueueState {
     created_s: u64,
     last_modified_s: u64,
     tags: BTreeMap<String, String>,
-    messages: BTreeMap<MessageKey, StoredMessage>,
+    messages: Store,
+    /// Messages that arrived with an older enqueue time than ones already stored (dead
+    /// letters keep their original one), so retention cannot find them at the store's front.
+    late: BTreeSet<MessageKey>,
+    /// The newest enqueue time stored so far.
+    newest_enqueued_ms: u64,
     /// Which visible message goes out next.
     order: Order,
     /// Deduplication scope fixed at creation (later changes are reported, not applied).
@@ -146,7 +155,6 @@ struct QueueState {
     visible: usize,
     in_flight: usize,
     delayed: usize,
-    next_seq: u64,
     last_now: u64,
     last_purge_ms: Option<u64>,
     traffic: Traffic,
@@ -177,14 +185,15 @@ impl Queue {
                 created_s: now_ms / 1000,
                 last_modified_s: now_ms / 1000,
                 tags: BTreeMap::new(),
-                messages: BTreeMap::new(),
+                messages: Store::default(),
+                late: BTreeSet::new(),
+                newest_enqueued_ms: 0,
                 order,
                 dedup_scope,
                 timers: BTreeSet::new(),
                 visible: 0,
                 in_flight: 0,
                 delayed: 0,
-                next_seq: 0,
                 last_now: now_ms,
                 last_purge_ms: None,
                 traffic: Traffic::default(),
@@ -250,12 +259,12 @@ impl Queue {
     pub fn peek(&self, now_ms: u64) -> Vec<PeekedMessage> {
         self.with_state(now_ms, |st, _, _| {
             st.messages
-                .values()
-                .map(|m| PeekedMessage {
+                .iter()
+                .map(|(_, m)| PeekedMessage {
                     payload: Arc::clone(&m.payload),
                     delivery: m.delivery,
                     receive_count: m.receive_count,
-                    first_receive_ms: m.first_receive_ms,
+                    first_receive_ms: m.first_receive_ms.map(|t| t.get()),
                 })
                 .collect()
         })
@@ -307,14 +316,8 @@ impl Queue {
     /// Stores a message. Validation of content is the caller's; size is checked here
     /// because the limit is the queue's.
     pub fn send(&self, msg: NewMessage, now_ms: u64) -> Result<SendReceipt, EngineError> {
-        self.with_state(now_ms, |st, now, _| {
-            let limit = st.settings.maximum_message_size;
-            if msg.size() > limit as usize {
-                return Err(EngineError::MessageTooLong { limit });
-            }
-            let delay = msg.delay_seconds.unwrap_or(st.settings.delay_seconds);
-            Ok(st.insert(msg, delay, now))
-        })
+        let prepared = msg.prepare();
+        self.with_state(now_ms, |st, now, _| st.send(prepared, now))
     }
 
     /// Stores several messages under one lock; each either gets a receipt or an error.
@@ -323,17 +326,10 @@ impl Queue {
         msgs: Vec<NewMessage>,
         now_ms: u64,
     ) -> Vec<Result<SendReceipt, EngineError>> {
+        // Digests and ids are computed before taking the lock other senders wait on.
+        let prepared: Vec<PreparedMessage> = msgs.into_iter().map(NewMessage::prepare).collect();
         self.with_state(now_ms, |st, now, _| {
-            let limit = st.settings.maximum_message_size;
-            msgs.into_iter()
-                .map(|msg| {
-                    if msg.size() > limit as usize {
-                        return Err(EngineError::MessageTooLong { limit });
-                    }
-                    let delay = msg.delay_seconds.unwrap_or(st.settings.delay_seconds);
-                    Ok(st.insert(msg, delay, now))
-                })
-                .collect()
+            prepared.into_iter().map(|p| st.send(p, now)).collect()
         })
     }
 
@@ -474,13 +470,30 @@ impl QueueState {
     /// Drops messages older than the retention period, oldest first.
     fn expire(&mut self, now: u64) {
         let retention_ms = self.settings.message_retention_period as u64 * 1000;
-        while let Some((key, _)) = self.messages.first_key_value() {
-            if key.sent_ms + retention_ms > now {
-                break;
-            }
-            let key = *key;
+        let expired = |key: &MessageKey| key.sent_ms + retention_ms <= now;
+        while let Some(key) = self.messages.first().map(|(k, _)| k).filter(expired) {
             self.remove(&key);
         }
+        while let Some(key) = self.late.first().copied().filter(expired) {
+            self.late.pop_first();
+            self.remove(&key);
+        }
+    }
+
+    /// Stores a message that entered the queue at `enqueued_ms` and returns its key.
+    fn store(&mut self, mut m: StoredMessage, enqueued_ms: u64) -> MessageKey {
+        let key = MessageKey {
+            sent_ms: enqueued_ms,
+            seq: self.messages.next_seq(),
+        };
+        if enqueued_ms < self.newest_enqueued_ms {
+            self.late.insert(key);
+        } else {
+            self.newest_enqueued_ms = enqueued_ms;
+        }
+        m.enqueued_ms = enqueued_ms;
+        self.messages.push(key, m);
+        key
     }
 
     /// Marks a stored message visible and offers it (or its group) for delivery.
@@ -506,87 +519,79 @@ impl QueueState {
         }
     }
 
-    fn insert(&mut self, msg: NewMessage, delay_s: u32, now: u64) -> SendReceipt {
-        let md5_of_body = md5(msg.body.as_bytes());
-        let md5_attrs = md5_of_attributes(msg.attributes.iter().map(|(n, v)| (n.as_str(), v)));
-        let md5_of_system_attributes =
-            md5_of_attributes(msg.system_attributes.iter().map(|(n, v)| (n.as_str(), v)));
-        let group_id: Option<Arc<str>> = msg.group_id.as_deref().map(Arc::from);
-        let mut sequence_number = None;
+    /// Stores a prepared message unless it exceeds the queue's size limit.
+    fn send(&mut self, p: PreparedMessage, now: u64) -> Result<SendReceipt, EngineError> {
+        let limit = self.settings.maximum_message_size;
+        if p.size > limit as usize {
+            return Err(EngineError::MessageTooLong { limit });
+        }
+        let delay = p.delay_seconds.unwrap_or(self.settings.delay_seconds);
+        Ok(self.insert(p, delay, now))
+    }
+
+    fn insert(&mut self, prepared: PreparedMessage, delay_s: u32, now: u64) -> SendReceipt {
+        let PreparedMessage {
+            mut payload,
+            md5_of_system_attributes,
+            ..
+        } = prepared;
         let mut dedup_key = None;
         if let Order::Fifo(fifo) = &mut self.order {
-            let dedup_id = msg.deduplication_id.clone().unwrap_or_default();
+            let dedup_id = payload.deduplication_id().unwrap_or_default();
             let key = match self.dedup_scope {
-                DeduplicationScope::Queue => dedup_id,
-                DeduplicationScope::MessageGroup => {
-                    format!(
-                        "{}\n{dedup_id}",
-                        msg.group_id.as_deref().unwrap_or_default()
-                    )
-                }
+                DeduplicationScope::Queue => dedup_id.to_string(),
+                DeduplicationScope::MessageGroup => format!(
+                    "{}\n{dedup_id}",
+                    payload.group_id.as_deref().unwrap_or_default()
+                ),
             };
             if let Some(original) = fifo.duplicate_of(&key, now) {
                 // Accepted, but nothing is enqueued.
                 return SendReceipt {
                     message_id: original.message_id,
-                    md5_of_body,
-                    md5_of_attributes: md5_attrs,
+                    md5_of_body: payload.md5_of_body,
+                    md5_of_attributes: payload.md5_of_attributes(),
                     md5_of_system_attributes,
                     sequence_number: Some(original.sequence_number),
                 };
             }
-            sequence_number = Some(fifo.next_sequence(now));
+            payload.set_sequence_number(Some(fifo.next_sequence(now)));
             dedup_key = Some(key);
         }
-        let key = MessageKey {
-            sent_ms: now,
-            seq: self.next_seq,
-        };
-        self.next_seq += 1;
-        let payload = Arc::new(Payload {
-            message_id: uuid::Uuid::new_v4(),
-            body: msg.body,
-            md5_of_body,
-            attributes: msg.attributes,
-            md5_of_attributes: md5_attrs,
-            sender_id: msg.sender_id,
-            aws_trace_header: msg.aws_trace_header,
-            sent_ms: now,
-            group_id: group_id.clone(),
-            deduplication_id: msg.deduplication_id,
-            sequence_number: sequence_number.clone(),
-            dead_letter_source_arn: None,
-        });
+        payload.sent_ms = now;
+        let payload = Arc::new(payload);
         let receipt = SendReceipt {
             message_id: payload.message_id,
             md5_of_body: payload.md5_of_body,
-            md5_of_attributes: payload.md5_of_attributes,
+            md5_of_attributes: payload.md5_of_attributes(),
             md5_of_system_attributes,
-            sequence_number,
+            sequence_number: payload.sequence_number().map(str::to_string),
         };
+        let group_id = payload.group_id.clone();
+        let delayed = delay_s > 0;
+        let until_ms = now + delay_s as u64 * 1000;
+        let key = self.store(
+            StoredMessage {
+                payload,
+                delivery: Delivery::Delayed { until_ms },
+                enqueued_ms: now,
+                receive_count: 0,
+                first_receive_ms: None,
+                last_receive_ms: 0,
+                redelivered: false,
+            },
+            now,
+        );
         if let (Order::Fifo(fifo), Some(k)) = (&mut self.order, dedup_key) {
             let original = Original {
                 message_id: receipt.message_id,
                 sequence_number: receipt.sequence_number.clone().unwrap_or_default(),
             };
             fifo.remember(k, original, now);
-            let group = group_id.clone().unwrap_or_else(|| Arc::from(""));
+            let group = group_id.unwrap_or_else(|| Arc::from(""));
             fifo.insert(key, &group);
         }
         self.traffic.sent += 1;
-        let delayed = delay_s > 0;
-        let until_ms = now + delay_s as u64 * 1000;
-        self.messages.insert(
-            key,
-            StoredMessage {
-                payload,
-                delivery: Delivery::Delayed { until_ms },
-                receive_count: 0,
-                first_receive_ms: None,
-                last_receive_ms: 0,
-                redelivered: false,
-            },
-        );
         if delayed {
             self.timers.insert((until_ms, key));
             self.delayed += 1;
@@ -695,7 +700,10 @@ impl QueueState {
             .get_mut(&key)
             .expect("hand_out is only called for stored messages");
         msg.receive_count += 1;
-        let first = *msg.first_receive_ms.get_or_insert(now);
+        let first = msg
+            .first_receive_ms
+            .get_or_insert(NonZeroU64::new(now.max(1)).unwrap_or(NonZeroU64::MIN))
+            .get();
         msg.last_receive_ms = now;
         msg.delivery = Delivery::InFlight { until_ms };
         let received = ReceivedMessage {
@@ -736,14 +744,10 @@ impl QueueState {
         let fifo = matches!(self.order, Order::Fifo(_));
         match transfer {
             Transfer::DeadLetter { source_arn } => {
-                let mut p = (*m.payload).clone();
-                p.dead_letter_source_arn = Some(source_arn.to_string());
-                m.payload = Arc::new(p);
+                m.payload = Arc::new(m.payload.with_dead_letter_source(Some(source_arn.into())));
             }
             Transfer::Redrive => {
-                let mut p = (*m.payload).clone();
-                p.dead_letter_source_arn = None;
-                m.payload = Arc::new(p);
+                m.payload = Arc::new(m.payload.with_dead_letter_source(None));
                 m.receive_count = 0;
                 m.first_receive_ms = None;
             }
@@ -756,17 +760,12 @@ impl QueueState {
         } else {
             m.payload.sent_ms
         };
-        let key = MessageKey {
-            sent_ms,
-            seq: self.next_seq,
-        };
-        self.next_seq += 1;
-        if let Order::Fifo(f) = &mut self.order {
-            let group = m.payload.group_id.clone().unwrap_or_else(|| Arc::from(""));
-            f.insert(key, &group);
-        }
         m.delivery = Delivery::Delayed { until_ms: now };
-        self.messages.insert(key, m);
+        let group = m.payload.group_id.clone();
+        let key = self.store(m, sent_ms);
+        if let Order::Fifo(f) = &mut self.order {
+            f.insert(key, &group.unwrap_or_else(|| Arc::from("")));
+        }
         self.make_visible(key);
     }
 
@@ -816,7 +815,7 @@ impl QueueState {
                 }
                 .encode(),
                 receive_count: n,
-                first_receive_ms: msg.first_receive_ms.unwrap_or(now),
+                first_receive_ms: msg.first_receive_ms.map_or(now, NonZeroU64::get),
             });
         }
         Some(out)
@@ -949,6 +948,7 @@ impl QueueState {
 
     fn purge(&mut self, now: u64) {
         self.messages.clear();
+        self.late.clear();
         self.timers.clear();
         self.visible = 0;
         self.in_flight = 0;
@@ -961,7 +961,7 @@ impl QueueState {
     }
 }
 
-fn is_visible(messages: &BTreeMap<MessageKey, StoredMessage>, key: &MessageKey) -> bool {
+fn is_visible(messages: &Store, key: &MessageKey) -> bool {
     messages
         .get(key)
         .is_some_and(|m| m.delivery == Delivery::Visible)
@@ -1009,16 +1009,16 @@ mod tests {
     fn check(q: &Queue) {
         let st = q.lock();
         let (mut v, mut f, mut d) = (0, 0, 0);
-        for (key, m) in &st.messages {
+        for (key, m) in st.messages.iter() {
             match m.delivery {
                 Delivery::Visible => v += 1,
                 Delivery::InFlight { until_ms } => {
                     f += 1;
-                    assert!(st.timers.contains(&(until_ms, *key)));
+                    assert!(st.timers.contains(&(until_ms, key)));
                 }
                 Delivery::Delayed { until_ms } => {
                     d += 1;
-                    assert!(st.timers.contains(&(until_ms, *key)));
+                    assert!(st.timers.contains(&(until_ms, key)));
                 }
             }
         }
@@ -1050,6 +1050,32 @@ mod tests {
         );
         assert_eq!(got.messages[0].receive_count, 2);
         check(&q);
+    }
+
+    #[test]
+    fn dead_letters_expire_by_their_original_send_time() {
+        let t = 1_000_000;
+        let source = queue();
+        source.send(msg("old", None), t).unwrap();
+        let dlq = queue();
+        dlq.update_settings(t, |s| {
+            s.message_retention_period = 60;
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        dlq.send(msg("new", None), t + 50_000).unwrap();
+        let moved = source.take_for_move(1, t + 50_000);
+        dlq.accept(
+            moved,
+            Transfer::DeadLetter { source_arn: "arn" },
+            t + 50_000,
+        );
+        assert_eq!(dlq.stored(t + 59_999), 2);
+        assert_eq!(dlq.stored(t + 60_000), 1, "the dead letter's time is up");
+        let left = dlq.peek(t + 60_000);
+        assert_eq!(&*left[0].payload.body, "new");
+        assert_eq!(dlq.stored(t + 110_000), 0);
+        check(&dlq);
     }
 
     #[test]

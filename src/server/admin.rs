@@ -168,7 +168,7 @@ fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
                 Delivery::Delayed { until_ms } => ("delayed", Some(until_ms)),
             };
             let attributes: serde_json::Map<String, serde_json::Value> = p
-                .attributes
+                .attributes()
                 .iter()
                 .map(|(n, v)| {
                     let value = match &v.data {
@@ -191,9 +191,9 @@ fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
                 "sent_timestamp": p.sent_ms,
                 "first_receive_timestamp": m.first_receive_ms,
                 "message_group_id": p.group_id.as_deref(),
-                "message_deduplication_id": p.deduplication_id,
-                "sequence_number": p.sequence_number,
-                "dead_letter_source_arn": p.dead_letter_source_arn,
+                "message_deduplication_id": p.deduplication_id(),
+                "sequence_number": p.sequence_number(),
+                "dead_letter_source_arn": p.dead_letter_source_arn(),
                 "message_attributes": attributes,
             })
         })

@@ -75,24 +75,30 @@ impl OutMessage {
             "ApproximateFirstReceiveTimestamp",
             Some(m.first_receive_ms.to_string()),
         );
-        add("AWSTraceHeader", p.aws_trace_header.clone());
-        add("SequenceNumber", p.sequence_number.clone());
-        add("MessageDeduplicationId", p.deduplication_id.clone());
+        add("AWSTraceHeader", p.aws_trace_header().map(str::to_string));
+        add("SequenceNumber", p.sequence_number().map(str::to_string));
+        add(
+            "MessageDeduplicationId",
+            p.deduplication_id().map(str::to_string),
+        );
         add("MessageGroupId", p.group_id.as_deref().map(str::to_string));
-        add("DeadLetterQueueSourceArn", p.dead_letter_source_arn.clone());
+        add(
+            "DeadLetterQueueSourceArn",
+            p.dead_letter_source_arn().map(str::to_string),
+        );
 
         let selected: Vec<usize> = if names.is_empty() {
             Vec::new()
         } else {
-            (0..p.attributes.len())
-                .filter(|&i| names.matches(&p.attributes[i].0))
+            (0..p.attributes().len())
+                .filter(|&i| names.matches(&p.attributes()[i].0))
                 .collect()
         };
-        let md5_of_attributes = if selected.len() == p.attributes.len() {
-            p.md5_of_attributes
+        let md5_of_attributes = if selected.len() == p.attributes().len() {
+            p.md5_of_attributes()
         } else {
             md5_of_attributes(selected.iter().map(|&i| {
-                let (n, v) = &p.attributes[i];
+                let (n, v) = &p.attributes()[i];
                 (n.as_str(), v)
             }))
         };
@@ -106,7 +112,7 @@ impl OutMessage {
     }
 
     fn selected_attributes(&self) -> impl Iterator<Item = &(String, AttributeValue)> {
-        self.selected.iter().map(|&i| &self.payload.attributes[i])
+        self.selected.iter().map(|&i| &self.payload.attributes()[i])
     }
 }
 
