@@ -13,9 +13,59 @@ enum Slot {
     Group(Arc<str>),
 }
 
+/// Keys, oldest first. Most arrive in order (new sends) and are appended to a deque, which
+/// costs a fraction of a tree insert and of its memory; the few that arrive out of order
+/// (a visibility timeout ending) go to a tree beside it.
+#[derive(Debug, Default)]
+struct KeyQueue {
+    in_order: VecDeque<MessageKey>,
+    out_of_order: BTreeSet<MessageKey>,
+}
+
+impl KeyQueue {
+    fn insert(&mut self, key: MessageKey) {
+        if self.in_order.back().is_none_or(|last| *last < key) {
+            self.in_order.push_back(key);
+        } else {
+            self.out_of_order.insert(key);
+        }
+    }
+
+    fn remove(&mut self, key: &MessageKey) {
+        if !self.out_of_order.remove(key) {
+            if let Ok(i) = self.in_order.binary_search(key) {
+                self.in_order.remove(i);
+                self.shrink();
+            }
+        }
+    }
+
+    fn pop_first(&mut self) -> Option<MessageKey> {
+        let key = match (self.in_order.front(), self.out_of_order.first()) {
+            (Some(a), Some(b)) if b < a => self.out_of_order.pop_first(),
+            (Some(_), _) => self.in_order.pop_front(),
+            (None, _) => self.out_of_order.pop_first(),
+        };
+        self.shrink();
+        key
+    }
+
+    /// Gives back the memory of a drained backlog.
+    fn shrink(&mut self) {
+        let cap = self.in_order.capacity();
+        if cap > 1024 && self.in_order.len() < cap / 4 {
+            self.in_order.shrink_to(cap / 2);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.in_order.is_empty() && self.out_of_order.is_empty()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Lane {
-    visible: BTreeSet<MessageKey>,
+    visible: KeyQueue,
     in_rotation: bool,
 }
 
@@ -126,6 +176,48 @@ mod tests {
         let got = f.take(2);
         assert_eq!(got, vec![k(0), k(100)]);
         assert_eq!(f.take(3), vec![k(1), k(2), k(3)]);
+    }
+
+    #[test]
+    fn key_queue_matches_a_sorted_set() {
+        let mut q = KeyQueue::default();
+        let mut model = BTreeSet::new();
+        let mut rng = 0x2545f4914f6cdd1du64;
+        let mut roll = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut next = 0;
+        for _ in 0..50_000 {
+            match roll(10) {
+                // New keys, in order.
+                0..=4 => {
+                    next += 1;
+                    q.insert(k(next));
+                    model.insert(k(next));
+                }
+                // An old key comes back.
+                5 => {
+                    let key = k(roll(next + 1));
+                    if model.insert(key) {
+                        q.insert(key);
+                    }
+                }
+                6 => {
+                    let key = k(roll(next + 1));
+                    q.remove(&key);
+                    model.remove(&key);
+                }
+                _ => assert_eq!(q.pop_first(), model.pop_first()),
+            }
+            assert_eq!(q.is_empty(), model.is_empty());
+        }
+        while let Some(key) = model.pop_first() {
+            assert_eq!(q.pop_first(), Some(key));
+        }
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::digest::{md5, md5_of_attributes, Digest16};
+use super::md5x8::md5_many;
 
 /// The value of one message attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +80,21 @@ impl NewMessage {
     /// Computes the id and digests; the queue adds the send time and, on FIFO queues, the
     /// sequence number.
     pub fn prepare(self) -> PreparedMessage {
+        let md5_of_body = md5(self.body.as_bytes());
+        self.prepare_with(md5_of_body)
+    }
+
+    /// [`NewMessage::prepare`] for a batch, digesting the bodies side by side.
+    pub fn prepare_all(msgs: Vec<NewMessage>) -> Vec<PreparedMessage> {
+        let bodies: Vec<&[u8]> = msgs.iter().map(|m| m.body.as_bytes()).collect();
+        let digests = md5_many(&bodies);
+        msgs.into_iter()
+            .zip(digests)
+            .map(|(m, d)| m.prepare_with(d))
+            .collect()
+    }
+
+    fn prepare_with(self, md5_of_body: Digest16) -> PreparedMessage {
         let size = self.size();
         let attrs = |a: &Attributes| md5_of_attributes(a.iter().map(|(n, v)| (n.as_str(), v)));
         let md5_of_system_attributes = attrs(&self.system_attributes);
@@ -90,7 +106,6 @@ impl NewMessage {
             sequence_number: None,
             dead_letter_source_arn: None,
         };
-        let md5_of_body = md5(self.body.as_bytes());
         PreparedMessage {
             payload: Payload::new(
                 uuid::Uuid::new_v4(),

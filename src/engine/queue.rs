@@ -327,7 +327,7 @@ impl Queue {
         now_ms: u64,
     ) -> Vec<Result<SendReceipt, EngineError>> {
         // Digests and ids are computed before taking the lock other senders wait on.
-        let prepared: Vec<PreparedMessage> = msgs.into_iter().map(NewMessage::prepare).collect();
+        let prepared = NewMessage::prepare_all(msgs);
         self.with_state(now_ms, |st, now, _| {
             prepared.into_iter().map(|p| st.send(p, now)).collect()
         })

@@ -223,7 +223,8 @@ pub fn encode_reply(
 ) -> Encoded {
     match protocol {
         Protocol::Json => {
-            let mut body = Vec::with_capacity(1024);
+            // A full SendMessageBatch or ReceiveMessage reply fits without regrowing.
+            let mut body = Vec::with_capacity(4096);
             reply.write_json(&mut body);
             Encoded {
                 status: 200,

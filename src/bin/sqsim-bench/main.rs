@@ -29,6 +29,10 @@ struct Args {
     /// A moto_server (or other peer) to compare with, e.g. http://127.0.0.1:5000.
     #[arg(long)]
     moto: Option<String>,
+    /// Connections of the send, single and cycle scenarios (the cycle splits them 1:2
+    /// between producers and consumers).
+    #[arg(long, default_value_t = 8)]
+    connections: usize,
     /// Seconds per throughput scenario.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -186,16 +190,24 @@ async fn run(args: Args) {
             .iter()
             .filter(|p| args.protocols.is_empty() || args.protocols.iter().any(|n| n == p.name()));
         for &p in protos {
-            eprintln!("[{}] send/{}", t.name, p.name());
-            results.push(scenarios::send(t, p, 8, dur).await);
-            eprintln!("[{}] cycle/{}", t.name, p.name());
-            let url =
-                scenarios::create_queue(t, p, &format!("bench-cycle-{}", p.name()), false).await;
-            results.push(scenarios::cycle(t, p, &url, 4, 8, dur, 0, "cycle").await);
-            scenarios::delete_queue(t, p, &url).await;
-            eprintln!("[{}] single/{}", t.name, p.name());
-            results.push(scenarios::single(t, p, 8, dur).await);
-            if t.name != "floor" {
+            let conns = args.connections;
+            if wanted("send") {
+                eprintln!("[{}] send/{}", t.name, p.name());
+                results.push(scenarios::send(t, p, conns, dur).await);
+            }
+            if wanted("cycle") {
+                eprintln!("[{}] cycle/{}", t.name, p.name());
+                let name = format!("bench-cycle-{}", p.name());
+                let url = scenarios::create_queue(t, p, &name, false).await;
+                let producers = (conns / 2).max(1);
+                results.push(scenarios::cycle(t, p, &url, producers, conns, dur, 0, "cycle").await);
+                scenarios::delete_queue(t, p, &url).await;
+            }
+            if wanted("single") {
+                eprintln!("[{}] single/{}", t.name, p.name());
+                results.push(scenarios::single(t, p, conns, dur).await);
+            }
+            if t.name != "floor" && wanted("latency") {
                 eprintln!("[{}] latency/{}", t.name, p.name());
                 results.push(scenarios::latency(t, p, 200, Duration::from_millis(10)).await);
             }
@@ -206,7 +218,17 @@ async fn run(args: Args) {
     if wanted("fifo") {
         eprintln!("[sqsim] fifo/json");
         let url = scenarios::create_queue(&sqsim, Proto::Json, "bench-fifo.fifo", true).await;
-        let mut o = scenarios::cycle(&sqsim, Proto::Json, &url, 4, 8, dur, 1000, "fifo").await;
+        let mut o = scenarios::cycle(
+            &sqsim,
+            Proto::Json,
+            &url,
+            (args.connections / 2).max(1),
+            args.connections,
+            dur,
+            1000,
+            "fifo",
+        )
+        .await;
         o.note = format!("1000 message groups; {}", o.note);
         results.push(o);
         scenarios::delete_queue(&sqsim, Proto::Json, &url).await;
@@ -233,7 +255,17 @@ async fn run(args: Args) {
                 }
             }
         }
-        let mut o = scenarios::cycle(&sqsim, Proto::Json, &url, 4, 8, dur, 0, label).await;
+        let mut o = scenarios::cycle(
+            &sqsim,
+            Proto::Json,
+            &url,
+            (args.connections / 2).max(1),
+            args.connections,
+            dur,
+            0,
+            label,
+        )
+        .await;
         o.note = format!("{n} messages queued first; {}", o.note);
         results.push(o);
         scenarios::delete_queue(&sqsim, Proto::Json, &url).await;

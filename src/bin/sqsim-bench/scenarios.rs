@@ -70,8 +70,16 @@ async fn connect(t: &Target) -> Conn {
         .unwrap_or_else(|e| panic!("cannot connect to {} at {}: {e}", t.name, t.addr))
 }
 
-/// Creates a queue and returns its URL.
+/// Creates a queue and returns its URL. Names get this run's suffix: a server that outlives
+/// the run (`--endpoint`) refuses a deleted queue's name for 60 s, as SQS does.
 pub async fn create_queue(t: &Target, proto: Proto, name: &str, fifo: bool) -> String {
+    static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let run = RUN.get_or_init(|| format!("{}-{}", std::process::id(), now_us() % 1_000_000));
+    let name = match name.strip_suffix(".fifo") {
+        Some(stem) => format!("{stem}-{run}.fifo"),
+        None => format!("{name}-{run}"),
+    };
+    let name = name.as_str();
     let mut c = connect(t).await;
     let (status, body) = c
         .send(&Api(proto).create_queue(name, fifo))
