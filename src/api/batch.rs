@@ -1,7 +1,5 @@
 //! What the three batch actions share: whole-request entry checks and the `Failed` entries.
 
-use std::collections::HashSet;
-
 use serde::Serialize;
 
 use crate::error::{ErrorCode, SqsError};
@@ -47,8 +45,8 @@ pub fn check_entries<'a, E: Entry>(
             ),
         ));
     }
-    let mut seen = HashSet::with_capacity(entries.len());
-    for e in entries {
+    // At most ten ids: comparing each with the ones before beats hashing them.
+    for (i, e) in entries.iter().enumerate() {
         let id = e.id().unwrap_or_default();
         if !valid_id(id) {
             return Err(SqsError::new(
@@ -56,7 +54,10 @@ pub fn check_entries<'a, E: Entry>(
                 "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
             ));
         }
-        if !seen.insert(id) {
+        if entries[..i]
+            .iter()
+            .any(|p| p.id().unwrap_or_default() == id)
+        {
             return Err(SqsError::new(
                 ErrorCode::BatchEntryIdsNotDistinct,
                 format!("Id {id} repeated."),

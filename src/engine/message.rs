@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::digest::{md5, md5_of_attributes, Digest16};
-use super::md5x8::md5_many;
+use super::md5_lanes::md5_many;
 
 /// The value of one message attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]

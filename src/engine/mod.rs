@@ -8,7 +8,7 @@ pub mod error;
 pub mod fair;
 pub mod faults;
 pub mod fifo;
-pub mod md5x8;
+pub mod md5_lanes;
 pub mod message;
 pub mod move_task;
 pub mod queue;

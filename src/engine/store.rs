@@ -159,8 +159,11 @@ impl Store {
         debug_assert_eq!(key.sent_ms, msg.enqueued_ms);
         let d = (self.next - self.base) as usize;
         if d / CHUNK == self.chunks.len() {
+            // A queue that filled a chunk will likely fill the next: take it whole rather
+            // than regrow it ten times. A small queue's first chunk grows as needed.
+            let capacity = if self.chunks.is_empty() { 0 } else { CHUNK };
             self.chunks.push_back(Chunk::Dense {
-                slots: Vec::new(),
+                slots: Vec::with_capacity(capacity),
                 live: 0,
                 head: 0,
             });

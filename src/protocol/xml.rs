@@ -49,6 +49,13 @@ impl XmlWriter {
         self.close(tag);
     }
 
+    /// `<tag>text</tag>` for text that never needs escaping, already formatted.
+    pub fn elem_raw(&mut self, tag: &str, text: &str) {
+        self.open(tag);
+        self.raw(text);
+        self.close(tag);
+    }
+
     /// An element for an optional value; nothing when `None`.
     pub fn opt(&mut self, tag: &str, text: Option<&str>) {
         if let Some(t) = text {

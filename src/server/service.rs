@@ -71,7 +71,10 @@ pub async fn handle(
     state: Arc<AppState>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
-    let request_id = uuid::Uuid::new_v4().to_string();
+    let request_id = uuid::Uuid::new_v4()
+        .hyphenated()
+        .encode_lower(&mut uuid::Uuid::encode_buffer())
+        .to_owned();
     if req.uri().path().starts_with(ADMIN_PREFIX) {
         return Ok(admin::handle(&state, req).await);
     }

@@ -224,13 +224,21 @@ impl From<SendReceipt> for Output {
 impl Output {
     /// The result members, shared with SendMessageBatchResultEntry.
     pub fn write_members(&self, w: &mut XmlWriter) {
-        w.elem_plain("MessageId", self.message_id);
-        w.elem_plain("MD5OfMessageBody", self.md5_of_message_body);
-        if let Some(v) = self.md5_of_message_attributes {
-            w.elem_plain("MD5OfMessageAttributes", v);
+        let mut id = uuid::Uuid::encode_buffer();
+        w.elem_raw(
+            "MessageId",
+            self.message_id.hyphenated().encode_lower(&mut id),
+        );
+        let mut hex = [0u8; 32];
+        w.elem_raw(
+            "MD5OfMessageBody",
+            self.md5_of_message_body.encode(&mut hex),
+        );
+        if let Some(v) = &self.md5_of_message_attributes {
+            w.elem_raw("MD5OfMessageAttributes", v.encode(&mut hex));
         }
-        if let Some(v) = self.md5_of_message_system_attributes {
-            w.elem_plain("MD5OfMessageSystemAttributes", v);
+        if let Some(v) = &self.md5_of_message_system_attributes {
+            w.elem_raw("MD5OfMessageSystemAttributes", v.encode(&mut hex));
         }
         w.opt("SequenceNumber", self.sequence_number.as_deref());
     }

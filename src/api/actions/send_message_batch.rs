@@ -38,50 +38,36 @@ impl Reply for Output {
     fn write_json(&self, out: &mut Vec<u8>) {
         out.push(b'{');
         if !self.successful.is_empty() {
+            out.reserve(self.successful.len() * 192);
             out.extend_from_slice(b"\"Successful\":[");
             for (i, e) in self.successful.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
+                out.extend_from_slice(b"{\"Id\":");
+                json_str(out, &e.id);
                 let o = &e.sent;
-                let (mut b1, mut b2, mut b3) = ([0u8; 32], [0u8; 32], [0u8; 32]);
-                let mut id_buf = uuid::Uuid::encode_buffer();
-                let fields = [
-                    ("Id", Some(e.id.as_str())),
-                    (
-                        "MD5OfMessageBody",
-                        Some(o.md5_of_message_body.encode(&mut b1)),
-                    ),
-                    (
-                        "MD5OfMessageAttributes",
-                        o.md5_of_message_attributes
-                            .as_ref()
-                            .map(|d| d.encode(&mut b2)),
-                    ),
-                    (
-                        "MD5OfMessageSystemAttributes",
-                        o.md5_of_message_system_attributes
-                            .as_ref()
-                            .map(|d| d.encode(&mut b3)),
-                    ),
-                    (
-                        "MessageId",
-                        Some(&*o.message_id.hyphenated().encode_lower(&mut id_buf)),
-                    ),
-                    ("SequenceNumber", o.sequence_number.as_deref()),
-                ];
-                out.push(b'{');
-                for (n, (name, value)) in fields
-                    .iter()
-                    .filter_map(|(n, v)| Some((n, (*v)?)))
-                    .enumerate()
-                {
-                    if n > 0 {
-                        out.push(b',');
-                    }
-                    json_str(out, name);
-                    out.push(b':');
-                    json_str(out, value);
+                let mut hex = [0u8; 32];
+                raw_field(
+                    out,
+                    "MD5OfMessageBody",
+                    o.md5_of_message_body.encode(&mut hex),
+                );
+                if let Some(d) = &o.md5_of_message_attributes {
+                    raw_field(out, "MD5OfMessageAttributes", d.encode(&mut hex));
+                }
+                if let Some(d) = &o.md5_of_message_system_attributes {
+                    raw_field(out, "MD5OfMessageSystemAttributes", d.encode(&mut hex));
+                }
+                let mut id = uuid::Uuid::encode_buffer();
+                raw_field(
+                    out,
+                    "MessageId",
+                    o.message_id.hyphenated().encode_lower(&mut id),
+                );
+                if let Some(n) = &o.sequence_number {
+                    // Sequence numbers are digits only.
+                    raw_field(out, "SequenceNumber", n);
                 }
                 out.push(b'}');
             }
@@ -107,6 +93,15 @@ impl Reply for Output {
         }
         write_failed(w, &self.failed);
     }
+}
+
+/// `,"name":"value"` for values that never need escaping (digests, ids, digits).
+fn raw_field(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":\"");
+    out.extend_from_slice(value.as_bytes());
+    out.push(b'"');
 }
 
 pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {

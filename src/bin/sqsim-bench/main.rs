@@ -29,10 +29,14 @@ struct Args {
     /// A moto_server (or other peer) to compare with, e.g. http://127.0.0.1:5000.
     #[arg(long)]
     moto: Option<String>,
-    /// Connections of the send, single and cycle scenarios (the cycle splits them 1:2
-    /// between producers and consumers).
+    /// Connections of the single and cycle scenarios (the cycle splits them 1:2 between
+    /// producers and consumers).
     #[arg(long, default_value_t = 8)]
     connections: usize,
+    /// Connection counts the send scenario tries; each target is reported at its best, so
+    /// every server is compared at the concurrency that suits it.
+    #[arg(long, value_delimiter = ',', default_values_t = [8, 32])]
+    send_connections: Vec<usize>,
     /// Seconds per throughput scenario.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -192,8 +196,14 @@ async fn run(args: Args) {
         for &p in protos {
             let conns = args.connections;
             if wanted("send") {
-                eprintln!("[{}] send/{}", t.name, p.name());
-                results.push(scenarios::send(t, p, conns, dur).await);
+                let mut tries = Vec::new();
+                for &c in &args.send_connections {
+                    eprintln!("[{}] send/{} on {c} connections", t.name, p.name());
+                    tries.push(scenarios::send(t, p, c, dur).await);
+                }
+                if let Some(best) = scenarios::best_of(tries) {
+                    results.push(best);
+                }
             }
             if wanted("cycle") {
                 eprintln!("[{}] cycle/{}", t.name, p.name());
