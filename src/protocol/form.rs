@@ -1,15 +1,35 @@
 //! `application/x-www-form-urlencoded` decoding, kept small and fast: most query-protocol
-//! values (bodies, ids, URLs without spaces) need no decoding at all and are only checked for
-//! UTF-8.
+//! keys and values (member names, bodies, ids, URLs without spaces) need no decoding at all,
+//! so they are only checked for UTF-8 and borrowed from the input.
+
+use std::borrow::Cow;
+
+/// A decoded key/value pair, borrowing from the input where nothing needed decoding.
+pub type Pair<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// Splits a form or query string into decoded key/value pairs (`+` is a space).
-pub fn parse(input: &[u8]) -> Vec<(String, String)> {
+pub fn parse(input: &[u8]) -> Vec<Pair<'_>> {
     pairs(input, true)
 }
 
 /// Splits `k=v&…` into decoded pairs; `plus_is_space` as in [`decode`] (SigV4 canonical
 /// query strings keep `+` literal).
-pub fn pairs(input: &[u8], plus_is_space: bool) -> Vec<(String, String)> {
+pub fn pairs(input: &[u8], plus_is_space: bool) -> Vec<Pair<'_>> {
+    // Valid UTF-8 (nearly every request) is checked once, and then split and scanned with
+    // the standard library's memchr-backed searches.
+    if let Ok(text) = std::str::from_utf8(input) {
+        return text
+            .split('&')
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                let (key, value) = part.split_once('=').unwrap_or((part, ""));
+                (
+                    decode_str(key, plus_is_space),
+                    decode_str(value, plus_is_space),
+                )
+            })
+            .collect();
+    }
     input
         .split(|&b| b == b'&')
         .filter(|part| !part.is_empty())
@@ -23,14 +43,26 @@ pub fn pairs(input: &[u8], plus_is_space: bool) -> Vec<(String, String)> {
         .collect()
 }
 
+fn needs_decoding(bytes: &[u8], plus_is_space: bool) -> bool {
+    bytes.contains(&b'%') || (plus_is_space && bytes.contains(&b'+'))
+}
+
+/// [`decode`] for text already known to be UTF-8.
+fn decode_str(s: &str, plus_is_space: bool) -> Cow<'_, str> {
+    if needs_decoding(s.as_bytes(), plus_is_space) {
+        decode(s.as_bytes(), plus_is_space)
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 /// Percent-decodes `bytes` (and `+` as a space when `plus_is_space`); invalid UTF-8 becomes
 /// U+FFFD, invalid escapes are kept as they are.
-pub fn decode(bytes: &[u8], plus_is_space: bool) -> String {
-    let needs_work = bytes.contains(&b'%') || (plus_is_space && bytes.contains(&b'+'));
-    if !needs_work {
+pub fn decode(bytes: &[u8], plus_is_space: bool) -> Cow<'_, str> {
+    if !needs_decoding(bytes, plus_is_space) {
         return match std::str::from_utf8(bytes) {
-            Ok(s) => s.to_string(),
-            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(bytes),
         };
     }
     let mut out = Vec::with_capacity(bytes.len());
@@ -54,8 +86,8 @@ pub fn decode(bytes: &[u8], plus_is_space: bool) -> String {
         i += 1;
     }
     match String::from_utf8(out) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        Ok(s) => Cow::Owned(s),
+        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
     }
 }
 
@@ -65,14 +97,30 @@ mod tests {
 
     #[test]
     fn decodes_like_a_browser() {
+        let owned: Vec<(String, String)> =
+            parse(b"Action=SendMessage&MessageBody=a+b%26c%3D%0D%C3%A9&Empty=&Flag&%zz=1%")
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
         assert_eq!(
-            parse(b"Action=SendMessage&MessageBody=a+b%26c%3D%0D%C3%A9&Empty=&Flag&%zz=1%"),
+            owned,
             vec![
                 ("Action".to_string(), "SendMessage".to_string()),
                 ("MessageBody".to_string(), "a b&c=\r\u{e9}".to_string()),
                 ("Empty".to_string(), String::new()),
                 ("Flag".to_string(), String::new()),
                 ("%zz".to_string(), "1%".to_string()),
+            ]
+        );
+        let raw: Vec<(String, String)> = parse(b"a=\xff+x&b=c%20d")
+            .into_iter()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        assert_eq!(
+            raw,
+            vec![
+                ("a".to_string(), "\u{fffd} x".to_string()),
+                ("b".to_string(), "c d".to_string()),
             ]
         );
         assert_eq!(decode(b"a+b", false), "a+b");

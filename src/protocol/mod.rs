@@ -120,7 +120,7 @@ pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
             params: Params::Json(req.body),
         });
     }
-    let mut pairs: Vec<(String, String)> = match req.uri_query {
+    let mut pairs: Vec<form::Pair<'_>> = match req.uri_query {
         Some(q) => form::parse(q.as_bytes()),
         None => Vec::new(),
     };
@@ -135,7 +135,7 @@ pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
     let Some(action) = pairs
         .iter()
         .find(|(k, _)| k == "Action")
-        .map(|(_, v)| v.clone())
+        .map(|(_, v)| v.to_string())
     else {
         return Err(DecodeError::NoAction);
     };

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use serde::de;
 
+use super::form::Pair;
 use crate::error::SqsError;
 
 /// Members that are integers wherever they appear in the SQS model.
@@ -153,8 +154,8 @@ impl<'de> de::IntoDeserializer<'de, de::value::Error> for Shaped {
 }
 
 /// Rebuilds form pairs into the JSON-protocol input shape.
-pub fn shape_input(pairs: Vec<(String, String)>) -> Result<Shaped, SqsError> {
-    let (keys, values): (Vec<String>, Vec<String>) = pairs.into_iter().unzip();
+pub fn shape_input(pairs: Vec<Pair<'_>>) -> Result<Shaped, SqsError> {
+    let (keys, values): (Vec<Cow<str>>, Vec<Cow<str>>) = pairs.into_iter().unzip();
     let mut root = Node::Object(BTreeMap::new());
     let mut segments: Vec<&str> = Vec::with_capacity(8);
     for (key, value) in keys.iter().zip(values) {
@@ -163,13 +164,45 @@ pub fn shape_input(pairs: Vec<(String, String)>) -> Result<Shaped, SqsError> {
         }
         segments.clear();
         segments.extend(key.split('.'));
-        root.put(&segments, value);
+        root.put(&segments, value.into_owned());
     }
     shape_object(root)
 }
 
+/// Member names that appear in SQS inputs; these keys cost no allocation.
+const KNOWN_MEMBERS: &[&str] = &[
+    "Action",
+    "Version",
+    "QueueUrl",
+    "QueueName",
+    "QueueNamePrefix",
+    "QueueOwnerAWSAccountId",
+    "Id",
+    "MessageBody",
+    "DelaySeconds",
+    "MessageGroupId",
+    "MessageDeduplicationId",
+    "ReceiptHandle",
+    "VisibilityTimeout",
+    "MaxNumberOfMessages",
+    "WaitTimeSeconds",
+    "ReceiveRequestAttemptId",
+    "DataType",
+    "StringValue",
+    "BinaryValue",
+    "NextToken",
+    "MaxResults",
+    "Label",
+    "SourceArn",
+    "DestinationArn",
+    "TaskHandle",
+];
+
 fn owned(key: &str) -> Cow<'static, str> {
-    Cow::Owned(key.to_string())
+    match KNOWN_MEMBERS.iter().find(|m| **m == key) {
+        Some(m) => Cow::Borrowed(m),
+        None => Cow::Owned(key.to_string()),
+    }
 }
 
 fn shape_object(node: Node<'_>) -> Result<Shaped, SqsError> {
@@ -283,7 +316,7 @@ mod tests {
 
     fn conv(s: &str) -> Value {
         use serde::Deserialize;
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(s).unwrap();
+        let pairs = crate::protocol::form::parse(s.as_bytes());
         Value::deserialize(shape_input(pairs).unwrap()).unwrap()
     }
 
@@ -331,7 +364,7 @@ mod tests {
 
     #[test]
     fn bad_integer() {
-        let pairs = vec![("WaitTimeSeconds".to_string(), "abc".to_string())];
+        let pairs = vec![("WaitTimeSeconds".into(), "abc".into())];
         let err = shape_input(pairs).unwrap_err();
         assert_eq!(err.code, crate::error::ErrorCode::InvalidParameterValue);
     }

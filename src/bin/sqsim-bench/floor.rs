@@ -1,5 +1,6 @@
-//! The floor: a hyper server that answers with canned SQS replies and does no queue work.
-//! Whatever it reaches is the ceiling of HTTP on this machine for the same request mix.
+//! The floor: a hyper server that answers with canned SQS replies and does no queue work,
+//! in JSON or, for form-encoded requests, in the query protocol's XML. Whatever it reaches is
+//! the ceiling of HTTP on this machine for the same request mix.
 
 use std::net::SocketAddr;
 
@@ -40,6 +41,40 @@ fn reply(target: &str, body: &[u8]) -> String {
     }
 }
 
+/// The query protocol's reply to the same actions, as XML.
+fn reply_xml(action: &str, body: &[u8]) -> String {
+    let message_id = |i: usize| format!("5fea7756-0ea4-451a-a703-a558b933e27{i}");
+    const MD5: &str = "5d41402abc4b2a76b9719d911017c592";
+    let result = match action {
+        "CreateQueue" => "<QueueUrl>http://127.0.0.1/000000000000/floor</QueueUrl>".to_string(),
+        "SendMessageBatch" => (0..10)
+            .map(|i| format!("<SendMessageBatchResultEntry><Id>m{i}</Id><MessageId>{}</MessageId><MD5OfMessageBody>{MD5}</MD5OfMessageBody></SendMessageBatchResultEntry>", message_id(i)))
+            .collect(),
+        "SendMessage" => format!("<MessageId>{}</MessageId><MD5OfMessageBody>{MD5}</MD5OfMessageBody>", message_id(4)),
+        "ReceiveMessage" => {
+            let n = if body.windows(22).any(|w| w == b"MaxNumberOfMessages=10") { 10 } else { 1 };
+            (0..n)
+                .map(|i| format!("<Message><MessageId>{}</MessageId><ReceiptHandle>AQEBcannedcannedcannedcannedcanned{i}=</ReceiptHandle><MD5OfBody>{MD5}</MD5OfBody><Body>{}</Body></Message>", message_id(i), "x".repeat(256)))
+                .collect()
+        }
+        "DeleteMessageBatch" => (0..10)
+            .map(|i| format!("<DeleteMessageBatchResultEntry><Id>d{i}</Id></DeleteMessageBatchResultEntry>"))
+            .collect(),
+        _ => String::new(),
+    };
+    format!(
+        "<?xml version=\"1.0\"?><{action}Response xmlns=\"http://queue.amazonaws.com/doc/2012-11-05/\"><{action}Result>{result}</{action}Result><ResponseMetadata><RequestId>00000000-0000-0000-0000-000000000000</RequestId></ResponseMetadata></{action}Response>"
+    )
+}
+
+/// The `Action` of a form-encoded request.
+fn form_action(body: &[u8]) -> String {
+    body.split(|&b| b == b'&')
+        .find_map(|pair| pair.strip_prefix(b"Action="))
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .unwrap_or_default()
+}
+
 async fn handle(
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
@@ -48,18 +83,21 @@ async fn handle(
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .and_then(|t| t.strip_prefix("AmazonSQS."))
-        .unwrap_or("")
-        .to_string();
+        .map(str::to_string);
     let body = req
         .into_body()
         .collect()
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    let mut resp = Response::new(Full::new(Bytes::from(reply(&target, &body))));
+    let (text, content_type) = match target {
+        Some(t) => (reply(&t, &body), "application/x-amz-json-1.0"),
+        None => (reply_xml(&form_action(&body), &body), "text/xml"),
+    };
+    let mut resp = Response::new(Full::new(Bytes::from(text)));
     resp.headers_mut().insert(
         "content-type",
-        hyper::header::HeaderValue::from_static("application/x-amz-json-1.0"),
+        hyper::header::HeaderValue::from_static(content_type),
     );
     Ok(resp)
 }
