@@ -1,6 +1,6 @@
 //! One queue: its settings, its messages and the indexes that keep every operation
-//! O(log n): a stored map, a delivery order (fair rotation or FIFO groups) and an ordered
-//! set of deadlines (delay ends and visibility ends). Expiry is lazy: each operation first
+//! O(log n) or better: the message store (indexed by arrival), a delivery order (fair
+//! rotation or FIFO groups) and an ordered set of deadlines (delay ends and visibility ends). Expiry is lazy: each operation first
 //! catches the queue up to "now" by popping the deadlines that have passed.
 
 use std::collections::{BTreeMap, BTreeSet};

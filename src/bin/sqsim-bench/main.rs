@@ -35,8 +35,12 @@ struct Args {
     connections: usize,
     /// Connection counts the send scenario tries; each target is reported at its best, so
     /// every server is compared at the concurrency that suits it.
-    #[arg(long, value_delimiter = ',', default_values_t = [8, 32])]
+    #[arg(long, value_delimiter = ',', default_values_t = [8, 32, 64])]
     send_connections: Vec<usize>,
+    /// Runs of the send scenario per connection count; the median counts, which keeps one
+    /// lucky or unlucky run (this is a shared 2-core machine) from deciding a ratio.
+    #[arg(long, default_value_t = 3)]
+    send_repeats: usize,
     /// Seconds per throughput scenario.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -130,6 +134,8 @@ fn main() {
 
 async fn run(args: Args) {
     let dur = Duration::from_secs_f64(args.seconds);
+    // The send scenario is repeated per connection count, so each run is shorter.
+    let send_dur = dur.mul_f64(0.6);
     let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);
     let mut results: Vec<Outcome> = Vec::new();
     let mut facts: Vec<(String, String)> = Vec::new();
@@ -201,7 +207,11 @@ async fn run(args: Args) {
                 let mut tries = Vec::new();
                 for &c in &args.send_connections {
                     eprintln!("[{}] send/{} on {c} connections", t.name, p.name());
-                    tries.push(scenarios::send(t, p, c, dur).await);
+                    let mut runs = Vec::new();
+                    for _ in 0..args.send_repeats.max(1) {
+                        runs.push(scenarios::send(t, p, c, send_dur).await);
+                    }
+                    tries.extend(scenarios::median_of(runs));
                 }
                 if let Some(best) = scenarios::best_of(tries) {
                     results.push(best);

@@ -173,7 +173,16 @@ pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outc
     }
 }
 
-/// The fastest of several runs of one scenario, its note listing every run's rate.
+/// The median of several runs of one configuration.
+pub fn median_of(mut runs: Vec<Outcome>) -> Option<Outcome> {
+    runs.sort_by(|a, b| a.messages_per_s.total_cmp(&b.messages_per_s));
+    let n = runs.len();
+    let mut median = runs.into_iter().nth(n / 2)?;
+    median.note = format!("median of {n}; {}", median.note);
+    Some(median)
+}
+
+/// The fastest of several configurations of one scenario, its note listing every rate.
 pub fn best_of(tries: Vec<Outcome>) -> Option<Outcome> {
     let rates: Vec<String> = tries
         .iter()
