@@ -92,52 +92,104 @@ impl<'a> Lane<'a> {
     }
 }
 
+/// The lanes of one pass: each input's blocks, how many each has, and the most of any.
+fn lanes<'a, const N: usize>(inputs: &[&'a [u8]]) -> ([Option<Lane<'a>>; N], [i32; N], usize) {
+    debug_assert!(inputs.len() <= N);
+    let lanes: [Option<Lane>; N] = std::array::from_fn(|i| inputs.get(i).map(|d| Lane::new(d)));
+    let counts: [i32; N] =
+        std::array::from_fn(|i| lanes[i].as_ref().map_or(0, |l| l.blocks as i32));
+    let blocks = counts.iter().copied().max().unwrap_or(0) as usize;
+    (lanes, counts, blocks)
+}
+
+/// The digests from the final state words (`words[w][lane]`: a, b, c, d).
+fn digests<const N: usize>(words: [[u32; N]; 4]) -> [Digest16; N] {
+    std::array::from_fn(|lane| {
+        let mut digest = Digest16([0; 16]);
+        for (w, word) in words.iter().enumerate() {
+            digest.0[4 * w..4 * w + 4].copy_from_slice(&word[lane].to_le_bytes());
+        }
+        digest
+    })
+}
+
+/// MD5's four rounds of sixteen steps over message words `m`, with the caller's `step`
+/// macro (`step!(round, a, b, c, d, word, k, shift)`, `round` being 1 to 4).
+#[cfg(target_arch = "x86_64")]
+macro_rules! rounds {
+    ($step:ident, $a:ident, $b:ident, $c:ident, $d:ident, $m:ident) => {
+        for q in 0..4 {
+            let n = 4 * q;
+            $step!(1, $a, $b, $c, $d, $m[n], K[n], 7);
+            $step!(1, $d, $a, $b, $c, $m[n + 1], K[n + 1], 12);
+            $step!(1, $c, $d, $a, $b, $m[n + 2], K[n + 2], 17);
+            $step!(1, $b, $c, $d, $a, $m[n + 3], K[n + 3], 22);
+        }
+        for q in 0..4 {
+            let n = 16 + 4 * q;
+            let w = |s: usize| (5 * (n + s) + 1) % 16;
+            $step!(2, $a, $b, $c, $d, $m[w(0)], K[n], 5);
+            $step!(2, $d, $a, $b, $c, $m[w(1)], K[n + 1], 9);
+            $step!(2, $c, $d, $a, $b, $m[w(2)], K[n + 2], 14);
+            $step!(2, $b, $c, $d, $a, $m[w(3)], K[n + 3], 20);
+        }
+        for q in 0..4 {
+            let n = 32 + 4 * q;
+            let w = |s: usize| (3 * (n + s) + 5) % 16;
+            $step!(3, $a, $b, $c, $d, $m[w(0)], K[n], 4);
+            $step!(3, $d, $a, $b, $c, $m[w(1)], K[n + 1], 11);
+            $step!(3, $c, $d, $a, $b, $m[w(2)], K[n + 2], 16);
+            $step!(3, $b, $c, $d, $a, $m[w(3)], K[n + 3], 23);
+        }
+        for q in 0..4 {
+            let n = 48 + 4 * q;
+            let w = |s: usize| (7 * (n + s)) % 16;
+            $step!(4, $a, $b, $c, $d, $m[w(0)], K[n], 6);
+            $step!(4, $d, $a, $b, $c, $m[w(1)], K[n + 1], 10);
+            $step!(4, $c, $d, $a, $b, $m[w(2)], K[n + 2], 15);
+            $step!(4, $b, $c, $d, $a, $m[w(3)], K[n + 3], 21);
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{Digest16, Lane, K, LANES};
+    use super::{digests, lanes, Digest16, Lane, K, LANES};
 
+    /// The round function of MD5 round `r`, on all lanes.
     #[inline(always)]
-    unsafe fn rotl<const L: i32, const R: i32>(x: __m256i) -> __m256i {
-        _mm256_or_si256(_mm256_slli_epi32::<L>(x), _mm256_srli_epi32::<R>(x))
-    }
-
-    #[inline(always)]
-    unsafe fn f(b: __m256i, c: __m256i, d: __m256i) -> __m256i {
-        _mm256_xor_si256(d, _mm256_and_si256(b, _mm256_xor_si256(c, d)))
-    }
-
-    #[inline(always)]
-    unsafe fn g(b: __m256i, c: __m256i, d: __m256i) -> __m256i {
-        _mm256_xor_si256(c, _mm256_and_si256(d, _mm256_xor_si256(b, c)))
-    }
-
-    #[inline(always)]
-    unsafe fn h(b: __m256i, c: __m256i, d: __m256i) -> __m256i {
-        _mm256_xor_si256(_mm256_xor_si256(b, c), d)
-    }
-
-    #[inline(always)]
-    unsafe fn i(b: __m256i, c: __m256i, d: __m256i) -> __m256i {
-        let not_d = _mm256_xor_si256(d, _mm256_set1_epi32(-1));
-        _mm256_xor_si256(c, _mm256_or_si256(b, not_d))
+    unsafe fn fun<const R: u8>(b: __m256i, c: __m256i, d: __m256i) -> __m256i {
+        match R {
+            1 => _mm256_xor_si256(d, _mm256_and_si256(b, _mm256_xor_si256(c, d))),
+            2 => _mm256_xor_si256(c, _mm256_and_si256(d, _mm256_xor_si256(b, c))),
+            3 => _mm256_xor_si256(_mm256_xor_si256(b, c), d),
+            _ => {
+                let not_d = _mm256_xor_si256(d, _mm256_set1_epi32(-1));
+                _mm256_xor_si256(c, _mm256_or_si256(b, not_d))
+            }
+        }
     }
 
     /// `a = b + rotl(a + fun(b, c, d) + m + k, s)`, for all lanes.
     macro_rules! step {
-        ($fun:ident, $a:ident, $b:ident, $c:ident, $d:ident, $m:expr, $k:expr, $l:literal, $r:literal) => {
+        ($r:literal, $a:ident, $b:ident, $c:ident, $d:ident, $m:expr, $k:expr, $s:literal) => {
             let sum = _mm256_add_epi32(
-                _mm256_add_epi32($a, $fun($b, $c, $d)),
+                _mm256_add_epi32($a, fun::<$r>($b, $c, $d)),
                 _mm256_add_epi32($m, _mm256_set1_epi32($k as i32)),
             );
-            $a = _mm256_add_epi32($b, rotl::<$l, $r>(sum));
+            let rotated = _mm256_or_si256(
+                _mm256_slli_epi32::<$s>(sum),
+                _mm256_srli_epi32::<{ 32 - $s }>(sum),
+            );
+            $a = _mm256_add_epi32($b, rotated);
         };
     }
 
     /// Rows are lanes, columns words; returns columns.
     #[inline(always)]
-    pub(super) unsafe fn transpose(r: [__m256i; 8]) -> [__m256i; 8] {
+    unsafe fn transpose(r: [__m256i; 8]) -> [__m256i; 8] {
         let t0 = _mm256_unpacklo_epi32(r[0], r[1]);
         let t1 = _mm256_unpackhi_epi32(r[0], r[1]);
         let t2 = _mm256_unpacklo_epi32(r[2], r[3]);
@@ -166,17 +218,31 @@ mod avx2 {
         ]
     }
 
+    /// The sixteen message words of block `blk` of eight lanes, one vector per word.
+    #[inline(always)]
+    pub(super) unsafe fn words(lanes: &[Option<Lane>], blk: usize) -> [__m256i; 16] {
+        const IDLE: [u8; 64] = [0; 64];
+        let mut lo = [_mm256_setzero_si256(); 8];
+        let mut hi = [_mm256_setzero_si256(); 8];
+        for lane in 0..LANES {
+            let bytes = lanes[lane]
+                .as_ref()
+                .and_then(|l| l.block(blk))
+                .unwrap_or(&IDLE);
+            lo[lane] = _mm256_loadu_si256(bytes.as_ptr().cast());
+            hi[lane] = _mm256_loadu_si256(bytes.as_ptr().add(32).cast());
+        }
+        let mut m = [_mm256_setzero_si256(); 16];
+        m[..8].copy_from_slice(&transpose(lo));
+        m[8..].copy_from_slice(&transpose(hi));
+        m
+    }
+
     /// Digests of up to eight inputs; entries past `inputs.len()` are meaningless.
     #[target_feature(enable = "avx2")]
     pub unsafe fn digest(inputs: &[&[u8]]) -> [Digest16; LANES] {
-        debug_assert!(inputs.len() <= LANES);
-        let lanes: [Option<Lane>; LANES] =
-            std::array::from_fn(|i| inputs.get(i).map(|d| Lane::new(d)));
-        let counts: [i32; LANES] =
-            std::array::from_fn(|i| lanes[i].as_ref().map_or(0, |l| l.blocks as i32));
-        let blocks = counts.iter().copied().max().unwrap_or(0) as usize;
+        let (lanes, counts, blocks) = lanes::<LANES>(inputs);
         let counts = _mm256_loadu_si256(counts.as_ptr().cast());
-        let idle = [0u8; 64];
 
         let mut a = _mm256_set1_epi32(0x67452301);
         let mut b = _mm256_set1_epi32(0xefcdab89u32 as i32);
@@ -184,52 +250,9 @@ mod avx2 {
         let mut d = _mm256_set1_epi32(0x10325476);
 
         for blk in 0..blocks {
-            let mut lo = [_mm256_setzero_si256(); 8];
-            let mut hi = [_mm256_setzero_si256(); 8];
-            for lane in 0..LANES {
-                let bytes = lanes[lane]
-                    .as_ref()
-                    .and_then(|l| l.block(blk))
-                    .unwrap_or(&idle);
-                lo[lane] = _mm256_loadu_si256(bytes.as_ptr().cast());
-                hi[lane] = _mm256_loadu_si256(bytes.as_ptr().add(32).cast());
-            }
-            let mut m = [_mm256_setzero_si256(); 16];
-            m[..8].copy_from_slice(&transpose(lo));
-            m[8..].copy_from_slice(&transpose(hi));
+            let m = words(&lanes, blk);
             let (a0, b0, c0, d0) = (a, b, c, d);
-
-            for q in 0..4 {
-                let n = 4 * q;
-                step!(f, a, b, c, d, m[n], K[n], 7, 25);
-                step!(f, d, a, b, c, m[n + 1], K[n + 1], 12, 20);
-                step!(f, c, d, a, b, m[n + 2], K[n + 2], 17, 15);
-                step!(f, b, c, d, a, m[n + 3], K[n + 3], 22, 10);
-            }
-            for q in 0..4 {
-                let n = 16 + 4 * q;
-                let w = |s: usize| (5 * (n + s) + 1) % 16;
-                step!(g, a, b, c, d, m[w(0)], K[n], 5, 27);
-                step!(g, d, a, b, c, m[w(1)], K[n + 1], 9, 23);
-                step!(g, c, d, a, b, m[w(2)], K[n + 2], 14, 18);
-                step!(g, b, c, d, a, m[w(3)], K[n + 3], 20, 12);
-            }
-            for q in 0..4 {
-                let n = 32 + 4 * q;
-                let w = |s: usize| (3 * (n + s) + 5) % 16;
-                step!(h, a, b, c, d, m[w(0)], K[n], 4, 28);
-                step!(h, d, a, b, c, m[w(1)], K[n + 1], 11, 21);
-                step!(h, c, d, a, b, m[w(2)], K[n + 2], 16, 16);
-                step!(h, b, c, d, a, m[w(3)], K[n + 3], 23, 9);
-            }
-            for q in 0..4 {
-                let n = 48 + 4 * q;
-                let w = |s: usize| (7 * (n + s)) % 16;
-                step!(i, a, b, c, d, m[w(0)], K[n], 6, 26);
-                step!(i, d, a, b, c, m[w(1)], K[n + 1], 10, 22);
-                step!(i, c, d, a, b, m[w(2)], K[n + 2], 15, 17);
-                step!(i, b, c, d, a, m[w(3)], K[n + 3], 21, 11);
-            }
+            rounds!(step, a, b, c, d, m);
 
             // Lanes whose message has no block `blk` keep their state.
             let active = _mm256_cmpgt_epi32(counts, _mm256_set1_epi32(blk as i32));
@@ -243,13 +266,7 @@ mod avx2 {
         for (dst, v) in words.iter_mut().zip([a, b, c, d]) {
             _mm256_storeu_si256(dst.as_mut_ptr().cast(), v);
         }
-        let mut out = [Digest16([0; 16]); LANES];
-        for (lane, digest) in out.iter_mut().enumerate() {
-            for (w, word) in words.iter().enumerate() {
-                digest.0[4 * w..4 * w + 4].copy_from_slice(&word[lane].to_le_bytes());
-            }
-        }
-        out
+        digests(words)
     }
 }
 
@@ -257,16 +274,19 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::avx2::transpose;
-    use super::{Digest16, Lane, K, LANES};
+    use super::avx2::words;
+    use super::{digests, lanes, Digest16, K, LANES};
 
     const WIDE: usize = 2 * LANES;
 
-    /// `a = b + rotl(a + fun(b, c, d) + m + k, s)`; `fun` as a `vpternlogd` truth table
-    /// (0xCA: b ? c : d; 0xE4: d ? b : c; 0x96: b ^ c ^ d; 0x39: c ^ (b | !d)).
+    /// `vpternlogd` truth tables of MD5's round functions: b ? c : d; d ? b : c; b ^ c ^ d;
+    /// c ^ (b | !d).
+    const TABLES: [i32; 4] = [0xCA, 0xE4, 0x96, 0x39];
+
+    /// `a = b + rotl(a + fun(b, c, d) + m + k, s)`, for all lanes.
     macro_rules! step {
-        ($table:literal, $a:ident, $b:ident, $c:ident, $d:ident, $m:expr, $k:expr, $s:literal) => {
-            let fun = _mm512_ternarylogic_epi32::<$table>($b, $c, $d);
+        ($r:literal, $a:ident, $b:ident, $c:ident, $d:ident, $m:expr, $k:expr, $s:literal) => {
+            let fun = _mm512_ternarylogic_epi32::<{ TABLES[$r - 1] }>($b, $c, $d);
             let sum = _mm512_add_epi32(
                 _mm512_add_epi32($a, fun),
                 _mm512_add_epi32($m, _mm512_set1_epi32($k as i32)),
@@ -278,14 +298,8 @@ mod avx512 {
     /// Digests of up to sixteen inputs; entries past `inputs.len()` are meaningless.
     #[target_feature(enable = "avx512f,avx2")]
     pub unsafe fn digest(inputs: &[&[u8]]) -> [Digest16; WIDE] {
-        debug_assert!(inputs.len() <= WIDE);
-        let lanes: [Option<Lane>; WIDE] =
-            std::array::from_fn(|i| inputs.get(i).map(|d| Lane::new(d)));
-        let counts: [i32; WIDE] =
-            std::array::from_fn(|i| lanes[i].as_ref().map_or(0, |l| l.blocks as i32));
-        let blocks = counts.iter().copied().max().unwrap_or(0) as usize;
+        let (lanes, counts, blocks) = lanes::<WIDE>(inputs);
         let counts = _mm512_loadu_si512(counts.as_ptr().cast());
-        let idle = [0u8; 64];
 
         let mut a = _mm512_set1_epi32(0x67452301);
         let mut b = _mm512_set1_epi32(0xefcdab89u32 as i32);
@@ -293,58 +307,13 @@ mod avx512 {
         let mut d = _mm512_set1_epi32(0x10325476);
 
         for blk in 0..blocks {
-            // Each half of the lanes is transposed as AVX2 does it, then the halves joined.
-            let mut halves = [[_mm256_setzero_si256(); 16]; 2];
-            for (h, cols) in halves.iter_mut().enumerate() {
-                let mut lo = [_mm256_setzero_si256(); 8];
-                let mut hi = [_mm256_setzero_si256(); 8];
-                for lane in 0..LANES {
-                    let bytes = lanes[h * LANES + lane]
-                        .as_ref()
-                        .and_then(|l| l.block(blk))
-                        .unwrap_or(&idle);
-                    lo[lane] = _mm256_loadu_si256(bytes.as_ptr().cast());
-                    hi[lane] = _mm256_loadu_si256(bytes.as_ptr().add(32).cast());
-                }
-                cols[..8].copy_from_slice(&transpose(lo));
-                cols[8..].copy_from_slice(&transpose(hi));
-            }
+            // Each half of the lanes is loaded as AVX2 does it, then the halves joined.
+            let (low, high) = (words(&lanes[..LANES], blk), words(&lanes[LANES..], blk));
             let m: [__m512i; 16] = std::array::from_fn(|w| {
-                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(halves[0][w]), halves[1][w])
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low[w]), high[w])
             });
             let (a0, b0, c0, d0) = (a, b, c, d);
-
-            for q in 0..4 {
-                let n = 4 * q;
-                step!(0xCA, a, b, c, d, m[n], K[n], 7);
-                step!(0xCA, d, a, b, c, m[n + 1], K[n + 1], 12);
-                step!(0xCA, c, d, a, b, m[n + 2], K[n + 2], 17);
-                step!(0xCA, b, c, d, a, m[n + 3], K[n + 3], 22);
-            }
-            for q in 0..4 {
-                let n = 16 + 4 * q;
-                let w = |s: usize| (5 * (n + s) + 1) % 16;
-                step!(0xE4, a, b, c, d, m[w(0)], K[n], 5);
-                step!(0xE4, d, a, b, c, m[w(1)], K[n + 1], 9);
-                step!(0xE4, c, d, a, b, m[w(2)], K[n + 2], 14);
-                step!(0xE4, b, c, d, a, m[w(3)], K[n + 3], 20);
-            }
-            for q in 0..4 {
-                let n = 32 + 4 * q;
-                let w = |s: usize| (3 * (n + s) + 5) % 16;
-                step!(0x96, a, b, c, d, m[w(0)], K[n], 4);
-                step!(0x96, d, a, b, c, m[w(1)], K[n + 1], 11);
-                step!(0x96, c, d, a, b, m[w(2)], K[n + 2], 16);
-                step!(0x96, b, c, d, a, m[w(3)], K[n + 3], 23);
-            }
-            for q in 0..4 {
-                let n = 48 + 4 * q;
-                let w = |s: usize| (7 * (n + s)) % 16;
-                step!(0x39, a, b, c, d, m[w(0)], K[n], 6);
-                step!(0x39, d, a, b, c, m[w(1)], K[n + 1], 10);
-                step!(0x39, c, d, a, b, m[w(2)], K[n + 2], 15);
-                step!(0x39, b, c, d, a, m[w(3)], K[n + 3], 21);
-            }
+            rounds!(step, a, b, c, d, m);
 
             // Lanes whose message has no block `blk` keep their state.
             let active = _mm512_cmpgt_epi32_mask(counts, _mm512_set1_epi32(blk as i32));
@@ -358,13 +327,7 @@ mod avx512 {
         for (dst, v) in words.iter_mut().zip([a, b, c, d]) {
             _mm512_storeu_si512(dst.as_mut_ptr().cast(), v);
         }
-        let mut out = [Digest16([0; 16]); WIDE];
-        for (lane, digest) in out.iter_mut().enumerate() {
-            for (w, word) in words.iter().enumerate() {
-                digest.0[4 * w..4 * w + 4].copy_from_slice(&word[lane].to_le_bytes());
-            }
-        }
-        out
+        digests(words)
     }
 }
 

@@ -29,8 +29,8 @@ struct Args {
     /// A moto_server (or other peer) to compare with, e.g. http://127.0.0.1:5000.
     #[arg(long)]
     moto: Option<String>,
-    /// Connections of the single and cycle scenarios (the cycle splits them 1:2 between
-    /// producers and consumers).
+    /// Connections of the single and cycle scenarios (the cycle adds half as many producers
+    /// to this many consumers).
     #[arg(long, default_value_t = 8)]
     connections: usize,
     /// Connection counts the send scenario tries; each target is reported at its best, so
@@ -221,8 +221,7 @@ async fn run(args: Args) {
                 eprintln!("[{}] cycle/{}", t.name, p.name());
                 let name = format!("bench-cycle-{}", p.name());
                 let url = scenarios::create_queue(t, p, &name, false).await;
-                let producers = (conns / 2).max(1);
-                results.push(scenarios::cycle(t, p, &url, producers, conns, dur, 0, "cycle").await);
+                results.push(scenarios::cycle(t, p, &url, conns, dur, 0, "cycle").await);
                 scenarios::delete_queue(t, p, &url).await;
             }
             if wanted("single") {
@@ -244,7 +243,6 @@ async fn run(args: Args) {
             &sqsim,
             Proto::Json,
             &url,
-            (args.connections / 2).max(1),
             args.connections,
             dur,
             1000,
@@ -277,17 +275,8 @@ async fn run(args: Args) {
                 }
             }
         }
-        let mut o = scenarios::cycle(
-            &sqsim,
-            Proto::Json,
-            &url,
-            (args.connections / 2).max(1),
-            args.connections,
-            dur,
-            0,
-            label,
-        )
-        .await;
+        let mut o =
+            scenarios::cycle(&sqsim, Proto::Json, &url, args.connections, dur, 0, label).await;
         o.note = format!("{n} messages queued first; {}", o.note);
         results.push(o);
         scenarios::delete_queue(&sqsim, Proto::Json, &url).await;

@@ -134,39 +134,52 @@ pub async fn prefill(t: &Target, proto: Proto, url: &str, n: usize, conns: usize
     while set.join_next().await.is_some() {}
 }
 
-/// `send`: SendMessageBatch of 10 × 256 B on `conns` connections.
-pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
-    let url = create_queue(t, proto, &format!("bench-send-{}", proto.name()), false).await;
+/// Runs `work` on `conns` fresh connections until `dur` has passed, then stops them; returns
+/// what they counted and the seconds it took.
+async fn on_connections<F, Fut>(t: &Target, conns: usize, dur: Duration, work: F) -> (u64, f64)
+where
+    F: Fn(Conn, Arc<AtomicBool>, Arc<AtomicU64>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let stop = Arc::new(AtomicBool::new(false));
-    let requests = Arc::new(AtomicU64::new(0));
+    let count = Arc::new(AtomicU64::new(0));
     let mut set = JoinSet::new();
     for _ in 0..conns {
-        let (t, url, stop, requests) = (t.clone(), url.clone(), stop.clone(), requests.clone());
-        set.spawn(async move {
-            let mut c = connect(&t).await;
-            // One prebuilt request, sent again and again: the generator's own encoding work
-            // stays out of the measurement (bodies need not differ on a standard queue).
-            let call = Api(proto).send_batch(&url, &batch(|_| None));
-            while !stop.load(Ordering::Relaxed) {
-                let (s, _) = c.send(&call).await.expect("send");
-                assert_eq!(s, 200);
-                requests.fetch_add(1, Ordering::Relaxed);
-            }
-        });
+        let job = work(connect(t).await, stop.clone(), count.clone());
+        set.spawn(job);
     }
     let start = Instant::now();
     tokio::time::sleep(dur).await;
     stop.store(true, Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64();
     while set.join_next().await.is_some() {}
+    (count.load(Ordering::Relaxed), secs)
+}
+
+/// `send`: SendMessageBatch of 10 × 256 B on `conns` connections.
+pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
+    let url = create_queue(t, proto, &format!("bench-send-{}", proto.name()), false).await;
+    // One prebuilt request per connection, sent again and again: the generator's own
+    // encoding work stays out of the measurement (bodies need not differ on a standard queue).
+    let call = Api(proto).send_batch(&url, &batch(|_| None));
+    let (reqs, secs) = on_connections(t, conns, dur, move |mut c, stop, requests| {
+        let call = call.clone();
+        async move {
+            while !stop.load(Ordering::Relaxed) {
+                let (s, _) = c.send(&call).await.expect("send");
+                assert_eq!(s, 200);
+                requests.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    })
+    .await;
     delete_queue(t, proto, &url).await;
-    let reqs = requests.load(Ordering::Relaxed) as f64;
     Outcome {
         scenario: "send".into(),
         protocol: proto.name(),
         target: t.name.clone(),
-        messages_per_s: reqs * 10.0 / secs,
-        requests_per_s: reqs / secs,
+        messages_per_s: reqs as f64 * 10.0 / secs,
+        requests_per_s: reqs as f64 / secs,
         p50_ms: None,
         p99_ms: None,
         note: format!("{conns} connections, SendMessageBatch 10 x {BODY_BYTES} B (one prebuilt request per connection)"),
@@ -195,19 +208,19 @@ pub fn best_of(tries: Vec<Outcome>) -> Option<Outcome> {
     Some(best)
 }
 
-/// `cycle`: producers SendMessageBatch while consumers ReceiveMessage(10, long poll) and
-/// DeleteMessageBatch. `groups` > 0 sends to a FIFO queue with that many message groups.
-#[allow(clippy::too_many_arguments)]
+/// `cycle`: `conns` consumers ReceiveMessage(10, long poll) and DeleteMessageBatch while half
+/// as many producers SendMessageBatch. `groups` > 0 sends to a FIFO queue with that many
+/// message groups.
 pub async fn cycle(
     t: &Target,
     proto: Proto,
     url: &str,
-    producers: usize,
-    consumers: usize,
+    conns: usize,
     dur: Duration,
     groups: usize,
     label: &str,
 ) -> Outcome {
+    let (producers, consumers) = ((conns / 2).max(1), conns);
     let stop = Arc::new(AtomicBool::new(false));
     let requests = Arc::new(AtomicU64::new(0));
     let consumed = Arc::new(AtomicU64::new(0));
@@ -294,13 +307,10 @@ pub async fn cycle(
 /// `single`: SendMessage, ReceiveMessage(1), DeleteMessage per message, on `conns` connections.
 pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
     let url = create_queue(t, proto, &format!("bench-single-{}", proto.name()), false).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let mut set = JoinSet::new();
-    for _ in 0..conns {
-        let (t, url, stop, done) = (t.clone(), url.clone(), stop.clone(), done.clone());
-        set.spawn(async move {
-            let mut c = connect(&t).await;
+    let target_url = url.clone();
+    let (n, secs) = on_connections(t, conns, dur, move |mut c, stop, done| {
+        let url = target_url.clone();
+        async move {
             let api = Api(proto);
             while !stop.load(Ordering::Relaxed) {
                 let (s, _) = c.send(&api.send(&url, &body(), None)).await.expect("send");
@@ -313,21 +323,16 @@ pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Ou
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             }
-        });
-    }
-    let start = Instant::now();
-    tokio::time::sleep(dur).await;
-    stop.store(true, Ordering::Relaxed);
-    let secs = start.elapsed().as_secs_f64();
-    while set.join_next().await.is_some() {}
+        }
+    })
+    .await;
     delete_queue(t, proto, &url).await;
-    let n = done.load(Ordering::Relaxed) as f64;
     Outcome {
         scenario: "single".into(),
         protocol: proto.name(),
         target: t.name.clone(),
-        messages_per_s: n / secs,
-        requests_per_s: n * 3.0 / secs,
+        messages_per_s: n as f64 / secs,
+        requests_per_s: n as f64 * 3.0 / secs,
         p50_ms: None,
         p99_ms: None,
         note: format!("{conns} connections, 3 calls per message"),
