@@ -183,12 +183,7 @@ mod tests {
         let mut q = KeyQueue::default();
         let mut model = BTreeSet::new();
         let mut rng = 0x2545f4914f6cdd1du64;
-        let mut roll = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut roll = |n: u64| crate::engine::random::next(&mut rng) % n;
         let mut next = 0;
         for _ in 0..50_000 {
             match roll(10) {

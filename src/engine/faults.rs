@@ -73,14 +73,9 @@ impl FaultSet {
     /// A uniform number in [0, 1).
     pub fn chance(&self) -> f64 {
         let mut x = self.rng.load(Ordering::Relaxed);
-        if x == 0 {
-            x = 0x9e37_79b9_7f4a_7c15;
-        }
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let roll = super::random::unit(&mut x);
         self.rng.store(x, Ordering::Relaxed);
-        (x >> 11) as f64 / (1u64 << 53) as f64
+        roll
     }
 
     /// The effect for a request, if a rule matches and fires. Counts the hit.

@@ -12,6 +12,7 @@ pub mod md5_lanes;
 pub mod message;
 pub mod move_task;
 pub mod queue;
+pub mod random;
 pub mod receipt;
 pub mod redrive;
 pub mod settings;

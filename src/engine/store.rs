@@ -177,26 +177,29 @@ impl Store {
         self.len += 1;
     }
 
+    /// Where the message stored under `key` is, if it is still there (the slot must hold
+    /// the message that entered at `key.sent_ms`, not just any message).
+    fn find(&self, key: &MessageKey) -> Option<(usize, usize)> {
+        let (c, off) = self.locate(key)?;
+        let m = self.chunks[c].get(off)?;
+        (m.enqueued_ms == key.sent_ms).then_some((c, off))
+    }
+
     /// The message stored under `key`, if it is still there.
     pub fn get(&self, key: &MessageKey) -> Option<&StoredMessage> {
-        let (c, off) = self.locate(key)?;
-        self.chunks[c]
-            .get(off)
-            .filter(|m| m.enqueued_ms == key.sent_ms)
+        let (c, off) = self.find(key)?;
+        self.chunks[c].get(off)
     }
 
     /// The message stored under `key`, to change its delivery state.
     pub fn get_mut(&mut self, key: &MessageKey) -> Option<&mut StoredMessage> {
-        let (c, off) = self.locate(key)?;
-        self.chunks[c]
-            .get_mut(off)
-            .filter(|m| m.enqueued_ms == key.sent_ms)
+        let (c, off) = self.find(key)?;
+        self.chunks[c].get_mut(off)
     }
 
     /// Takes the message stored under `key` out.
     pub fn remove(&mut self, key: &MessageKey) -> Option<StoredMessage> {
-        self.get(key)?;
-        let (c, off) = self.locate(key)?;
+        let (c, off) = self.find(key)?;
         let m = self.chunks[c].take(off)?;
         self.len -= 1;
         if c + 1 < self.chunks.len() {
@@ -296,12 +299,7 @@ mod tests {
         let mut s = Store::default();
         let mut model = std::collections::BTreeMap::new();
         let mut rng = 0x9e3779b97f4a7c15u64;
-        let mut roll = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut roll = |n: u64| crate::engine::random::next(&mut rng) % n;
         for round in 0..20_000u64 {
             if roll(3) > 0 || model.is_empty() {
                 let k = push(&mut s, round);

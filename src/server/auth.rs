@@ -87,10 +87,8 @@ struct Claims {
 }
 
 fn query_pairs(query: &str) -> Vec<(String, String)> {
-    crate::protocol::form::pairs(query.as_bytes(), false)
-        .into_iter()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
+    use crate::protocol::form;
+    form::into_owned(form::pairs(query.as_bytes(), false))
 }
 
 /// RFC 3986 encoding: everything but unreserved characters (and `/` when `keep_slash`).
