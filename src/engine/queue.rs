@@ -480,8 +480,9 @@ impl QueueState {
         }
     }
 
-    /// Stores a message that entered the queue at `enqueued_ms` and returns its key.
-    fn store(&mut self, mut m: StoredMessage, enqueued_ms: u64) -> MessageKey {
+    /// Stores a message (entered at its `enqueued_ms`) and returns its key.
+    fn store(&mut self, m: StoredMessage) -> MessageKey {
+        let enqueued_ms = m.enqueued_ms;
         let key = MessageKey {
             sent_ms: enqueued_ms,
             seq: self.messages.next_seq(),
@@ -491,7 +492,6 @@ impl QueueState {
         } else {
             self.newest_enqueued_ms = enqueued_ms;
         }
-        m.enqueued_ms = enqueued_ms;
         self.messages.push(key, m);
         key
     }
@@ -506,15 +506,13 @@ impl QueueState {
             return;
         };
         msg.delivery = Delivery::Visible;
-        let group = msg.payload.group_id.clone();
         self.visible += 1;
         self.wake = true;
         match order {
-            Order::Standard(fair) => fair.insert(key, group.as_ref()),
+            Order::Standard(fair) => fair.insert(key, msg.payload.group_id.as_ref()),
             Order::Fifo(fifo) => {
-                if let Some(g) = &group {
-                    fifo.refresh(g, |k| is_visible(messages, k));
-                }
+                let group = fifo_group(msg.payload.group_id.as_ref());
+                fifo.refresh(&group, |k| is_visible(messages, k));
             }
         }
     }
@@ -570,26 +568,22 @@ impl QueueState {
         let group_id = payload.group_id.clone();
         let delayed = delay_s > 0;
         let until_ms = now + delay_s as u64 * 1000;
-        let key = self.store(
-            StoredMessage {
-                payload,
-                delivery: Delivery::Delayed { until_ms },
-                enqueued_ms: now,
-                receive_count: 0,
-                first_receive_ms: None,
-                last_receive_ms: 0,
-                redelivered: false,
-            },
-            now,
-        );
+        let key = self.store(StoredMessage {
+            payload,
+            delivery: Delivery::Delayed { until_ms },
+            enqueued_ms: now,
+            receive_count: 0,
+            first_receive_ms: None,
+            last_receive_ms: 0,
+            redelivered: false,
+        });
         if let (Order::Fifo(fifo), Some(k)) = (&mut self.order, dedup_key) {
             let original = Original {
                 message_id: receipt.message_id,
                 sequence_number: receipt.sequence_number.clone().unwrap_or_default(),
             };
             fifo.remember(k, original, now);
-            let group = group_id.unwrap_or_else(|| Arc::from(""));
-            fifo.insert(key, &group);
+            fifo.insert(key, &fifo_group(group_id.as_ref()));
         }
         self.traffic.sent += 1;
         if delayed {
@@ -761,10 +755,11 @@ impl QueueState {
             m.payload.sent_ms
         };
         m.delivery = Delivery::Delayed { until_ms: now };
-        let group = m.payload.group_id.clone();
-        let key = self.store(m, sent_ms);
+        let group = fifo_group(m.payload.group_id.as_ref());
+        m.enqueued_ms = sent_ms;
+        let key = self.store(m);
         if let Order::Fifo(f) = &mut self.order {
-            f.insert(key, &group.unwrap_or_else(|| Arc::from("")));
+            f.insert(key, &group);
         }
         self.make_visible(key);
     }
@@ -843,10 +838,7 @@ impl QueueState {
         if self.redeliver_probability <= 0.0 || matches!(self.order, Order::Fifo(_)) {
             return false;
         }
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let roll = (self.rng >> 11) as f64 / (1u64 << 53) as f64;
+        let roll = super::random::unit(&mut self.rng);
         let Some(msg) = self.messages.get_mut(key) else {
             return false;
         };
@@ -936,11 +928,12 @@ impl QueueState {
                 self.in_flight -= 1;
             }
         }
-        if let (Order::Fifo(fifo), Some(g)) = (&mut self.order, group) {
-            fifo.remove(key, g);
+        if let Order::Fifo(fifo) = &mut self.order {
+            let g = fifo_group(group);
+            fifo.remove(key, &g);
             // The group's next message may now be at its head and receivable.
             let messages = &self.messages;
-            fifo.refresh(g, |k| is_visible(messages, k));
+            fifo.refresh(&g, |k| is_visible(messages, k));
             self.wake = true;
         }
         Some(msg)
@@ -959,6 +952,12 @@ impl QueueState {
         }
         self.last_purge_ms = Some(now);
     }
+}
+
+/// The FIFO group a message is ordered in. One without a group id (it can only arrive by a
+/// move from a standard queue) is in the group "", everywhere the FIFO index is touched.
+fn fifo_group(group_id: Option<&Arc<str>>) -> Arc<str> {
+    group_id.cloned().unwrap_or_else(|| Arc::from(""))
 }
 
 fn is_visible(messages: &Store, key: &MessageKey) -> bool {
@@ -1079,6 +1078,26 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_queue_serves_and_forgets_a_message_moved_in_without_a_group() {
+        let t = 1_000_000;
+        let standard = queue();
+        standard.send(msg("no group", None), t).unwrap();
+        let fifo = queue_of(true);
+        fifo.accept(standard.take_for_move(1, t), Transfer::Redrive, t);
+        let got = fifo.receive(req(10, None), t).unwrap();
+        assert_eq!(got.messages.len(), 1);
+        fifo.delete_message(&got.messages[0].receipt_handle, t)
+            .unwrap();
+        assert_eq!(fifo.stored(t), 0);
+        check(&fifo);
+        let mut st = fifo.lock();
+        let Order::Fifo(f) = &mut st.order else {
+            unreachable!("a FIFO queue")
+        };
+        assert!(f.take(10, |_| true).is_empty(), "nothing left in the index");
+    }
+
+    #[test]
     fn handles_of_other_queues_and_garbage_are_invalid() {
         let q = queue();
         assert_eq!(
@@ -1110,9 +1129,7 @@ mod tests {
         let mut handles: Vec<String> = Vec::new();
         let mut x = 0x9e3779b97f4a7c15u64;
         for _ in 0..5_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = crate::engine::random::next(&mut x);
             match x % 7 {
                 0 | 1 => {
                     n += 1;
