@@ -234,24 +234,23 @@ pub fn encode_reply(
             }
         }
         Protocol::Query => {
-            let mut w = XmlWriter::with_capacity(512);
+            let mut w = XmlWriter::with_capacity(4096);
             w.raw("<?xml version=\"1.0\"?><");
             w.raw(action);
             w.raw("Response xmlns=\"");
             w.raw(XML_NAMESPACE);
             w.raw("\">");
             if reply.has_result() {
-                let mut inner = XmlWriter::with_capacity(256);
-                reply.write_xml(&mut inner);
-                let inner = inner.into_bytes();
+                // Written in place; an empty result becomes `<{Action}Result/>` afterwards.
                 w.raw("<");
                 w.raw(action);
-                if inner.is_empty() {
-                    w.raw("Result/>");
+                w.raw("Result>");
+                let start = w.len();
+                reply.write_xml(&mut w);
+                if w.len() == start {
+                    w.truncate(start - 1);
+                    w.raw("/>");
                 } else {
-                    w.raw("Result>");
-                    // Safe: XmlWriter only ever holds UTF-8.
-                    w.raw(std::str::from_utf8(&inner).unwrap_or_default());
                     w.raw("</");
                     w.raw(action);
                     w.raw("Result>");

@@ -98,6 +98,21 @@ impl XmlWriter {
         self.buf.extend_from_slice(&bytes[start..]);
     }
 
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether nothing has been written.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Drops what was written after the first `len` bytes.
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+    }
+
     /// The document so far.
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
