@@ -122,6 +122,21 @@ pub(crate) fn engine_error(err: EngineError) -> SqsError {
     }
 }
 
+/// Checks that an optional integer member, when given, lies in `min..=max`; `reason` is the
+/// InvalidParameterValue text AWS gives for this member.
+pub(crate) fn check_range(
+    value: Option<i64>,
+    name: &str,
+    min: i64,
+    max: i64,
+    reason: &str,
+) -> Result<Option<i64>, SqsError> {
+    match value {
+        Some(v) if v < min || v > max => Err(SqsError::invalid_value(v, name, reason)),
+        other => Ok(other),
+    }
+}
+
 /// Checks that a required string member is present and non-empty.
 pub(crate) fn required<'a>(value: &'a Option<String>, name: &str) -> Result<&'a str, SqsError> {
     match value.as_deref() {

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::api::{receipt_error, required, Context, Empty};
+use crate::api::{check_range, receipt_error, required, Context, Empty};
 use crate::engine::settings::MAX_VISIBILITY_TIMEOUT_S;
 use crate::engine::Queue;
 use crate::error::SqsError;
@@ -25,13 +25,13 @@ pub fn change(
 ) -> Result<(), SqsError> {
     let handle = required(handle, "ReceiptHandle")?;
     let timeout = timeout.ok_or_else(|| SqsError::missing("VisibilityTimeout"))?;
-    if !(0..=MAX_VISIBILITY_TIMEOUT_S as i64).contains(&timeout) {
-        return Err(SqsError::invalid_value(
-            timeout,
-            "VisibilityTimeout",
-            "VisibilityTimeout must be an integer between 0 and 43200",
-        ));
-    }
+    check_range(
+        Some(timeout),
+        "VisibilityTimeout",
+        0,
+        MAX_VISIBILITY_TIMEOUT_S as i64,
+        "VisibilityTimeout must be an integer between 0 and 43200",
+    )?;
     queue
         .change_visibility(handle, timeout as u32, now_ms)
         .map_err(|e| receipt_error(e, handle, timeout))

@@ -35,7 +35,7 @@ impl XmlResult for QueueUrlOutput {
     }
 }
 
-/// Checks a queue name; returns whether it is a FIFO name.
+/// Checks a queue name: its characters and length, and that a FIFO queue's ends in `.fifo`.
 pub fn check_queue_name(name: &str, fifo: bool) -> Result<(), SqsError> {
     let base = name.strip_suffix(".fifo").unwrap_or(name);
     let chars_ok = !base.is_empty()

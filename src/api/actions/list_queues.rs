@@ -4,7 +4,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::api::Context;
+use crate::api::{check_range, Context};
 use crate::error::SqsError;
 use crate::protocol::{XmlResult, XmlWriter};
 
@@ -40,15 +40,14 @@ impl XmlResult for Output {
 
 /// Validates MaxResults (1–1000 when given).
 pub fn check_max_results(max: Option<i64>) -> Result<Option<usize>, SqsError> {
-    match max {
-        None => Ok(None),
-        Some(n) if (1..=MAX_RESULTS).contains(&n) => Ok(Some(n as usize)),
-        Some(n) => Err(SqsError::invalid_value(
-            n,
-            "MaxResults",
-            "MaxResults must be an integer between 1 and 1000.",
-        )),
-    }
+    let max = check_range(
+        max,
+        "MaxResults",
+        1,
+        MAX_RESULTS,
+        "MaxResults must be an integer between 1 and 1000.",
+    )?;
+    Ok(max.map(|n| n as usize))
 }
 
 /// Pages `names` (sorted) after the token's name; the token is only issued when the

@@ -6,7 +6,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::api::{required, Context};
+use crate::api::{check_range, required, Context};
 use crate::engine::move_task::{self, MoveTask, StartError, TaskFailure, TaskStatus};
 use crate::engine::{Queue, QueueId};
 use crate::error::{ErrorCode, SqsError};
@@ -66,17 +66,14 @@ pub fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, SqsError> 
         Some(arn) => Some(queue_by_arn(ctx, arn, "DestinationArn")?),
         None => None,
     };
-    let rate = match input.max_number_of_messages_per_second {
-        None => None,
-        Some(r) if (1..=MAX_RATE).contains(&r) => Some(r as u32),
-        Some(r) => {
-            return Err(SqsError::invalid_value(
-                r,
-                "MaxNumberOfMessagesPerSecond",
-                "Must be between 1 and 500.",
-            ))
-        }
-    };
+    let rate = check_range(
+        input.max_number_of_messages_per_second,
+        "MaxNumberOfMessagesPerSecond",
+        1,
+        MAX_RATE,
+        "Must be between 1 and 500.",
+    )?
+    .map(|r| r as u32);
     let task = move_task::start(&ctx.engine, source, destination, rate).map_err(|e| match e {
         StartError::AlreadyRunning => SqsError::invalid(
             "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
@@ -184,17 +181,14 @@ impl XmlResult for ListOutput {
 pub fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
     let source_arn = required(&input.source_arn, "SourceArn")?;
     let source = queue_by_arn(ctx, source_arn, "SourceArn")?;
-    let max = match input.max_results {
-        None => 1,
-        Some(n) if (1..=10).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(SqsError::invalid_value(
-                n,
-                "MaxResults",
-                "Must be between 1 and 10, if provided.",
-            ))
-        }
-    };
+    let max = check_range(
+        input.max_results,
+        "MaxResults",
+        1,
+        10,
+        "Must be between 1 and 10, if provided.",
+    )?
+    .map_or(1, |n| n as usize);
     let results = ctx
         .engine
         .move_tasks_of(&source.arn)

@@ -118,10 +118,7 @@ pub fn add(ctx: &Context, input: AddInput) -> Result<Empty, SqsError> {
             "Please refer to the appropriate WSDL for a list of valid actions.",
         ));
     }
-    if let Some(bad) = accounts
-        .iter()
-        .find(|a| a.len() != 12 || !a.bytes().all(|b| b.is_ascii_digit()))
-    {
+    if let Some(bad) = accounts.iter().find(|a| !crate::config::is_account_id(a)) {
         return Err(SqsError::invalid_value(
             bad,
             "AWSAccountId",

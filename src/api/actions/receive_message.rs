@@ -11,7 +11,7 @@ use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::api::message_attributes::NameFilter;
-use crate::api::{engine_error, Context};
+use crate::api::{check_range, engine_error, Context};
 use crate::engine::digest::{md5_of_attributes, Digest16};
 use crate::engine::message::Payload;
 use crate::engine::{
@@ -211,19 +211,6 @@ impl XmlResult for Output {
     }
 }
 
-fn check_range(
-    value: Option<i64>,
-    name: &str,
-    min: i64,
-    max: i64,
-    reason: &str,
-) -> Result<Option<i64>, SqsError> {
-    match value {
-        Some(v) if v < min || v > max => Err(SqsError::invalid_value(v, name, reason)),
-        other => Ok(other),
-    }
-}
-
 pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let max = check_range(
@@ -249,10 +236,9 @@ pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
         20,
         "Must be >= 0 and <= 20, if provided.",
     )?;
-    let wait_s = match wait {
-        Some(w) => w as u64,
-        None => queue.with_settings(|s| s.receive_message_wait_time_seconds) as u64,
-    };
+    let (default_wait_s, fifo) =
+        queue.with_settings(|s| (s.receive_message_wait_time_seconds, s.fifo_queue));
+    let wait_s = wait.map_or(default_wait_s as u64, |w| w as u64);
     let mut system = SystemFilter::default();
     for n in input
         .attribute_names
@@ -268,7 +254,7 @@ pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     }
     let names = NameFilter::new(input.message_attribute_names.as_deref().unwrap_or_default());
     let attempt_id = match input.receive_request_attempt_id {
-        Some(id) if queue.with_settings(|s| s.fifo_queue) => {
+        Some(id) if fifo => {
             let ok = !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_graphic());
             if !ok {
                 return Err(SqsError::invalid_value(
