@@ -9,6 +9,11 @@ pub const DEFAULT_PORT: u16 = 9324;
 pub const DEFAULT_REGION: &str = "us-east-1";
 /// Account used when nothing else names one.
 pub const DEFAULT_ACCOUNT_ID: &str = "000000000000";
+
+/// Whether `s` has the shape of an AWS account id: exactly twelve ASCII digits.
+pub fn is_account_id(s: &str) -> bool {
+    s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit())
+}
 /// Largest request body accepted: a full batch with JSON or base64 overhead fits easily.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 

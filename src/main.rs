@@ -148,7 +148,7 @@ fn main() -> ExitCode {
     } else {
         AuthMode::Off
     };
-    if config.account_id.len() != 12 || !config.account_id.bytes().all(|b| b.is_ascii_digit()) {
+    if !sqsim::config::is_account_id(&config.account_id) {
         eprintln!(
             "sqsim: the account id must be 12 digits, got {:?}",
             config.account_id

@@ -34,6 +34,7 @@ pub fn md5(data: &[u8]) -> Digest16 {
 }
 
 /// Lowercase hex MD5 of `data`.
+#[cfg(test)]
 pub fn md5_hex(data: &[u8]) -> String {
     md5(data).to_string()
 }

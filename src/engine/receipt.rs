@@ -10,6 +10,14 @@ use super::queue::MessageKey;
 const PREFIX: &str = "AQEB";
 const RAW_LEN: usize = 32;
 
+/// FNV-1a over a handle's fields: keeps most corrupted handles from decoding as another
+/// message's.
+fn checksum(fields: &[u8]) -> u32 {
+    fields.iter().fold(0x811c9dc5u32, |h, b| {
+        (h ^ *b as u32).wrapping_mul(0x01000193)
+    })
+}
+
 /// What a receipt handle says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Receipt {
@@ -28,10 +36,7 @@ impl Receipt {
         raw[8..16].copy_from_slice(&self.key.sent_ms.to_be_bytes());
         raw[16..24].copy_from_slice(&self.key.seq.to_be_bytes());
         raw[24..28].copy_from_slice(&self.receive_number.to_be_bytes());
-        // A checksum keeps most corrupted handles from decoding as another message's.
-        let check = raw[..28].iter().fold(0x811c9dc5u32, |h, b| {
-            (h ^ *b as u32).wrapping_mul(0x01000193)
-        });
+        let check = checksum(&raw[..28]);
         raw[28..32].copy_from_slice(&check.to_be_bytes());
         let mut s = String::with_capacity(PREFIX.len() + 44);
         s.push_str(PREFIX);
@@ -47,10 +52,7 @@ impl Receipt {
         if n != RAW_LEN {
             return None;
         }
-        let check = raw[..28].iter().fold(0x811c9dc5u32, |h, b| {
-            (h ^ *b as u32).wrapping_mul(0x01000193)
-        });
-        if raw[28..32] != check.to_be_bytes() {
+        if raw[28..32] != checksum(&raw[..28]).to_be_bytes() {
             return None;
         }
         let u64_at = |i: usize| u64::from_be_bytes(raw[i..i + 8].try_into().unwrap_or([0; 8]));

@@ -31,7 +31,7 @@ impl Credential {
         let account_id = parts.next().map(str::to_string);
         if account_id
             .as_ref()
-            .is_some_and(|a| a.len() != 12 || !a.bytes().all(|b| b.is_ascii_digit()))
+            .is_some_and(|a| !crate::config::is_account_id(a))
         {
             return None;
         }

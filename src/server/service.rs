@@ -51,7 +51,7 @@ fn credential_scope<'a>(
 /// The caller's account: a 12-digit access key id is taken as the account id, so tests using
 /// different keys get separate namespaces.
 fn account_of_key(access_key: &str) -> Option<&str> {
-    (access_key.len() == 12 && access_key.bytes().all(|b| b.is_ascii_digit())).then_some(access_key)
+    crate::config::is_account_id(access_key).then_some(access_key)
 }
 
 /// A request that must lose its connection (fault injection).
