@@ -178,9 +178,11 @@ impl Engine {
         self.list_queues(&target.region, &target.account, "")
             .into_iter()
             .filter(|q| {
-                q.settings()
-                    .redrive_policy
-                    .is_some_and(|p| p.dead_letter_target == *target)
+                q.with_settings(|s| {
+                    s.redrive_policy
+                        .as_ref()
+                        .is_some_and(|p| p.dead_letter_target == *target)
+                })
             })
             .collect()
     }
@@ -227,6 +229,20 @@ impl Engine {
             .retain(|id, _| namespace.is_some_and(|(r, a)| id.region != r || id.account != a));
         if namespace.is_none() {
             self.faults.clear();
+        }
+    }
+
+    /// Turns every injected fault off: the fault rules, and at-least-once redelivery on
+    /// every queue.
+    pub fn clear_faults(&self) {
+        self.faults.clear();
+        for q in self
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            q.set_redelivery(0.0);
         }
     }
 

@@ -316,10 +316,7 @@ pub async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<B
             Err(resp) => resp,
         },
         (Method::DELETE, "/_sqsim/faults") => {
-            state.engine.faults.clear();
-            for q in state.engine.all_queues() {
-                q.set_redelivery(0.0);
-            }
+            state.engine.clear_faults();
             faults(state)
         }
         (Method::GET, "/_sqsim/clock") => reply(StatusCode::OK, clock_state(state)),
