@@ -121,6 +121,29 @@ pub struct IdBatchOutput {
     pub entry_tag: &'static str,
 }
 
+impl IdBatchOutput {
+    /// Applies `apply` to each entry; each succeeds or fails on its own.
+    pub fn collect<E: Entry>(
+        entry_tag: &'static str,
+        entries: &[E],
+        mut apply: impl FnMut(&E) -> Result<(), SqsError>,
+    ) -> IdBatchOutput {
+        let mut out = IdBatchOutput {
+            successful: Vec::new(),
+            failed: Vec::new(),
+            entry_tag,
+        };
+        for e in entries {
+            let id = e.id().unwrap_or_default();
+            match apply(e) {
+                Ok(()) => out.successful.push(IdEntry { id: id.to_string() }),
+                Err(err) => out.failed.push(BatchResultErrorEntry::new(id, &err)),
+            }
+        }
+        out
+    }
+}
+
 impl crate::protocol::XmlResult for IdBatchOutput {
     fn write_xml(&self, w: &mut XmlWriter) {
         for s in &self.successful {

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::api::batch::{check_entries, BatchResultErrorEntry, Entry, IdBatchOutput, IdEntry};
+use crate::api::batch::{check_entries, Entry, IdBatchOutput};
 use crate::api::Context;
 use crate::error::SqsError;
 
@@ -33,17 +33,9 @@ pub fn handle(ctx: &Context, input: Input) -> Result<IdBatchOutput, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let entries = check_entries(&input.entries, "ChangeMessageVisibilityBatchRequestEntry")?;
     let now = ctx.engine.now_ms();
-    let mut out = IdBatchOutput {
-        successful: Vec::new(),
-        failed: Vec::new(),
-        entry_tag: "ChangeMessageVisibilityBatchResultEntry",
-    };
-    for e in entries {
-        let id = e.id().unwrap_or_default();
-        match change(&queue, &e.receipt_handle, e.visibility_timeout, now) {
-            Ok(()) => out.successful.push(IdEntry { id: id.to_string() }),
-            Err(err) => out.failed.push(BatchResultErrorEntry::new(id, &err)),
-        }
-    }
-    Ok(out)
+    Ok(IdBatchOutput::collect(
+        "ChangeMessageVisibilityBatchResultEntry",
+        entries,
+        |e| change(&queue, &e.receipt_handle, e.visibility_timeout, now),
+    ))
 }

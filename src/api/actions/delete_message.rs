@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use crate::api::{receipt_error, required, Context, Empty};
+use crate::engine::Queue;
 use crate::error::SqsError;
 
 #[derive(Debug, Deserialize)]
@@ -12,11 +13,16 @@ pub struct Input {
     pub receipt_handle: Option<String>,
 }
 
+/// Validates and applies one delete (shared with the batch action).
+pub fn delete(queue: &Queue, handle: &Option<String>, now_ms: u64) -> Result<(), SqsError> {
+    let handle = required(handle, "ReceiptHandle")?;
+    queue
+        .delete_message(handle, now_ms)
+        .map_err(|e| receipt_error(e, handle, 0))
+}
+
 pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
-    let handle = required(&input.receipt_handle, "ReceiptHandle")?;
-    queue
-        .delete_message(handle, ctx.engine.now_ms())
-        .map_err(|e| receipt_error(e, handle, 0))?;
+    delete(&queue, &input.receipt_handle, ctx.engine.now_ms())?;
     Ok(Empty {})
 }

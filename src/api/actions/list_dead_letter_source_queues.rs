@@ -6,7 +6,7 @@ use crate::api::Context;
 use crate::error::SqsError;
 use crate::protocol::{XmlResult, XmlWriter};
 
-use super::list_queues::{check_max_results, paginate};
+use super::list_queues::{check_max_results, paginate, write_url_page};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -27,23 +27,15 @@ pub struct Output {
 
 impl XmlResult for Output {
     fn write_xml(&self, w: &mut XmlWriter) {
-        for u in &self.queue_urls {
-            w.elem("QueueUrl", u);
-        }
-        w.opt("NextToken", self.next_token.as_deref());
+        write_url_page(w, &self.queue_urls, self.next_token.as_deref());
     }
 }
 
 pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let max = check_max_results(input.max_results)?;
-    let sources = ctx
-        .engine
-        .dead_letter_sources(&queue.id)
-        .into_iter()
-        .map(|q| (q.id.name.clone(), ctx.queue_url(&q.id)))
-        .collect();
-    let (queue_urls, next_token) = paginate(sources, input.next_token.as_deref(), max)?;
+    let sources = ctx.engine.dead_letter_sources(&queue.id);
+    let (queue_urls, next_token) = paginate(ctx, sources, input.next_token.as_deref(), max)?;
     Ok(Output {
         queue_urls,
         next_token,

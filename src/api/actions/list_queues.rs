@@ -4,7 +4,10 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use crate::api::{check_range, Context};
+use crate::engine::Queue;
 use crate::error::SqsError;
 use crate::protocol::{XmlResult, XmlWriter};
 
@@ -31,11 +34,16 @@ pub struct Output {
 
 impl XmlResult for Output {
     fn write_xml(&self, w: &mut XmlWriter) {
-        for u in &self.queue_urls {
-            w.elem("QueueUrl", u);
-        }
-        w.opt("NextToken", self.next_token.as_deref());
+        write_url_page(w, &self.queue_urls, self.next_token.as_deref());
     }
+}
+
+/// A page of queue URLs in XML (both listing actions spell it the same there).
+pub fn write_url_page(w: &mut XmlWriter, urls: &[String], next_token: Option<&str>) {
+    for u in urls {
+        w.elem("QueueUrl", u);
+    }
+    w.opt("NextToken", next_token);
 }
 
 /// Validates MaxResults (1–1000 when given).
@@ -50,10 +58,11 @@ pub fn check_max_results(max: Option<i64>) -> Result<Option<usize>, SqsError> {
     Ok(max.map(|n| n as usize))
 }
 
-/// Pages `names` (sorted) after the token's name; the token is only issued when the
-/// caller gave MaxResults, as AWS does.
+/// Pages `queues` (sorted by name) after the token's name and returns the page's URLs; the
+/// token is only issued when the caller gave MaxResults, as AWS does.
 pub fn paginate(
-    names: Vec<(String, String)>,
+    ctx: &Context,
+    queues: Vec<Arc<Queue>>,
     next_token: Option<&str>,
     max: Option<usize>,
 ) -> Result<(Vec<String>, Option<String>), SqsError> {
@@ -68,17 +77,17 @@ pub fn paginate(
         ),
     };
     let limit = max.unwrap_or(MAX_RESULTS as usize);
-    let mut rest = names
-        .into_iter()
-        .filter(|(name, _)| after.as_ref().is_none_or(|a| name > a))
+    let mut rest = queues
+        .iter()
+        .filter(|q| after.as_ref().is_none_or(|a| q.id.name > *a))
         .peekable();
     let mut page = Vec::new();
     let mut last = None;
     while page.len() < limit {
         match rest.next() {
-            Some((name, url)) => {
-                page.push(url);
-                last = Some(name);
+            Some(q) => {
+                page.push(ctx.queue_url(&q.id));
+                last = Some(&q.id.name);
             }
             None => break,
         }
@@ -95,13 +104,8 @@ pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     ctx.require_service_endpoint("ListQueues")?;
     let max = check_max_results(input.max_results)?;
     let prefix = input.queue_name_prefix.unwrap_or_default();
-    let names = ctx
-        .engine
-        .list_queues(&ctx.region, &ctx.account, &prefix)
-        .into_iter()
-        .map(|q| (q.id.name.clone(), ctx.queue_url(&q.id)))
-        .collect();
-    let (queue_urls, next_token) = paginate(names, input.next_token.as_deref(), max)?;
+    let queues = ctx.engine.list_queues(&ctx.region, &ctx.account, &prefix);
+    let (queue_urls, next_token) = paginate(ctx, queues, input.next_token.as_deref(), max)?;
     Ok(Output {
         queue_urls,
         next_token,
