@@ -261,8 +261,7 @@ impl LoadedConfig {
         base_url: &str,
         account: &str,
     ) -> Result<Vec<(String, crate::worker::WorkerOptions)>, ConfigError> {
-        use crate::worker::{Backoff, WorkerOptions, WorkerQueue};
-        let secs = |s: f64| std::time::Duration::from_secs_f64(s.max(0.0));
+        use crate::worker::{secs, Backoff, WorkerOptions, WorkerQueue};
         let mut out = Vec::new();
         for (i, w) in self.file.workers.iter().enumerate() {
             let at = w.span().start;
@@ -272,15 +271,14 @@ impl LoadedConfig {
                 return Err(self.error(at, &key, "needs at least one queue"));
             }
             let backoff = match w.retry_backoff.as_deref() {
-                None | Some("fixed") => Backoff::Fixed,
-                Some("exponential") => Backoff::Exponential,
-                Some(other) => {
-                    return Err(self.error(
+                None => Backoff::Fixed,
+                Some(name) => Backoff::parse(name).ok_or_else(|| {
+                    self.error(
                         at,
                         &format!("{key}.retry_backoff"),
-                        format!("{other:?} is not one of \"fixed\", \"exponential\""),
-                    ))
-                }
+                        format!("{name:?} is not one of \"fixed\", \"exponential\""),
+                    )
+                })?,
             };
             if let Some(n) = w.batch_size.filter(|n| !(1..=10).contains(n)) {
                 return Err(self.error(

@@ -7,10 +7,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::{
-    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, Message,
-};
-use base64::Engine as _;
+use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Request;
@@ -74,14 +71,10 @@ fn message_json(m: &Message) -> Value {
         .into_iter()
         .flatten()
         .map(|(name, v)| {
-            let value = match (v.string_value(), v.binary_value()) {
-                (Some(s), _) => json!({"DataType": v.data_type(), "StringValue": s}),
-                (None, Some(b)) => json!({
-                    "DataType": v.data_type(),
-                    "BinaryValue": base64::engine::general_purpose::STANDARD.encode(b.as_ref()),
-                }),
-                _ => json!({"DataType": v.data_type()}),
-            };
+            let mut value = json!({"DataType": v.data_type()});
+            if let Some((member, text)) = super::deliver::attribute_text(v) {
+                value[member] = Value::String(text);
+            }
             (name.clone(), value)
         })
         .collect();
@@ -152,7 +145,7 @@ impl Job {
             Ok(req) => {
                 tokio::select! {
                     a = exchange(&self.app, req, self.opts.inactivity_timeout) => a,
-                    _ = self.heartbeat_all(&handles, started) => Answer::TimedOut,
+                    _ = self.heartbeat(&handles, started) => Answer::TimedOut,
                 }
             }
             Err(e) => Answer::Unreachable(e.to_string()),
@@ -215,36 +208,6 @@ impl Job {
             ms = started.elapsed().as_millis() as u64,
             "delivered batch"
         );
-    }
-
-    /// Keeps a whole batch hidden while the application works on it.
-    async fn heartbeat_all(&self, handles: &[String], started: Instant) {
-        let vis = Duration::from_secs(self.opts.visibility_timeout.max(1) as u64);
-        loop {
-            tokio::time::sleep(vis / 2).await;
-            if started.elapsed() + vis >= super::VISIBILITY_CAP {
-                std::future::pending::<()>().await;
-            }
-            let entries = handles
-                .iter()
-                .enumerate()
-                .filter_map(|(i, h)| {
-                    ChangeMessageVisibilityBatchRequestEntry::builder()
-                        .id(format!("m{i}"))
-                        .receipt_handle(h)
-                        .visibility_timeout(self.opts.visibility_timeout as i32)
-                        .build()
-                        .ok()
-                })
-                .collect();
-            let _ = self
-                .sqs
-                .change_message_visibility_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await;
-        }
     }
 }
 

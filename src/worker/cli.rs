@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::process::ExitCode;
 
-use super::{Backoff, WorkerOptions, WorkerQueue, WorkerStats};
+use super::{secs, Backoff, WorkerOptions, WorkerQueue, WorkerStats};
 
 /// Options named after Elastic Beanstalk's worker environment settings.
 #[derive(Debug, clap::Args)]
@@ -87,14 +87,10 @@ pub fn run(w: WorkerArgs, shutdown: impl Future<Output = ()>) -> ExitCode {
         .queue_urls
         .iter()
         .map(|url| {
-            let name = url
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .unwrap_or_default();
+            let name = super::queue_name(url);
             WorkerQueue {
                 url: url.clone(),
-                weight: weights.get(name).copied().unwrap_or(1),
+                weight: weights.get(name.as_str()).copied().unwrap_or(1),
             }
         })
         .collect();
@@ -111,7 +107,6 @@ pub fn run(w: WorkerArgs, shutdown: impl Future<Output = ()>) -> ExitCode {
             }
         },
     };
-    let secs = |s: f64| std::time::Duration::from_secs_f64(s.max(0.0));
     let opts = WorkerOptions {
         queues,
         http_url: w.http_url,
@@ -122,11 +117,7 @@ pub fn run(w: WorkerArgs, shutdown: impl Future<Output = ()>) -> ExitCode {
         error_visibility_timeout: w.error_visibility_timeout,
         mime_type: w.mime_type,
         retry_delay: w.retry_delay,
-        retry_backoff: if w.retry_backoff == "exponential" {
-            Backoff::Exponential
-        } else {
-            Backoff::Fixed
-        },
+        retry_backoff: Backoff::parse(&w.retry_backoff).unwrap_or_default(),
         retry_max_delay: w.retry_max_delay,
         shutdown_timeout: secs(w.shutdown_timeout),
         cron,
@@ -142,9 +133,9 @@ pub fn run(w: WorkerArgs, shutdown: impl Future<Output = ()>) -> ExitCode {
         .unwrap_or_else(|| crate::config::DEFAULT_REGION.to_string());
     let endpoint = w.endpoint_url.or_else(|| {
         let url = &opts.queues.first()?.url;
-        let (scheme, rest) = url.split_once("://")?;
-        let host = rest.split('/').next()?;
-        (!host.ends_with("amazonaws.com")).then(|| format!("{scheme}://{host}"))
+        url.contains("://")
+            .then(|| super::cron::origin(url))
+            .filter(|origin| !origin.ends_with("amazonaws.com"))
     });
     let creds = aws_sdk_sqs::config::Credentials::new(
         env("AWS_ACCESS_KEY_ID").unwrap_or_else(|| "test".into()),

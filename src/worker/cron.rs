@@ -81,7 +81,7 @@ pub fn parse(text: &str) -> Result<Vec<CronTask>, String> {
 }
 
 /// `scheme://host:port` of the application URL.
-fn origin(http_url: &str) -> String {
+pub(super) fn origin(http_url: &str) -> String {
     match http_url.split_once("://") {
         Some((scheme, rest)) => format!("{scheme}://{}", rest.split('/').next().unwrap_or(rest)),
         None => http_url.trim_end_matches('/').to_string(),
@@ -120,7 +120,7 @@ pub async fn run(
                 .header("x-aws-sqsd-taskname", task.name.as_str())
                 .header(
                     "x-aws-sqsd-scheduled-at",
-                    at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                    crate::timefmt::rfc3339(at.timestamp()),
                 )
                 .header("x-aws-sqsd-msgid", uuid::Uuid::new_v4().to_string())
                 .body(Full::new(Bytes::new()));

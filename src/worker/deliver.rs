@@ -82,15 +82,9 @@ pub async fn post(
             attr(MessageSystemAttributeName::SenderId).unwrap_or_default(),
         );
     for (name, value) in msg.message_attributes().into_iter().flatten() {
-        let text = match (value.string_value(), value.binary_value()) {
-            (Some(s), _) => s.to_string(),
-            (None, Some(b)) => {
-                use base64::Engine as _;
-                base64::engine::general_purpose::STANDARD.encode(b.as_ref())
-            }
-            _ => continue,
-        };
-        req = req.header(format!("x-aws-sqsd-attr-{name}"), header_safe(&text));
+        if let Some((_, text)) = attribute_text(value) {
+            req = req.header(format!("x-aws-sqsd-attr-{name}"), header_safe(&text));
+        }
     }
     let body = Bytes::from(msg.body().unwrap_or_default().to_string());
     let req = match req.body(Full::new(body)) {
@@ -161,3 +155,19 @@ pub async fn exchange(
 
 /// The user agent sqsd sends, with ours beside it.
 pub const USER_AGENT: &str = concat!("aws-sqsd/3.0.4 (sqsim ", env!("CARGO_PKG_VERSION"), ")");
+
+/// A message attribute's value as text, with the member it came from: the string, or
+/// base64 of the binary value. `None` when it has neither.
+pub(super) fn attribute_text(
+    v: &aws_sdk_sqs::types::MessageAttributeValue,
+) -> Option<(&'static str, String)> {
+    use base64::Engine as _;
+    match (v.string_value(), v.binary_value()) {
+        (Some(s), _) => Some(("StringValue", s.to_string())),
+        (None, Some(b)) => Some((
+            "BinaryValue",
+            base64::engine::general_purpose::STANDARD.encode(b.as_ref()),
+        )),
+        _ => None,
+    }
+}

@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, Message, MessageSystemAttributeName,
+};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
@@ -32,6 +34,22 @@ pub enum Backoff {
     Fixed,
     /// Doubling with each receive, capped, with jitter.
     Exponential,
+}
+
+impl Backoff {
+    /// `fixed` or `exponential`, as the flag and the config file spell them.
+    pub fn parse(s: &str) -> Option<Backoff> {
+        match s {
+            "fixed" => Some(Backoff::Fixed),
+            "exponential" => Some(Backoff::Exponential),
+            _ => None,
+        }
+    }
+}
+
+/// Seconds as given in flags and the config file (negative means zero).
+pub fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
 }
 
 /// One queue to read, with its share of receives.
@@ -404,7 +422,8 @@ impl Job {
         let handle = msg.receipt_handle().unwrap_or_default().to_string();
         let receive_count = receive_count(&msg);
         self.stats.in_flight.fetch_add(1, Ordering::Relaxed);
-        let heartbeat = self.heartbeat(handle.clone(), started);
+        let handles = [handle.clone()];
+        let heartbeat = self.heartbeat(&handles, started);
         let name = queue_name(&self.queue_url);
         let delivery = post(
             &self.app,
@@ -460,22 +479,45 @@ impl Job {
         );
     }
 
-    /// Extends the message's visibility every half timeout while the app works on it, up to
-    /// the 12-hour cap. Never completes on its own.
-    async fn heartbeat(&self, handle: String, started: Instant) {
+    /// Extends the visibility of the messages the app works on every half timeout, up to
+    /// the 12-hour cap: one message by ChangeMessageVisibility, a batch by its batch form.
+    /// Never completes on its own.
+    async fn heartbeat(&self, handles: &[String], started: Instant) {
+        let timeout = self.opts.visibility_timeout as i32;
         let vis = Duration::from_secs(self.opts.visibility_timeout.max(1) as u64);
-        let every = vis / 2;
         loop {
-            tokio::time::sleep(every).await;
+            tokio::time::sleep(vis / 2).await;
             if started.elapsed() + vis >= VISIBILITY_CAP {
                 std::future::pending::<()>().await;
             }
+            if let [handle] = handles {
+                let _ = self
+                    .sqs
+                    .change_message_visibility()
+                    .queue_url(&self.queue_url)
+                    .receipt_handle(handle)
+                    .visibility_timeout(timeout)
+                    .send()
+                    .await;
+                continue;
+            }
+            let entries = handles
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| {
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(format!("m{i}"))
+                        .receipt_handle(h)
+                        .visibility_timeout(timeout)
+                        .build()
+                        .ok()
+                })
+                .collect();
             let _ = self
                 .sqs
-                .change_message_visibility()
+                .change_message_visibility_batch()
                 .queue_url(&self.queue_url)
-                .receipt_handle(&handle)
-                .visibility_timeout(self.opts.visibility_timeout as i32)
+                .set_entries(Some(entries))
                 .send()
                 .await;
         }
