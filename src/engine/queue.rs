@@ -635,6 +635,8 @@ impl QueueState {
             .map(|p| p.max_receive_count);
         let mut dead = Vec::new();
         let mut out = Vec::with_capacity(take);
+        // (key, receive number) of what this receive hands out, for a FIFO attempt id.
+        let mut taken = Vec::new();
         while out.len() < take {
             let keys = self.pick(take - out.len());
             if keys.is_empty() {
@@ -651,7 +653,11 @@ impl QueueState {
                     }
                     continue;
                 }
-                out.push(self.hand_out(key, until_ms, now, uid));
+                let received = self.hand_out(key, until_ms, now, uid);
+                if req.attempt_id.is_some() {
+                    taken.push((key, received.receive_count));
+                }
+                out.push(received);
             }
         }
         let dead_letters = match (dead.is_empty(), &self.settings.redrive_policy) {
@@ -662,12 +668,7 @@ impl QueueState {
             _ => None,
         };
         if let (Some(id), Order::Fifo(f)) = (req.attempt_id, &mut self.order) {
-            if !out.is_empty() {
-                let taken = out
-                    .iter()
-                    .filter_map(|m| Receipt::decode(&m.receipt_handle))
-                    .map(|r| (r.key, r.receive_number))
-                    .collect();
+            if !taken.is_empty() {
                 f.remember_attempt(id, taken, now);
             }
         }
@@ -700,17 +701,7 @@ impl QueueState {
             .get();
         msg.last_receive_ms = now;
         msg.delivery = Delivery::InFlight { until_ms };
-        let received = ReceivedMessage {
-            payload: Arc::clone(&msg.payload),
-            receipt_handle: Receipt {
-                queue_uid: uid,
-                key,
-                receive_number: msg.receive_count,
-            }
-            .encode(),
-            receive_count: msg.receive_count,
-            first_receive_ms: first,
-        };
+        let received = issue(msg, key, uid, first);
         self.timers.insert((until_ms, key));
         self.visible -= 1;
         self.in_flight += 1;
@@ -801,17 +792,9 @@ impl QueueState {
             }
             msg.delivery = Delivery::InFlight { until_ms };
             self.timers.insert((until_ms, key));
-            out.push(ReceivedMessage {
-                payload: Arc::clone(&msg.payload),
-                receipt_handle: Receipt {
-                    queue_uid: uid,
-                    key,
-                    receive_number: n,
-                }
-                .encode(),
-                receive_count: n,
-                first_receive_ms: msg.first_receive_ms.map_or(now, NonZeroU64::get),
-            });
+            debug_assert_eq!(msg.receive_count, n);
+            let first = msg.first_receive_ms.map_or(now, NonZeroU64::get);
+            out.push(issue(msg, key, uid, first));
         }
         Some(out)
     }
@@ -951,6 +934,22 @@ impl QueueState {
             Order::Fifo(fifo) => fifo.clear(),
         }
         self.last_purge_ms = Some(now);
+    }
+}
+
+/// What a receive hands out for a stored message: its payload and a handle naming this
+/// receive.
+fn issue(msg: &StoredMessage, key: MessageKey, uid: u64, first_receive_ms: u64) -> ReceivedMessage {
+    ReceivedMessage {
+        payload: Arc::clone(&msg.payload),
+        receipt_handle: Receipt {
+            queue_uid: uid,
+            key,
+            receive_number: msg.receive_count,
+        }
+        .encode(),
+        receive_count: msg.receive_count,
+        first_receive_ms,
     }
 }
 
