@@ -38,14 +38,7 @@ fn client(server: &Server, key: &str, secret: &str) -> aws_sdk_sqs::Client {
 async fn right_secret_works_wrong_secret_and_unknown_key_do_not() {
     let server = verifying_server().await;
     let good = client(&server, "AKIDTEST", "good-secret");
-    let url = good
-        .create_queue()
-        .queue_name("signed")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = common::create(&good, "signed").await;
     common::send(&good, &url, "ok").await;
 
     let err = client(&server, "AKIDTEST", "wrong-secret")
@@ -74,14 +67,7 @@ async fn right_secret_works_wrong_secret_and_unknown_key_do_not() {
 
     // A key with an account of its own works in that account.
     let other = client(&server, "AKIDOTHER", "other-secret");
-    let theirs = other
-        .create_queue()
-        .queue_name("signed")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let theirs = common::create(&other, "signed").await;
     assert!(theirs.contains("/123456789012/signed"), "{theirs}");
 }
 

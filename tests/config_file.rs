@@ -32,14 +32,7 @@ async fn declared_queues_exist_and_reapplying_changes_nothing() {
     let file = LoadedConfig::parse("test.toml", GOOD.to_string()).unwrap();
     server.apply_config(&file).unwrap();
     let c = sdk(&server);
-    let url = c
-        .get_queue_url()
-        .queue_name("orders")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = common::queue_url(&c, "orders").await;
     let attrs = |url: String| {
         let c = c.clone();
         async move {
@@ -56,23 +49,9 @@ async fn declared_queues_exist_and_reapplying_changes_nothing() {
     let before = attrs(url.clone()).await;
     assert_eq!(before[&QueueAttributeName::VisibilityTimeout], "60");
     assert!(before[&QueueAttributeName::RedrivePolicy].contains("orders-dlq"));
-    let tags = c
-        .list_queue_tags()
-        .queue_url(&url)
-        .send()
-        .await
-        .unwrap()
-        .tags
-        .unwrap();
+    let tags = common::queue_tags(&c, &url).await;
     assert_eq!(tags["team"], "core");
-    let fifo = c
-        .get_queue_url()
-        .queue_name("events.fifo")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let fifo = common::queue_url(&c, "events.fifo").await;
     assert_eq!(
         attrs(fifo).await[&QueueAttributeName::ContentBasedDeduplication],
         "true"
@@ -91,22 +70,8 @@ async fn declared_queues_exist_and_reapplying_changes_nothing() {
         .send()
         .await
         .unwrap();
-    assert!(c
-        .receive_message()
-        .queue_url(&url)
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .is_none());
-    let dlq = c
-        .get_queue_url()
-        .queue_name("orders-dlq")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    assert!(common::receives_nothing(&c, &url).await);
+    let dlq = common::queue_url(&c, "orders-dlq").await;
     let moved = c
         .receive_message()
         .queue_url(&dlq)

@@ -11,22 +11,10 @@ use aws_sdk_sqs::types::{
     MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
 use aws_sdk_sqs::Client;
-use common::{create, sdk, start};
+use common::{create, sdk, set_redrive, start};
 
 async fn arn_of(c: &Client, url: &str) -> String {
     common::queue_attr(c, url, QueueAttributeName::QueueArn).await
-}
-
-async fn set_redrive(c: &Client, url: &str, dlq_arn: &str, max: u32) {
-    c.set_queue_attributes()
-        .queue_url(url)
-        .attributes(
-            QueueAttributeName::RedrivePolicy,
-            format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":{max}}}"#),
-        )
-        .send()
-        .await
-        .unwrap();
 }
 
 async fn receive(c: &Client, url: &str, max: i32, vis: i32) -> Vec<aws_sdk_sqs::types::Message> {
@@ -41,13 +29,7 @@ async fn message_moves_on_the_receive_after_max_receive_count() {
     let src = create(&c, "src").await;
     let (dlq_arn, src_arn) = (arn_of(&c, &dlq).await, arn_of(&c, &src).await);
     set_redrive(&c, &src, &dlq_arn, 2).await;
-    let sent = c
-        .send_message()
-        .queue_url(&src)
-        .message_body("poison")
-        .send()
-        .await
-        .unwrap();
+    let sent = common::send(&c, &src, "poison").await;
 
     for n in 1..=2 {
         let m = receive(&c, &src, 1, 0).await;
@@ -62,7 +44,7 @@ async fn message_moves_on_the_receive_after_max_receive_count() {
     let moved = receive(&c, &dlq, 1, 30).await;
     assert_eq!(moved.len(), 1);
     let m = &moved[0];
-    assert_eq!(m.message_id(), sent.message_id());
+    assert_eq!(m.message_id(), Some(sent.as_str()));
     assert_eq!(m.body(), Some("poison"));
     let attrs = m.attributes().unwrap();
     assert_eq!(
@@ -94,12 +76,7 @@ async fn message_moves_on_the_receive_after_max_receive_count() {
     for _ in 0..2 {
         receive(&c, &src, 1, 0).await;
     }
-    c.set_queue_attributes()
-        .queue_url(&src)
-        .attributes(QueueAttributeName::RedrivePolicy, "")
-        .send()
-        .await
-        .unwrap();
+    common::set_attr(&c, &src, QueueAttributeName::RedrivePolicy, "").await;
     assert_eq!(receive(&c, &src, 1, 0).await.len(), 1);
 }
 
@@ -110,15 +87,15 @@ async fn fifo_dead_letter_queue_keeps_order() {
     let mk = |name: &'static str| {
         let c = c.clone();
         async move {
-            c.create_queue()
-                .queue_name(name)
-                .attributes(QueueAttributeName::FifoQueue, "true")
-                .attributes(QueueAttributeName::ContentBasedDeduplication, "true")
-                .send()
-                .await
-                .unwrap()
-                .queue_url
-                .unwrap()
+            common::create_with(
+                &c,
+                name,
+                &[
+                    (QueueAttributeName::FifoQueue, "true"),
+                    (QueueAttributeName::ContentBasedDeduplication, "true"),
+                ],
+            )
+            .await
         }
     };
     let dlq = mk("dlq.fifo").await;
@@ -150,15 +127,8 @@ async fn redrive_policy_validation() {
     let c = sdk(&server);
     let std_dlq = create(&c, "std-dlq").await;
     let src = create(&c, "src").await;
-    let fifo_dlq = c
-        .create_queue()
-        .queue_name("f.fifo")
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let fifo_dlq =
+        common::create_with(&c, "f.fifo", &[(QueueAttributeName::FifoQueue, "true")]).await;
     let std_arn = arn_of(&c, &std_dlq).await;
     let fifo_arn = arn_of(&c, &fifo_dlq).await;
     let cases = [
@@ -191,12 +161,7 @@ async fn redrive_policy_validation() {
     }
     // A string count is accepted and the document is returned as it was set.
     let ok = format!(r#"{{"deadLetterTargetArn":"{std_arn}","maxReceiveCount":"5"}}"#);
-    c.set_queue_attributes()
-        .queue_url(&src)
-        .attributes(QueueAttributeName::RedrivePolicy, &ok)
-        .send()
-        .await
-        .unwrap();
+    common::set_attr(&c, &src, QueueAttributeName::RedrivePolicy, &ok).await;
     let attrs = common::queue_attrs(&c, &src, &[QueueAttributeName::RedrivePolicy]).await;
     assert_eq!(attrs[&QueueAttributeName::RedrivePolicy], ok);
 
@@ -208,7 +173,7 @@ async fn redrive_policy_validation() {
         (format!(r#"{{"redrivePermission":"byQueue","sourceQueueArns":["{src_arn}"]}}"#), true),
         (r#"{"redrivePermission":"allowAll"}"#.to_string(), true),
     ] {
-        c.set_queue_attributes().queue_url(&std_dlq).attributes(QueueAttributeName::RedriveAllowPolicy, &allow).send().await.unwrap();
+        common::set_attr(&c, &std_dlq, QueueAttributeName::RedriveAllowPolicy, &allow).await;
         let r = c.set_queue_attributes().queue_url(&src).attributes(QueueAttributeName::RedrivePolicy, &ok).send().await;
         assert_eq!(r.is_ok(), permitted, "{allow}: {r:?}");
         if let Err(e) = r {
@@ -531,12 +496,7 @@ async fn ten_thousand_messages_round_trip_exactly_once() {
     let t = wait_task(&c, &dlq_arn, |t| t.status() == Some("COMPLETED")).await;
     assert_eq!(t.approximate_number_of_messages_moved(), 10_000);
     // Remove the policy so a second receive does not dead-letter again.
-    c.set_queue_attributes()
-        .queue_url(&src)
-        .attributes(QueueAttributeName::RedrivePolicy, "")
-        .send()
-        .await
-        .unwrap();
+    common::set_attr(&c, &src, QueueAttributeName::RedrivePolicy, "").await;
     let mut back = HashSet::new();
     loop {
         let got = receive(&c, &src, 10, 300).await;
@@ -772,15 +732,7 @@ async fn redrive_policies_pointing_at_each_other_or_at_self_never_hang() {
             (c.clone(), b.clone(), a_arn.clone())
         };
         calls.push(tokio::spawn(async move {
-            c.set_queue_attributes()
-                .queue_url(from)
-                .attributes(
-                    QueueAttributeName::RedrivePolicy,
-                    format!(r#"{{"deadLetterTargetArn":"{to}","maxReceiveCount":3}}"#),
-                )
-                .send()
-                .await
-                .unwrap();
+            set_redrive(&c, &from, &to, 3).await;
         }));
     }
     tokio::time::timeout(Duration::from_secs(10), async {

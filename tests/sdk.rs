@@ -26,26 +26,22 @@ fn string_attr(v: &str) -> MessageAttributeValue {
 async fn queue_lifecycle() {
     let server = start().await;
     let c = sdk(&server);
-    let url = c
-        .create_queue()
-        .queue_name("orders")
-        .attributes(QueueAttributeName::VisibilityTimeout, "45")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = common::create_with(
+        &c,
+        "orders",
+        &[(QueueAttributeName::VisibilityTimeout, "45")],
+    )
+    .await;
     assert_eq!(url, format!("{}/000000000000/orders", server.endpoint()));
 
     // Same attributes: same URL. A different value: QueueNameExists.
-    let again = c
-        .create_queue()
-        .queue_name("orders")
-        .attributes(QueueAttributeName::VisibilityTimeout, "45")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.queue_url.unwrap(), url);
+    let again = common::create_with(
+        &c,
+        "orders",
+        &[(QueueAttributeName::VisibilityTimeout, "45")],
+    )
+    .await;
+    assert_eq!(again, url);
     let err = c
         .create_queue()
         .queue_name("orders")
@@ -60,8 +56,7 @@ async fn queue_lifecycle() {
         Some("A queue already exists with the same name and a different value for attribute VisibilityTimeout")
     );
 
-    let got = c.get_queue_url().queue_name("orders").send().await.unwrap();
-    assert_eq!(got.queue_url.unwrap(), url);
+    assert_eq!(common::queue_url(&c, "orders").await, url);
 
     let attrs = common::queue_attrs(&c, &url, &[QueueAttributeName::All]).await;
     assert_eq!(attrs[&QueueAttributeName::VisibilityTimeout], "45");
@@ -71,12 +66,7 @@ async fn queue_lifecycle() {
     );
     assert_eq!(attrs.len(), 12, "{attrs:?}");
 
-    c.set_queue_attributes()
-        .queue_url(&url)
-        .attributes(QueueAttributeName::DelaySeconds, "5")
-        .send()
-        .await
-        .unwrap();
+    common::set_attr(&c, &url, QueueAttributeName::DelaySeconds, "5").await;
     let attrs = common::queue_attrs(&c, &url, &[QueueAttributeName::DelaySeconds]).await;
     assert_eq!(attrs.len(), 1);
     assert_eq!(attrs[&QueueAttributeName::DelaySeconds], "5");
@@ -216,8 +206,7 @@ async fn send_receive_delete_with_attributes() {
         .send()
         .await
         .unwrap();
-    let empty = c.receive_message().queue_url(&url).send().await.unwrap();
-    assert!(empty.messages.is_none());
+    assert!(common::receives_nothing(&c, &url).await);
 }
 
 fn md5_of(data: &[u8]) -> u128 {
@@ -463,20 +452,7 @@ async fn long_poll_wakes_when_the_clock_makes_a_message_visible() {
         .send()
         .await
         .unwrap();
-    let receiver = {
-        let c = c.clone();
-        let url = url.clone();
-        tokio::spawn(async move {
-            c.receive_message()
-                .queue_url(&url)
-                .wait_time_seconds(20)
-                .send()
-                .await
-                .unwrap()
-                .messages()
-                .len()
-        })
-    };
+    let receiver = common::spawn_long_poll(&c, &url, 20);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = Instant::now();
     server.advance_clock(Duration::from_secs(600));
@@ -551,14 +527,7 @@ async fn tags_round_trip() {
         .send()
         .await
         .unwrap();
-    let tags = c
-        .list_queue_tags()
-        .queue_url(&url)
-        .send()
-        .await
-        .unwrap()
-        .tags
-        .unwrap();
+    let tags = common::queue_tags(&c, &url).await;
     assert_eq!(
         tags,
         HashMap::from([
@@ -573,13 +542,6 @@ async fn tags_round_trip() {
         .send()
         .await
         .unwrap();
-    let tags = c
-        .list_queue_tags()
-        .queue_url(&url)
-        .send()
-        .await
-        .unwrap()
-        .tags
-        .unwrap();
+    let tags = common::queue_tags(&c, &url).await;
     assert_eq!(tags.len(), 1);
 }

@@ -42,19 +42,7 @@ async fn an_hour_passes_through_the_admin_clock_and_wakes_a_long_poll() {
         .await
         .unwrap();
     assert_eq!(got.messages().len(), 1);
-    let waiter = {
-        let (c, url) = (c.clone(), url.clone());
-        tokio::spawn(async move {
-            c.receive_message()
-                .queue_url(&url)
-                .wait_time_seconds(20)
-                .send()
-                .await
-                .unwrap()
-                .messages()
-                .len()
-        })
-    };
+    let waiter = common::spawn_long_poll(&c, &url, 20);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = admin(&server, "GET", "/_sqsim/clock", json!({})).await["now_ms"]
         .as_u64()
@@ -76,15 +64,12 @@ async fn an_hour_passes_through_the_admin_clock_and_wakes_a_long_poll() {
 async fn fifo_dedup_window_passes_in_milliseconds() {
     let server = start().await;
     let c = sdk(&server);
-    let url = c
-        .create_queue()
-        .queue_name("d.fifo")
-        .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = common::create_with(
+        &c,
+        "d.fifo",
+        &[(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")],
+    )
+    .await;
     let send = || {
         c.send_message()
             .queue_url(&url)
@@ -125,14 +110,7 @@ async fn reset_leaves_a_fresh_server() {
     );
     // No deleted-name cooldown after a reset.
     let again = create(&c, "gone").await;
-    assert!(c
-        .receive_message()
-        .queue_url(&again)
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .is_none());
+    assert!(common::receives_nothing(&c, &again).await);
 
     // One queue, or one namespace.
     create(&c, "keep").await;
@@ -262,14 +240,8 @@ async fn injected_throttling_is_retried_by_the_sdk_and_shows_in_stats() {
     let url = create(&c, "flaky").await;
     admin(&server, "POST", "/_sqsim/faults", json!({"action": "SendMessage", "queue": "flaky", "error": "ThrottlingException", "count": 2})).await;
     // The SDK's standard retry mode makes three attempts: two throttled, the third lands.
-    let out = c
-        .send_message()
-        .queue_url(&url)
-        .message_body("eventually")
-        .send()
-        .await
-        .unwrap();
-    assert!(out.message_id.is_some());
+    // `common::send` expects success and a MessageId.
+    common::send(&c, &url, "eventually").await;
     let faults = admin(&server, "GET", "/_sqsim/faults", json!({})).await;
     assert_eq!(faults["faults"][0]["hits"], 2);
     assert_eq!(faults["faults"][0]["remaining"], 0);
@@ -361,14 +333,7 @@ async fn at_least_once_mode_redelivers_a_deleted_message_once() {
             .await
             .unwrap();
     }
-    assert!(c
-        .receive_message()
-        .queue_url(&url)
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .is_none());
+    assert!(common::receives_nothing(&c, &url).await);
 }
 
 #[tokio::test]
@@ -381,21 +346,8 @@ async fn credentials_and_regions_are_separate_namespaces() {
     assert!(alice_url.contains("/111111111111/shared-name"));
     let bob_url = create(&bob, "shared-name").await;
     assert!(bob_url.contains("/222222222222/shared-name"));
-    alice
-        .send_message()
-        .queue_url(&alice_url)
-        .message_body("alice")
-        .send()
-        .await
-        .unwrap();
-    assert!(bob
-        .receive_message()
-        .queue_url(&bob_url)
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .is_none());
+    common::send(&alice, &alice_url, "alice").await;
+    assert!(common::receives_nothing(&bob, &bob_url).await);
     assert_eq!(
         alice.list_queues().send().await.unwrap().queue_urls(),
         std::slice::from_ref(&alice_url)
@@ -452,12 +404,5 @@ async fn region_host_urls_keep_regions_apart() {
     common::send(&east, &w, "to the west").await;
     let got = west.receive_message().queue_url(&w).send().await.unwrap();
     assert_eq!(got.messages()[0].body(), Some("to the west"));
-    assert!(east
-        .receive_message()
-        .queue_url(&e)
-        .send()
-        .await
-        .unwrap()
-        .messages
-        .is_none());
+    assert!(common::receives_nothing(&east, &e).await);
 }

@@ -156,15 +156,7 @@ async fn delays_per_message_and_per_queue() {
     let server = start().await;
     server.clock().freeze();
     let c = sdk(&server);
-    let url = c
-        .create_queue()
-        .queue_name("delayed")
-        .attributes(QueueAttributeName::DelaySeconds, "20")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = common::create_with(&c, "delayed", &[(QueueAttributeName::DelaySeconds, "20")]).await;
     common::send(&c, &url, "queue-delay").await;
     c.send_message()
         .queue_url(&url)
@@ -211,15 +203,12 @@ async fn retention_expires_old_messages_even_in_flight() {
     let server = start().await;
     server.clock().freeze();
     let c = sdk(&server);
-    let url = c
-        .create_queue()
-        .queue_name("retention")
-        .attributes(QueueAttributeName::MessageRetentionPeriod, "60")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let url = common::create_with(
+        &c,
+        "retention",
+        &[(QueueAttributeName::MessageRetentionPeriod, "60")],
+    )
+    .await;
     common::send(&c, &url, "old").await;
     common::send(&c, &url, "in-flight").await;
     let m = receive_one(&c, &url, Some(3600)).await.unwrap();
@@ -254,19 +243,9 @@ async fn retention_expires_old_messages_even_in_flight() {
     // Lowering retention expires messages that are already older.
     common::send(&c, &url, "x").await;
     server.advance_clock(Duration::from_secs(200));
-    c.set_queue_attributes()
-        .queue_url(&url)
-        .attributes(QueueAttributeName::MessageRetentionPeriod, "600")
-        .send()
-        .await
-        .unwrap();
+    common::set_attr(&c, &url, QueueAttributeName::MessageRetentionPeriod, "600").await;
     common::send(&c, &url, "y").await;
-    c.set_queue_attributes()
-        .queue_url(&url)
-        .attributes(QueueAttributeName::MessageRetentionPeriod, "100")
-        .send()
-        .await
-        .unwrap();
+    common::set_attr(&c, &url, QueueAttributeName::MessageRetentionPeriod, "100").await;
     assert_eq!(
         receive_one(&c, &url, None).await.unwrap().body.unwrap(),
         "y"

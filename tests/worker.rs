@@ -217,15 +217,7 @@ async fn failures_use_the_error_visibility_timeout_and_end_in_the_dlq() {
         .attributes
         .unwrap()[&QueueAttributeName::QueueArn]
         .clone();
-    c.set_queue_attributes()
-        .queue_url(&url)
-        .attributes(
-            QueueAttributeName::RedrivePolicy,
-            format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":2}}"#),
-        )
-        .send()
-        .await
-        .unwrap();
+    common::set_redrive(&c, &url, &dlq_arn, 2).await;
     let app = start_app(Arc::new(|_| (500, Duration::ZERO, vec![]))).await;
     common::send(&c, &url, "boom").await;
     let opts = WorkerOptions {

@@ -239,3 +239,105 @@ pub async fn send(client: &aws_sdk_sqs::Client, url: &str, body: impl Into<Strin
         .message_id
         .expect("message id")
 }
+
+/// Sets one queue attribute, expecting success.
+pub async fn set_attr(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    name: aws_sdk_sqs::types::QueueAttributeName,
+    value: impl Into<String>,
+) {
+    client
+        .set_queue_attributes()
+        .queue_url(url)
+        .attributes(name, value)
+        .send()
+        .await
+        .expect("set queue attributes");
+}
+
+/// Points `url`'s RedrivePolicy at `dlq_arn` with maxReceiveCount `max`.
+pub async fn set_redrive(client: &aws_sdk_sqs::Client, url: &str, dlq_arn: &str, max: u32) {
+    set_attr(
+        client,
+        url,
+        aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
+        format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":{max}}}"#),
+    )
+    .await;
+}
+
+/// Creates a queue with attributes through the SDK and returns its URL.
+pub async fn create_with(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+    attrs: &[(aws_sdk_sqs::types::QueueAttributeName, &str)],
+) -> String {
+    let mut req = client.create_queue().queue_name(name);
+    for (k, v) in attrs {
+        req = req.attributes(k.clone(), *v);
+    }
+    req.send()
+        .await
+        .expect("create queue")
+        .queue_url
+        .expect("url")
+}
+
+/// True when a plain ReceiveMessage (default options) returns no `Messages` field.
+pub async fn receives_nothing(client: &aws_sdk_sqs::Client, url: &str) -> bool {
+    client
+        .receive_message()
+        .queue_url(url)
+        .send()
+        .await
+        .expect("receive")
+        .messages
+        .is_none()
+}
+
+/// Starts a ReceiveMessage long poll in the background; resolves to the number of messages.
+pub fn spawn_long_poll(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    wait: i32,
+) -> tokio::task::JoinHandle<usize> {
+    let (c, url) = (client.clone(), url.to_string());
+    tokio::spawn(async move {
+        c.receive_message()
+            .queue_url(&url)
+            .wait_time_seconds(wait)
+            .send()
+            .await
+            .expect("long poll")
+            .messages()
+            .len()
+    })
+}
+
+/// The URL of a queue by name.
+pub async fn queue_url(client: &aws_sdk_sqs::Client, name: &str) -> String {
+    client
+        .get_queue_url()
+        .queue_name(name)
+        .send()
+        .await
+        .expect("get queue url")
+        .queue_url
+        .expect("url")
+}
+
+/// A queue's tags.
+pub async fn queue_tags(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+) -> std::collections::HashMap<String, String> {
+    client
+        .list_queue_tags()
+        .queue_url(url)
+        .send()
+        .await
+        .expect("list tags")
+        .tags
+        .expect("tags")
+}
