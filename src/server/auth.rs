@@ -323,17 +323,17 @@ pub fn verify<'c>(
                 "The request must contain a valid X-Amz-Date matching the credential scope date.",
             )
         })?;
-    let now_s = format_amz_date(now);
-    if presigned {
-        let expires = signed_at + Duration::from_secs(c.expires.unwrap_or(0));
+    let now_s = || format_amz_date(now);
+    if let Some(secs) = c.expires {
+        let expires = signed_at + Duration::from_secs(secs);
         if now > expires {
             return Err(error(
                 ErrorCode::SignatureDoesNotMatch,
                 format!(
-                    "Signature expired: {now_s} is now later than {} ({} + {} sec.)",
+                    "Signature expired: {} is now later than {} ({} + {secs} sec.)",
+                    now_s(),
                     format_amz_date(expires),
                     c.amz_date,
-                    c.expires.unwrap_or(0)
                 ),
             ));
         }
@@ -341,29 +341,31 @@ pub fn verify<'c>(
         return Err(error(
             ErrorCode::SignatureDoesNotMatch,
             format!(
-                "Signature expired: {} is now earlier than {} ({now_s} - 15 min.)",
+                "Signature expired: {} is now earlier than {} ({} - 15 min.)",
                 c.amz_date,
-                format_amz_date(now - MAX_SKEW)
+                format_amz_date(now - MAX_SKEW),
+                now_s()
             ),
         ));
     } else if signed_at > now + MAX_SKEW {
         return Err(error(
             ErrorCode::SignatureDoesNotMatch,
             format!(
-                "Signature not yet current: {} is still later than {} ({now_s} + 15 min.)",
+                "Signature not yet current: {} is still later than {} ({} + 15 min.)",
                 c.amz_date,
-                format_amz_date(now + MAX_SKEW)
+                format_amz_date(now + MAX_SKEW),
+                now_s()
             ),
         ));
     }
     // Header-signed requests name their payload hash (or it is the body's). Presigned URLs
-    // are signed over the body's hash by botocore and over UNSIGNED-PAYLOAD by others.
-    let body_hash = sha256_hex(req.body);
+    // are signed over the body's hash by botocore and over UNSIGNED-PAYLOAD by others. The
+    // body is only hashed when no hash is named.
     let candidates: Vec<String> = if presigned {
         let pairs = req.query.map(query_pairs).unwrap_or_default();
         match pairs.iter().find(|(k, _)| k == "X-Amz-Content-Sha256") {
             Some((_, v)) => vec![v.clone()],
-            None => vec![body_hash, "UNSIGNED-PAYLOAD".to_string()],
+            None => vec![sha256_hex(req.body), "UNSIGNED-PAYLOAD".to_string()],
         }
     } else {
         match req
@@ -372,7 +374,7 @@ pub fn verify<'c>(
             .and_then(|v| v.to_str().ok())
         {
             Some(h) => vec![h.to_string()],
-            None => vec![body_hash],
+            None => vec![sha256_hex(req.body)],
         }
     };
     let same = candidates.iter().any(|hash| {
