@@ -115,13 +115,14 @@ fn main() -> ExitCode {
             UrlStyle::Path
         };
     }
-    let mut keys = match file.as_ref().map(LoadedConfig::credentials) {
-        Some(Ok(k)) => k,
-        Some(Err(e)) => {
-            eprintln!("sqsim: config error: {e}");
-            return ExitCode::from(2);
-        }
-        None => Default::default(),
+    // The file's keys were validated by apply_server; it kept them if the file verifies.
+    let file_verifies = matches!(config.auth, AuthMode::Verify(_));
+    let mut keys = match std::mem::replace(&mut config.auth, AuthMode::Off) {
+        AuthMode::Verify(keys) => keys,
+        AuthMode::Off => file
+            .as_ref()
+            .and_then(|f| f.credentials().ok())
+            .unwrap_or_default(),
     };
     for c in &args.credentials {
         match Credential::parse(c) {
@@ -137,7 +138,7 @@ fn main() -> ExitCode {
     let verify = match args.auth.as_deref() {
         Some("verify") => true,
         Some(_) => false,
-        None => matches!(config.auth, AuthMode::Verify(_)),
+        None => file_verifies,
     };
     if verify && keys.is_empty() {
         eprintln!("sqsim: --auth verify needs at least one key (--credentials or [[credentials]] in the config file)");

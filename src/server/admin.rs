@@ -34,18 +34,27 @@ fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
 async fn read_json<T: serde::de::DeserializeOwned>(
     req: Request<Incoming>,
 ) -> Result<T, Response<Full<Bytes>>> {
-    let body = Limited::new(req.into_body(), 64 * 1024)
-        .collect()
-        .await
-        .map_err(|_| reply(StatusCode::BAD_REQUEST, json!({"error": "unreadable body"})))?
-        .to_bytes();
+    let body = read_body(req).await?;
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}"
     } else {
         &body
     };
-    serde_json::from_slice(body)
-        .map_err(|e| reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})))
+    serde_json::from_slice(body).map_err(bad_json)
+}
+
+/// The request body (at most 64 KiB), or the 400 reply to send instead.
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
+    Limited::new(req.into_body(), 64 * 1024)
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .map_err(|_| reply(StatusCode::BAD_REQUEST, json!({"error": "unreadable body"})))
+}
+
+/// The 400 reply to JSON that does not parse.
+fn bad_json(e: serde_json::Error) -> Response<Full<Bytes>> {
+    reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()}))
 }
 
 /// What to reset: everything, one (account, region) namespace, or one queue.
@@ -321,15 +330,14 @@ pub async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<B
         }
         (Method::GET, "/_sqsim/clock") => reply(StatusCode::OK, clock_state(state)),
         (Method::POST, "/_sqsim/clock") => {
-            let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(_) => {
-                    return reply(StatusCode::BAD_REQUEST, json!({"error": "unreadable body"}))
-                }
+            // Unlike the other endpoints, an empty body is an error here: it says nothing.
+            let body = match read_body(req).await {
+                Ok(b) => b,
+                Err(resp) => return resp,
             };
             let change: ClockChange = match serde_json::from_slice(&body) {
                 Ok(c) => c,
-                Err(e) => return reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})),
+                Err(e) => return bad_json(e),
             };
             let clock = state.engine.clock();
             match change.freeze {
