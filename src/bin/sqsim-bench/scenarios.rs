@@ -36,6 +36,15 @@ fn sent_at(body: &str) -> Option<u64> {
     body.get(..20)?.parse().ok()
 }
 
+/// Send→receive latencies (µs) of the messages in a ReceiveMessage reply received at `got`.
+fn latencies(reply: &[u8], proto: Proto, got: u64) -> Vec<u64> {
+    fields(reply, "Body", proto)
+        .iter()
+        .filter_map(|b| sent_at(b))
+        .map(|s| got.saturating_sub(s))
+        .collect()
+}
+
 /// One measured result.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Outcome {
@@ -262,12 +271,7 @@ pub async fn cycle(
                 let got = now_us();
                 requests.fetch_add(1, Ordering::Relaxed);
                 let handles = fields(&b, "ReceiptHandle", proto);
-                lat.extend(
-                    fields(&b, "Body", proto)
-                        .iter()
-                        .filter_map(|b| sent_at(b))
-                        .map(|s| got.saturating_sub(s)),
-                );
+                lat.extend(latencies(&b, proto, got));
                 if handles.is_empty() {
                     continue;
                 }
@@ -352,12 +356,7 @@ pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration)
                 let (s, b) = c.send(&api.receive(&url, 10, 20)).await.expect("receive");
                 let got = now_us();
                 assert_eq!(s, 200);
-                lat.extend(
-                    fields(&b, "Body", proto)
-                        .iter()
-                        .filter_map(|b| sent_at(b))
-                        .map(|s| got.saturating_sub(s)),
-                );
+                lat.extend(latencies(&b, proto, got));
                 let handles = fields(&b, "ReceiptHandle", proto);
                 if !handles.is_empty() {
                     c.send(&api.delete_batch(&url, &handles))
