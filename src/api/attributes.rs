@@ -76,10 +76,17 @@ fn json_document(name: &str, value: &str) -> Result<Option<String>, SqsError> {
     if value.is_empty() {
         return Ok(None);
     }
-    match serde_json::from_str::<serde_json::Value>(value) {
-        Ok(serde_json::Value::Object(_)) => Ok(Some(value.to_string())),
-        _ => Err(bad_value(name)),
+    match json_map(value) {
+        Some(_) => Ok(Some(value.to_string())),
+        None => Err(bad_value(name)),
     }
+}
+
+/// `value` parsed as a JSON object, if it is one.
+fn json_map(value: &str) -> Option<serde_json::Value> {
+    serde_json::from_str(value)
+        .ok()
+        .filter(serde_json::Value::is_object)
 }
 
 fn redrive_policy(value: &str) -> Result<Option<RedrivePolicy>, SqsError> {
@@ -87,10 +94,7 @@ fn redrive_policy(value: &str) -> Result<Option<RedrivePolicy>, SqsError> {
         return Ok(None);
     }
     let invalid = |reason: &str| SqsError::invalid_value(value, "RedrivePolicy", reason);
-    let doc: serde_json::Value = serde_json::from_str(value)
-        .ok()
-        .filter(serde_json::Value::is_object)
-        .ok_or_else(|| invalid("Redrive policy is not a valid JSON map."))?;
+    let doc = json_map(value).ok_or_else(|| invalid("Redrive policy is not a valid JSON map."))?;
     let target = doc
         .get("deadLetterTargetArn")
         .and_then(|v| v.as_str())
@@ -124,10 +128,8 @@ fn redrive_allow_policy(value: &str) -> Result<Option<RedriveAllowPolicy>, SqsEr
         return Ok(None);
     }
     let invalid = |reason: &str| SqsError::invalid_value(value, "RedriveAllowPolicy", reason);
-    let doc: serde_json::Value = serde_json::from_str(value)
-        .ok()
-        .filter(serde_json::Value::is_object)
-        .ok_or_else(|| invalid("Redrive allow policy is not a valid JSON map."))?;
+    let doc =
+        json_map(value).ok_or_else(|| invalid("Redrive allow policy is not a valid JSON map."))?;
     let arns = match doc.get("sourceQueueArns") {
         None => None,
         Some(serde_json::Value::Array(items)) => Some(
