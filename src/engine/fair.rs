@@ -2,7 +2,7 @@
 //! first; once messages carry group ids (a "fair queue"), receives take one message per group
 //! in rotation, so a group with a large backlog cannot starve a quiet one.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use super::queue::MessageKey;
@@ -15,11 +15,15 @@ enum Slot {
 
 /// Keys, oldest first. Most arrive in order (new sends) and are appended to a deque, which
 /// costs a fraction of a tree insert and of its memory; the few that arrive out of order
-/// (a visibility timeout ending) go to a tree beside it.
+/// (a visibility timeout ending) go to a tree beside it. A key removed from the middle of
+/// the deque is only marked, and dropped when it reaches the front, so no removal shifts
+/// the deque.
 #[derive(Debug, Default)]
 struct KeyQueue {
     in_order: VecDeque<MessageKey>,
     out_of_order: BTreeSet<MessageKey>,
+    /// Keys still in `in_order` that were removed.
+    removed: HashSet<MessageKey>,
 }
 
 impl KeyQueue {
@@ -32,26 +36,32 @@ impl KeyQueue {
     }
 
     fn remove(&mut self, key: &MessageKey) {
-        if !self.out_of_order.remove(key) {
-            if let Ok(i) = self.in_order.binary_search(key) {
-                self.in_order.remove(i);
-                self.shrink();
-            }
+        if !self.out_of_order.remove(key) && self.in_order.binary_search(key).is_ok() {
+            self.removed.insert(*key);
+            self.drop_removed_front();
         }
     }
 
     fn pop_first(&mut self) -> Option<MessageKey> {
+        self.drop_removed_front();
         let key = match (self.in_order.front(), self.out_of_order.first()) {
             (Some(a), Some(b)) if b < a => self.out_of_order.pop_first(),
             (Some(_), _) => self.in_order.pop_front(),
             (None, _) => self.out_of_order.pop_first(),
         };
-        self.shrink();
+        self.drop_removed_front();
         key
     }
 
-    /// Gives back the memory of a drained backlog.
-    fn shrink(&mut self) {
+    /// Drops marked keys from the front of the deque, and gives back the memory of a
+    /// drained backlog.
+    fn drop_removed_front(&mut self) {
+        while let Some(front) = self.in_order.front() {
+            if !self.removed.remove(front) {
+                break;
+            }
+            self.in_order.pop_front();
+        }
         let cap = self.in_order.capacity();
         if cap > 1024 && self.in_order.len() < cap / 4 {
             self.in_order.shrink_to(cap / 2);
@@ -59,7 +69,7 @@ impl KeyQueue {
     }
 
     fn is_empty(&self) -> bool {
-        self.in_order.is_empty() && self.out_of_order.is_empty()
+        self.in_order.len() == self.removed.len() && self.out_of_order.is_empty()
     }
 }
 
