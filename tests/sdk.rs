@@ -372,20 +372,7 @@ async fn batches() {
     assert_eq!(out.failed().len(), 1);
     assert_eq!(out.failed()[0].code(), "ReceiptHandleIsInvalid");
 
-    let attrs = common::queue_attrs(
-        &c,
-        &url,
-        &[
-            QueueAttributeName::ApproximateNumberOfMessages,
-            QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
-        ],
-    )
-    .await;
-    assert_eq!(attrs[&QueueAttributeName::ApproximateNumberOfMessages], "0");
-    assert_eq!(
-        attrs[&QueueAttributeName::ApproximateNumberOfMessagesNotVisible],
-        "0"
-    );
+    assert_eq!(common::message_counts(&c, &url).await, ["0", "0"]);
 }
 
 #[tokio::test]

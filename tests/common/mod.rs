@@ -341,3 +341,22 @@ pub async fn queue_tags(
         .tags
         .expect("tags")
 }
+
+/// [ApproximateNumberOfMessages, ApproximateNumberOfMessagesNotVisible] of a queue.
+pub async fn message_counts(client: &aws_sdk_sqs::Client, url: &str) -> [String; 2] {
+    use aws_sdk_sqs::types::QueueAttributeName as N;
+    let mut a = queue_attrs(
+        client,
+        url,
+        &[
+            N::ApproximateNumberOfMessages,
+            N::ApproximateNumberOfMessagesNotVisible,
+        ],
+    )
+    .await;
+    [
+        a.remove(&N::ApproximateNumberOfMessages).expect("visible"),
+        a.remove(&N::ApproximateNumberOfMessagesNotVisible)
+            .expect("not visible"),
+    ]
+}
