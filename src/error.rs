@@ -35,6 +35,9 @@ pub enum ErrorCode {
     UnknownOperation,
     /// JSON body that does not parse or has members of the wrong type.
     Serialization,
+    /// Query protocol: a form or query string beyond what any SQS request can be (a key too
+    /// long or too deep, too many pairs). AWS's common error, status 404 as AWS documents it.
+    MalformedQueryString,
     /// The request body is larger than the server accepts.
     RequestEntityTooLarge,
     InternalFailure,
@@ -176,6 +179,11 @@ impl ErrorCode {
                 "SerializationException",
                 400,
             ),
+            MalformedQueryString => (
+                "com.amazon.coral.service#MalformedQueryStringException",
+                "MalformedQueryString",
+                404,
+            ),
             RequestEntityTooLarge => (
                 "com.amazon.coral.service#RequestEntityTooLargeException",
                 "RequestEntityTooLarge",
@@ -299,15 +307,20 @@ impl SqsError {
         )
     }
 
+    /// `InternalFailure` (500), worded as AWS words it.
+    pub fn internal() -> SqsError {
+        SqsError::new(
+            ErrorCode::InternalFailure,
+            "We encountered an internal error. Please try again.",
+        )
+    }
+
     /// An error to inject by name (admin fault API): `None` for unknown names.
     pub fn injected(name: &str) -> Option<SqsError> {
         let (code, message) = match name {
             "ThrottlingException" | "Throttling" => (ErrorCode::Throttling, "Rate exceeded"),
             "RequestThrottled" => (ErrorCode::RequestThrottled, "Request is throttled."),
-            "InternalError" | "InternalFailure" => (
-                ErrorCode::InternalFailure,
-                "We encountered an internal error. Please try again.",
-            ),
+            "InternalError" | "InternalFailure" => return Some(SqsError::internal()),
             "ServiceUnavailable" => (
                 ErrorCode::ServiceUnavailable,
                 "The service is unavailable. Please try again shortly.",

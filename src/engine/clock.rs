@@ -4,6 +4,10 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// The latest reading a clock can reach: 9999-12-31T23:59:59.999Z, the last instant that the
+/// ISO 8601 timestamps sqsim writes can express. Advancing stops (or is refused) there.
+pub const MAX_EPOCH_MS: u64 = 253_402_300_799_999;
+
 /// Sentinel for "not frozen" in [`Clock::frozen_at`].
 const NOT_FROZEN: u64 = u64::MAX;
 
@@ -62,14 +66,32 @@ impl Clock {
         }
     }
 
-    /// Moves the clock forward by `by` (also while frozen).
+    /// Moves the clock forward by `by` (also while frozen), stopping at [`MAX_EPOCH_MS`].
     pub fn advance(&self, by: Duration) {
-        let ms = by.as_millis() as u64;
+        let room = MAX_EPOCH_MS.saturating_sub(self.now_ms());
+        self.advance_ms(u64::try_from(by.as_millis()).unwrap_or(u64::MAX).min(room));
+    }
+
+    /// Moves the clock forward by `by`, or leaves it unchanged and returns false when that
+    /// would pass [`MAX_EPOCH_MS`].
+    pub fn try_advance(&self, by: Duration) -> bool {
+        let room = MAX_EPOCH_MS.saturating_sub(self.now_ms());
+        match u64::try_from(by.as_millis()) {
+            Ok(ms) if ms <= room => {
+                self.advance_ms(ms);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `ms` is at most the room left below [`MAX_EPOCH_MS`], so neither sum can overflow.
+    fn advance_ms(&self, ms: u64) {
         self.offset_ms.fetch_add(ms as i64, Ordering::AcqRel);
         let _ = self
             .frozen_at
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |f| {
-                (f != NOT_FROZEN).then(|| f + ms)
+                (f != NOT_FROZEN).then(|| f.saturating_add(ms).min(MAX_EPOCH_MS))
             });
     }
 
@@ -118,6 +140,22 @@ mod tests {
         c.unfreeze();
         assert!(c.now_ms() >= f + 1000);
         assert!(c.now_ms() < f + 2000);
+    }
+
+    #[test]
+    fn advancing_stops_at_the_latest_reading() {
+        let c = Clock::starting_at(1_000_000);
+        let before = c.now_ms();
+        assert!(!c.try_advance(Duration::from_secs(u64::MAX)));
+        assert!(!c.try_advance(Duration::from_millis(MAX_EPOCH_MS)));
+        assert!(c.now_ms() >= before && c.now_ms() < before + 1000);
+        c.freeze();
+        assert!(c.try_advance(Duration::from_millis(MAX_EPOCH_MS - c.now_ms())));
+        assert_eq!(c.now_ms(), MAX_EPOCH_MS);
+        c.advance(Duration::MAX);
+        assert_eq!(c.now_ms(), MAX_EPOCH_MS);
+        c.unfreeze();
+        assert!(c.now_ms() <= MAX_EPOCH_MS);
     }
 
     #[test]

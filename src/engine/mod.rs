@@ -287,6 +287,16 @@ impl Engine {
         self.wake_all();
     }
 
+    /// Like [`Engine::advance_clock`], but refuses (false, clock unchanged) a move past
+    /// [`clock::MAX_EPOCH_MS`] instead of stopping there.
+    pub fn try_advance_clock(&self, by: Duration) -> bool {
+        let moved = self.clock.try_advance(by);
+        if moved {
+            self.wake_all();
+        }
+        moved
+    }
+
     fn wake_all(&self) {
         let queues: Vec<Arc<Queue>> = self
             .queues

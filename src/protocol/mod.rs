@@ -132,6 +132,7 @@ pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
         let body = form::parse(&req.body);
         pairs.extend(body);
     }
+    query::check_bounds(&pairs).map_err(|e| DecodeError::Error(Protocol::Query, e))?;
     let Some(action) = pairs
         .iter()
         .find(|(k, _)| k == "Action")

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde::de;
 
 use super::form::Pair;
-use crate::error::SqsError;
+use crate::error::{ErrorCode, SqsError};
 
 /// Members that are integers wherever they appear in the SQS model.
 const INTEGER_MEMBERS: &[&str] = &[
@@ -52,26 +52,30 @@ enum Node<'k> {
 }
 
 impl<'k> Node<'k> {
+    /// Files `value` under the path `segments`, walking down without recursion (the depth is
+    /// bounded by [`check_bounds`] anyway, but nothing here relies on it).
     fn put(&mut self, segments: &[&'k str], value: String) {
-        let Some((first, rest)) = segments.split_first() else {
-            *self = Node::Leaf(value);
-            return;
-        };
-        if let Ok(index) = first.parse::<u32>() {
-            if !matches!(self, Node::List(_)) {
-                *self = Node::List(BTreeMap::new());
-            }
-            if let Node::List(items) = self {
-                items.entry(index).or_default().put(rest, value);
-            }
-        } else {
-            if !matches!(self, Node::Object(_)) {
-                *self = Node::Object(BTreeMap::new());
-            }
-            if let Node::Object(fields) = self {
-                fields.entry(*first).or_default().put(rest, value);
-            }
+        let mut node = self;
+        for segment in segments {
+            node = if let Ok(index) = segment.parse::<u32>() {
+                if !matches!(node, Node::List(_)) {
+                    *node = Node::List(BTreeMap::new());
+                }
+                match node {
+                    Node::List(items) => items.entry(index).or_default(),
+                    _ => unreachable!("made a list above"),
+                }
+            } else {
+                if !matches!(node, Node::Object(_)) {
+                    *node = Node::Object(BTreeMap::new());
+                }
+                match node {
+                    Node::Object(fields) => fields.entry(*segment).or_default(),
+                    _ => unreachable!("made an object above"),
+                }
+            };
         }
+        *node = Node::Leaf(value);
     }
 
     fn into_items(self) -> Vec<Node<'k>> {
@@ -153,7 +157,46 @@ impl<'de> de::IntoDeserializer<'de, de::value::Error> for Shaped {
     }
 }
 
-/// Rebuilds form pairs into the JSON-protocol input shape.
+/// The most pairs a query request may hold. The largest SQS request (a ten-entry
+/// SendMessageBatch, every entry with ten message attributes) has about 450.
+pub const MAX_PAIRS: usize = 10_000;
+/// The longest key, in bytes; SDK keys stay under 80.
+pub const MAX_KEY_BYTES: usize = 512;
+/// The most dot-separated segments in a key; the deepest SQS key
+/// (`SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringValue`) has six.
+pub const MAX_KEY_SEGMENTS: usize = 16;
+
+/// Refuses a form that no SQS request can be, before any work that grows with it: too many
+/// pairs, or a key too long or too deep. What is shaped afterwards is at most
+/// [`MAX_KEY_SEGMENTS`] deep, so no walk over it can exhaust the stack.
+pub fn check_bounds(pairs: &[Pair<'_>]) -> Result<(), SqsError> {
+    let malformed = |what: String| SqsError::new(ErrorCode::MalformedQueryString, what);
+    if pairs.len() > MAX_PAIRS {
+        return Err(malformed(format!(
+            "The query string has {} parameters; at most {MAX_PAIRS} are accepted.",
+            pairs.len()
+        )));
+    }
+    for (key, _) in pairs {
+        if key.len() > MAX_KEY_BYTES {
+            return Err(malformed(format!(
+                "A parameter name is {} bytes long; at most {MAX_KEY_BYTES} are accepted.",
+                key.len()
+            )));
+        }
+        // A key within the byte limit is short, so counting its dots is cheap.
+        let segments = key.bytes().filter(|&b| b == b'.').count() + 1;
+        if segments > MAX_KEY_SEGMENTS {
+            return Err(malformed(format!(
+                "A parameter name has {segments} dot-separated parts; at most {MAX_KEY_SEGMENTS} are accepted."
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Rebuilds form pairs into the JSON-protocol input shape. The pairs must have passed
+/// [`check_bounds`].
 pub fn shape_input(pairs: Vec<Pair<'_>>) -> Result<Shaped, SqsError> {
     let (keys, values): (Vec<Cow<str>>, Vec<Cow<str>>) = pairs.into_iter().unzip();
     let mut root = Node::Object(BTreeMap::new());
@@ -367,5 +410,38 @@ mod tests {
         let pairs = vec![("WaitTimeSeconds".into(), "abc".into())];
         let err = shape_input(pairs).unwrap_err();
         assert_eq!(err.code, crate::error::ErrorCode::InvalidParameterValue);
+    }
+
+    #[test]
+    fn bounds_refuse_deep_long_and_numerous_keys() {
+        let code = |form: &str| {
+            check_bounds(&crate::protocol::form::parse(form.as_bytes()))
+                .err()
+                .map(|e| e.code)
+        };
+        let deepest = "SendMessageBatchRequestEntry.10.MessageAttribute.10.Value.StringValue=x";
+        assert_eq!(code(deepest), None);
+        let deep = format!("Action=ListQueues&{}a=x", "a.".repeat(3000));
+        assert_eq!(code(&deep), Some(ErrorCode::MalformedQueryString));
+        let numeric = format!("Action=ListQueues&{}1=x", "1.".repeat(MAX_KEY_SEGMENTS));
+        assert_eq!(code(&numeric), Some(ErrorCode::MalformedQueryString));
+        let long = format!("Action=ListQueues&{}=x", "k".repeat(MAX_KEY_BYTES + 1));
+        assert_eq!(code(&long), Some(ErrorCode::MalformedQueryString));
+        let many = "a=1&".repeat(MAX_PAIRS + 1);
+        assert_eq!(code(&many), Some(ErrorCode::MalformedQueryString));
+        assert_eq!(code(&"a=1&".repeat(MAX_PAIRS)), None);
+    }
+
+    #[test]
+    fn the_deepest_allowed_key_shapes_without_trouble() {
+        let key = vec!["a"; MAX_KEY_SEGMENTS].join(".");
+        let form = format!("{key}=v");
+        let pairs = crate::protocol::form::parse(form.as_bytes());
+        check_bounds(&pairs).unwrap();
+        let mut shaped = shape_input(pairs).unwrap();
+        for _ in 0..MAX_KEY_SEGMENTS {
+            shaped = shaped.get("a").cloned().expect("one level per segment");
+        }
+        assert_eq!(shaped, Shaped::Str("v".into()));
     }
 }

@@ -43,9 +43,19 @@ async fn read_json<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(body).map_err(bad_json)
 }
 
-/// The request body (at most 64 KiB), or the 400 reply to send instead.
+/// The most an admin request body may hold.
+const MAX_ADMIN_BODY: usize = 64 * 1024;
+
+/// The request body (at most [`MAX_ADMIN_BODY`]), or the 4xx reply to send instead: a body
+/// announced as larger is refused with 413 before any of it is read.
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
-    Limited::new(req.into_body(), 64 * 1024)
+    if super::service::declared_too_large(req.headers(), MAX_ADMIN_BODY) {
+        return Err(reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            json!({"error": format!("the body is larger than {MAX_ADMIN_BODY} bytes")}),
+        ));
+    }
+    Limited::new(req.into_body(), MAX_ADMIN_BODY)
         .collect()
         .await
         .map(|b| b.to_bytes())
@@ -251,6 +261,9 @@ fn faults(state: &AppState) -> Response<Full<Bytes>> {
     reply(StatusCode::OK, json!({"faults": rules}))
 }
 
+/// The longest injected latency: an hour, far beyond any client timeout.
+const MAX_LATENCY_MS: u64 = 3_600_000;
+
 fn add_fault(state: &AppState, f: FaultRequest) -> Response<Full<Bytes>> {
     let bad = |m: &str| reply(StatusCode::BAD_REQUEST, json!({"error": m}));
     let probability = f.probability.unwrap_or(1.0);
@@ -280,7 +293,10 @@ fn add_fault(state: &AppState, f: FaultRequest) -> Response<Full<Bytes>> {
             }
             FaultEffect::Error(e.clone())
         }
-        (None, Some(ms), false) => FaultEffect::Latency { ms },
+        (None, Some(ms), false) if ms <= MAX_LATENCY_MS => FaultEffect::Latency { ms },
+        (None, Some(_), false) => {
+            return bad("latency_ms must be at most 3600000 (an hour)");
+        }
         (None, None, true) => FaultEffect::Drop,
         _ => return bad("give exactly one of error, latency_ms, drop_connection"),
     };
@@ -306,6 +322,43 @@ struct ClockChange {
 fn clock_state(state: &AppState) -> serde_json::Value {
     let clock = state.engine.clock();
     json!({"now_ms": clock.now_ms(), "frozen": clock.is_frozen()})
+}
+
+/// The longest advance one call may ask for (a thousand years), well short of where the
+/// clock stops; anything else a finite, non-negative number of seconds.
+const MAX_ADVANCE_SECONDS: f64 = 1000.0 * 365.25 * 86_400.0;
+
+/// Applies a clock change only when all of it is valid, so a refused call changes nothing.
+fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> {
+    let advance = match change.advance_seconds {
+        None => None,
+        Some(s) if s.is_finite() && (0.0..=MAX_ADVANCE_SECONDS).contains(&s) => {
+            Some(Duration::from_secs_f64(s))
+        }
+        Some(_) => {
+            return reply(
+                StatusCode::BAD_REQUEST,
+                json!({"error": format!(
+                    "advance_seconds must be a number from 0 to {MAX_ADVANCE_SECONDS}"
+                )}),
+            )
+        }
+    };
+    if let Some(by) = advance {
+        if !state.engine.try_advance_clock(by) {
+            return reply(
+                StatusCode::BAD_REQUEST,
+                json!({"error": "advancing that far would pass the clock's last reading, 9999-12-31T23:59:59.999Z"}),
+            );
+        }
+    }
+    let clock = state.engine.clock();
+    match change.freeze {
+        Some(true) => clock.freeze(),
+        Some(false) => clock.unfreeze(),
+        None => {}
+    }
+    reply(StatusCode::OK, clock_state(state))
 }
 
 /// Handles a request under the admin prefix.
@@ -339,22 +392,7 @@ pub async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<B
                 Ok(c) => c,
                 Err(e) => return bad_json(e),
             };
-            let clock = state.engine.clock();
-            match change.freeze {
-                Some(true) => clock.freeze(),
-                Some(false) => clock.unfreeze(),
-                None => {}
-            }
-            if let Some(s) = change.advance_seconds {
-                if !(s.is_finite() && s >= 0.0) {
-                    return reply(
-                        StatusCode::BAD_REQUEST,
-                        json!({"error": "advance_seconds must be a non-negative number"}),
-                    );
-                }
-                state.engine.advance_clock(Duration::from_secs_f64(s));
-            }
-            reply(StatusCode::OK, clock_state(state))
+            change_clock(state, change)
         }
         _ => reply(
             StatusCode::NOT_FOUND,

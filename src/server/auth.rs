@@ -11,6 +11,8 @@ use sha2::{Digest, Sha256};
 use crate::error::{ErrorCode, SqsError};
 
 /// How far a request's signing time may be from ours.
+/// The longest a presigned URL may be valid, as SigV4 defines it (seven days).
+const MAX_PRESIGNED_SECONDS: u64 = 7 * 24 * 3600;
 const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
 
 /// A known access key.
@@ -325,6 +327,14 @@ pub fn verify<'c>(
         })?;
     let now_s = || format_amz_date(now);
     if let Some(secs) = c.expires {
+        // SigV4 presigned URLs live at most seven days; a larger value is refused before any
+        // time arithmetic (it would overflow SystemTime).
+        if secs > MAX_PRESIGNED_SECONDS {
+            return Err(error(
+                ErrorCode::IncompleteSignature,
+                format!("X-Amz-Expires must be less than a week (in seconds) that is {MAX_PRESIGNED_SECONDS}."),
+            ));
+        }
         let expires = signed_at + Duration::from_secs(secs);
         if now > expires {
             return Err(error(

@@ -66,6 +66,63 @@ impl std::fmt::Display for DroppedConnection {
 
 impl std::error::Error for DroppedConnection {}
 
+/// Which protocol a request speaks, from its headers alone (for errors sent before decoding).
+pub(super) fn protocol_of(headers: &HeaderMap) -> Protocol {
+    if headers.contains_key("x-amz-target") {
+        Protocol::Json
+    } else {
+        Protocol::Query
+    }
+}
+
+/// Whether the request announces a body above `max` bytes, so it can be refused before any
+/// of the body is read.
+pub(super) fn declared_too_large(headers: &HeaderMap, max: usize) -> bool {
+    header(headers, CONTENT_LENGTH.as_str())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|len| len > max as u64)
+}
+
+fn too_large(state: &AppState) -> SqsError {
+    SqsError::new(
+        ErrorCode::RequestEntityTooLarge,
+        format!(
+            "Request body is larger than {} bytes.",
+            state.config.max_body_bytes
+        ),
+    )
+}
+
+/// Runs a request's handling so that a panic in it (a bug) ends only that request: it is
+/// logged and answered with a 500 `InternalFailure` in the request's protocol, and the
+/// connection and every other request go on. The engine's locks ignore poisoning, so a
+/// panic while one was held leaves it usable.
+pub(super) async fn guarded<F>(
+    protocol: Protocol,
+    handling: F,
+) -> Result<Response<Full<Bytes>>, DroppedConnection>
+where
+    F: std::future::Future<Output = Result<Response<Full<Bytes>>, DroppedConnection>>,
+{
+    use futures_util::FutureExt;
+    match std::panic::AssertUnwindSafe(handling).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a panic");
+            tracing::error!(panic = what, "request handling panicked; answered 500");
+            let request_id = uuid::Uuid::new_v4().to_string();
+            Ok(respond(
+                protocol::encode_error(protocol, &request_id, &SqsError::internal()),
+                &request_id,
+            ))
+        }
+    }
+}
+
 /// Handles one HTTP request.
 pub async fn handle(
     state: Arc<AppState>,
@@ -81,11 +138,13 @@ pub async fn handle(
     let (parts, body) = req.into_parts();
     let headers = &parts.headers;
     let target = header(headers, "x-amz-target");
-    let protocol = if target.is_some() {
-        Protocol::Json
-    } else {
-        Protocol::Query
-    };
+    let protocol = protocol_of(headers);
+    if declared_too_large(headers, state.config.max_body_bytes) {
+        return Ok(respond(
+            protocol::encode_error(protocol, &request_id, &too_large(&state)),
+            &request_id,
+        ));
+    }
     let body = match Limited::new(body, state.config.max_body_bytes)
         .collect()
         .await
@@ -96,13 +155,7 @@ pub async fn handle(
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                SqsError::new(
-                    ErrorCode::RequestEntityTooLarge,
-                    format!(
-                        "Request body is larger than {} bytes.",
-                        state.config.max_body_bytes
-                    ),
-                )
+                too_large(&state)
             } else {
                 SqsError::invalid("The request body could not be read.")
             };

@@ -47,9 +47,17 @@ impl Backoff {
     }
 }
 
-/// Seconds as given in flags and the config file (negative means zero).
+/// The longest wait a flag or the config file can set (a year): later deadlines are added to
+/// `Instant`s, which must not overflow.
+const MAX_SECS: f64 = 365.0 * 86_400.0;
+
+/// Seconds as given in flags and the config file: negative or NaN means zero, anything above
+/// a year (infinity included) means a year.
 pub fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(s.max(0.0))
+    if s.is_nan() {
+        return Duration::ZERO;
+    }
+    Duration::from_secs_f64(s.clamp(0.0, MAX_SECS))
 }
 
 /// One queue to read, with its share of receives.
@@ -212,7 +220,9 @@ pub async fn run(
 ) {
     let opts = Arc::new(opts);
     let app = app_client(opts.connect_timeout, opts.http_connections);
-    let slots = Arc::new(Semaphore::new(opts.http_connections.max(1)));
+    let slots = Arc::new(Semaphore::new(
+        opts.http_connections.clamp(1, Semaphore::MAX_PERMITS),
+    ));
     let mut scheduler = Scheduler::new(&opts.queues);
     // With several queues, one long poll would hold up the others: poll briefly, and wait
     // only after a whole round found nothing.
@@ -531,6 +541,15 @@ fn unreachable_outcome() -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_from_flags_never_panic() {
+        assert_eq!(secs(f64::NAN), Duration::ZERO);
+        assert_eq!(secs(-3.0), Duration::ZERO);
+        assert_eq!(secs(1.5), Duration::from_millis(1500));
+        assert_eq!(secs(f64::INFINITY), secs(1e300));
+        assert!(std::time::Instant::now().checked_add(secs(1e300)).is_some());
+    }
 
     #[test]
     fn retry_delays() {
