@@ -446,10 +446,7 @@ impl LoadedConfig {
             })?;
             let target = id_of(&dl.get_ref().queue, target_section.get_ref());
             let count = dl.get_ref().max_receive_count;
-            let raw = format!(
-                r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":{count}}}"#,
-                target.arn()
-            );
+            let raw = RedrivePolicy::document(&target.arn(), count);
             if !(1..=1000).contains(&count) {
                 return Err(self.error(at, &key, "max_receive_count must be between 1 and 1000"));
             }
@@ -461,8 +458,9 @@ impl LoadedConfig {
             let source = engine
                 .queue(&source_id)
                 .ok_or_else(|| self.error(at, &key, "source queue vanished"))?;
-            let fifo = name.ends_with(".fifo");
-            check_redrive_target(engine, &source_id, fifo, Some(&policy))
+            let mut candidate = source.settings();
+            candidate.redrive_policy = Some(policy.clone());
+            check_redrive_target(engine, &source_id, &candidate)
                 .map_err(|e| self.error(at, &key, e.message))?;
             if source.settings().redrive_policy.as_ref() != Some(&policy) {
                 source.update_settings(engine.now_ms(), |s| {

@@ -112,8 +112,9 @@ fn redrive_policy(value: &str) -> Result<Option<RedrivePolicy>, SqsError> {
         _ => None,
     };
     match parsed {
+        // Kept as AWS re-serialises it: compact, the count a number even when sent as text.
         Some(n) if (1..=1000).contains(&n) => Ok(Some(RedrivePolicy {
-            raw: value.to_string(),
+            raw: RedrivePolicy::document(target, n as u32),
             dead_letter_target,
             max_receive_count: n as u32,
         })),
@@ -165,10 +166,16 @@ fn redrive_allow_policy(value: &str) -> Result<Option<RedriveAllowPolicy>, SqsEr
             ))
         }
     };
-    Ok(Some(RedriveAllowPolicy {
-        raw: value.to_string(),
-        permission,
-    }))
+    // Kept as AWS re-serialises it: compact, only the members that apply.
+    let raw = match &permission {
+        RedrivePermission::AllowAll => serde_json::json!({"redrivePermission": "allowAll"}),
+        RedrivePermission::DenyAll => serde_json::json!({"redrivePermission": "denyAll"}),
+        RedrivePermission::ByQueue(arns) => {
+            serde_json::json!({"redrivePermission": "byQueue", "sourceQueueArns": arns})
+        }
+    }
+    .to_string();
+    Ok(Some(RedriveAllowPolicy { raw, permission }))
 }
 
 /// Validates `attrs` and applies them to `settings`. `fifo` is the queue's type.
@@ -347,25 +354,20 @@ pub fn render(
     Ok(out)
 }
 
-/// Checks that a RedrivePolicy's dead-letter queue exists next to the source (same account
-/// and region), is of the same type and lets the source use it. Only called when the
-/// attribute is being set.
+/// Checks that the RedrivePolicy in `settings` (the source's settings as they are about to
+/// be) names a dead-letter queue that exists next to the source (same account and region),
+/// is of the same type and lets the source use it. The queue may name itself; its own
+/// RedriveAllowPolicy is then the one in `settings`. Only called when the attribute is set.
 pub fn check_redrive_target(
     engine: &Engine,
     source: &QueueId,
-    source_fifo: bool,
-    policy: Option<&RedrivePolicy>,
+    settings: &QueueSettings,
 ) -> Result<(), SqsError> {
-    let Some(policy) = policy else {
+    let Some(policy) = &settings.redrive_policy else {
         return Ok(());
     };
     let invalid = |reason: &str| SqsError::invalid_value(&policy.raw, "RedrivePolicy", reason);
     let target_id = &policy.dead_letter_target;
-    if target_id == source {
-        return Err(invalid(
-            "Dead-letter queue must be a different queue from the source.",
-        ));
-    }
     if target_id.region != source.region || target_id.account != source.account {
         return Err(invalid(
             "Dead-letter target must be in the same account and region as the source queue.",
@@ -374,13 +376,18 @@ pub fn check_redrive_target(
     let target = engine
         .queue(target_id)
         .ok_or_else(|| invalid("Dead letter target does not exist."))?;
-    let target_settings = target.settings();
-    if target_settings.fifo_queue != source_fifo {
+    // Read the target's settings without holding any lock across the check.
+    let (target_fifo, allow) = if target_id == source {
+        (settings.fifo_queue, settings.redrive_allow_policy.clone())
+    } else {
+        target.with_settings(|s| (s.fifo_queue, s.redrive_allow_policy.clone()))
+    };
+    if target_fifo != settings.fifo_queue {
         return Err(invalid(
             "Dead-letter queue must be same type of queue as the source.",
         ));
     }
-    if let Some(allow) = &target_settings.redrive_allow_policy {
+    if let Some(allow) = allow {
         if !allow.allows(&source.arn()) {
             return Err(invalid(&format!(
                 "The RedriveAllowPolicy of {} does not allow this queue to use it as a dead-letter queue.",

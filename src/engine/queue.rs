@@ -335,7 +335,7 @@ impl Queue {
 
     /// Hands out up to `req.max_messages` visible messages and hides them.
     pub fn receive(&self, req: ReceiveRequest, now_ms: u64) -> Result<ReceiveOutcome, EngineError> {
-        self.with_state(now_ms, |st, now, uid| st.receive(req, now, uid))
+        self.with_state(now_ms, |st, now, uid| st.receive(req, now, uid, &self.id))
     }
 
     /// Takes in messages from another queue (or back into this one), visible at once.
@@ -603,11 +603,13 @@ impl QueueState {
         }
     }
 
+    /// `own` is this queue's id: a RedrivePolicy may name the queue itself.
     fn receive(
         &mut self,
         req: ReceiveRequest,
         now: u64,
         uid: u64,
+        own: &QueueId,
     ) -> Result<ReceiveOutcome, EngineError> {
         let visibility_s = req
             .visibility_timeout
@@ -628,11 +630,11 @@ impl QueueState {
             };
         }
         let take = req.max_messages.min(req.max_in_flight - self.in_flight);
-        let max_receives = self
+        let redrive = self
             .settings
             .redrive_policy
             .as_ref()
-            .map(|p| p.max_receive_count);
+            .map(|p| (p.max_receive_count, p.dead_letter_target == *own));
         let mut dead = Vec::new();
         let mut out = Vec::with_capacity(take);
         // (key, receive number) of what this receive hands out, for a FIFO attempt id.
@@ -646,8 +648,14 @@ impl QueueState {
                 let Some(msg) = self.messages.get(&key) else {
                     continue;
                 };
-                // The receive that would exceed maxReceiveCount moves the message instead.
-                if max_receives.is_some_and(|max| msg.receive_count >= max) {
+                // The receive that would exceed maxReceiveCount moves the message instead. A
+                // queue that is its own dead-letter queue moves it once, to its own back,
+                // marked as a dead letter; after that it is delivered like any other.
+                let moves = redrive.is_some_and(|(max, to_self)| {
+                    msg.receive_count >= max
+                        && !(to_self && msg.payload.dead_letter_source_arn().is_some())
+                });
+                if moves {
                     if let Some(m) = self.remove(&key) {
                         dead.push(m);
                     }
@@ -851,10 +859,12 @@ impl QueueState {
         let Some(msg) = self.messages.get_mut(&key) else {
             return Err(EngineError::MessageNotAvailable);
         };
-        // A handle from an earlier receive must not disturb the consumer that holds the
-        // message now; on FIFO queues an expired handle is dead too.
-        if msg.receive_count != receipt.receive_number
-            || (fifo && !matches!(msg.delivery, Delivery::InFlight { .. }))
+        // On a standard queue any handle the message was ever received with still changes
+        // its visibility, as recorded on AWS. On a FIFO queue only the handle of the current
+        // receive does, and only while that receive lasts.
+        if fifo
+            && (msg.receive_count != receipt.receive_number
+                || !matches!(msg.delivery, Delivery::InFlight { .. }))
         {
             return Err(EngineError::MessageNotAvailable);
         }

@@ -15,6 +15,16 @@ pub struct RedrivePolicy {
     pub max_receive_count: u32,
 }
 
+impl RedrivePolicy {
+    /// The policy as AWS returns it: compact, `maxReceiveCount` a number.
+    pub fn document(target_arn: &str, max_receive_count: u32) -> String {
+        format!(
+            r#"{{"deadLetterTargetArn":{},"maxReceiveCount":{max_receive_count}}}"#,
+            serde_json::Value::from(target_arn)
+        )
+    }
+}
+
 /// Who may use a queue as a dead-letter queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RedrivePermission {

@@ -263,6 +263,16 @@ run "get-queue-attributes RedrivePolicy" sqs get-queue-attributes --queue-url "$
     --attribute-names RedrivePolicy
 check "RedrivePolicy round-trips" "$(jget "$OUT" 'd["Attributes"]["RedrivePolicy"]')" "$POLICY"
 
+# As in the aws CLI documentation's example, the count as a string: AWS returns it a number.
+DOC_ATTRS="$(python3 -c 'import json, sys; print(json.dumps({"RedrivePolicy": sys.argv[1]}))' \
+    "{\"deadLetterTargetArn\":\"$DLQ_ARN\",\"maxReceiveCount\":\"1\"}")"
+run "set-queue-attributes RedrivePolicy (string count)" sqs set-queue-attributes \
+    --queue-url "$SRC_URL" --attributes "$DOC_ATTRS"
+run "get-queue-attributes RedrivePolicy (normalised)" sqs get-queue-attributes \
+    --queue-url "$SRC_URL" --attribute-names RedrivePolicy
+check "RedrivePolicy comes back with a numeric count" \
+    "$(jget "$OUT" 'd["Attributes"]["RedrivePolicy"]')" "$POLICY"
+
 BAD_ATTRS="$(python3 -c 'import json, sys; print(json.dumps({"RedrivePolicy": sys.argv[1]}))' \
     "{\"deadLetterTargetArn\":\"$DLQ_ARN\",\"maxReceiveCount\":0}")"
 if sqs set-queue-attributes --queue-url "$SRC_URL" --attributes "$BAD_ATTRS" >/dev/null 2>"$WORK/err"; then

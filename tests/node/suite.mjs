@@ -1570,11 +1570,13 @@ export function defineSharedTests(ctx) {
       assert.equal((await attrs(fifo.url)).RedrivePolicy, undefined);
       assert.deepEqual((await call('ListDeadLetterSourceQueues', { QueueUrl: stdDlq.url })).queueUrls, []);
 
-      // The bounds and a string count are accepted and read back as set; "" removes the policy.
+      // The bounds and a string count are accepted and read back as AWS re-serialises them
+      // (the count a number); "" removes the policy.
       for (const count of [1, 1000, '5']) {
         const RedrivePolicy = JSON.stringify({ deadLetterTargetArn: stdArn, maxReceiveCount: count });
         await call('SetQueueAttributes', { QueueUrl: src.url, Attributes: { RedrivePolicy } });
-        assert.equal((await attrs(src.url, ['RedrivePolicy'])).RedrivePolicy, RedrivePolicy);
+        const expected = JSON.stringify({ deadLetterTargetArn: stdArn, maxReceiveCount: Number(count) });
+        assert.equal((await attrs(src.url, ['RedrivePolicy'])).RedrivePolicy, expected);
       }
       await call('SetQueueAttributes', { QueueUrl: src.url, Attributes: { RedrivePolicy: '' } });
       assert.equal((await attrs(src.url)).RedrivePolicy, undefined);

@@ -369,21 +369,23 @@ def test_fifo_source_needs_a_fifo_dlq(sqs, redrive_setup, fifo_queue_factory):
 
 
 @pytest.mark.parametrize(
-    "template",
+    "template,count",
     [
-        '{{"deadLetterTargetArn":"{arn}","maxReceiveCount":5}}',
-        '{{"deadLetterTargetArn":"{arn}","maxReceiveCount":"5"}}',
-        '{{"maxReceiveCount": 1000, "deadLetterTargetArn": "{arn}"}}',
-        '{{"deadLetterTargetArn":"{arn}","maxReceiveCount":1}}',
+        ('{{"deadLetterTargetArn":"{arn}","maxReceiveCount":5}}', 5),
+        ('{{"deadLetterTargetArn":"{arn}","maxReceiveCount":"5"}}', 5),
+        ('{{"maxReceiveCount": 1000, "deadLetterTargetArn": "{arn}"}}', 1000),
+        ('{{"deadLetterTargetArn":"{arn}","maxReceiveCount":1}}', 1),
     ],
     ids=["number", "string", "spaced-reordered-1000", "one"],
 )
-def test_valid_redrive_policy_round_trips_exactly(sqs, redrive_setup, template):
+def test_valid_redrive_policy_comes_back_normalised(sqs, redrive_setup, template, count):
+    # AWS re-serialises the document: compact, target first, the count a number.
     policy = template.format(arn=redrive_setup["std_arn"])
+    expected = redrive_policy(redrive_setup["std_arn"], count)
     src = redrive_setup["src"]
     sqs.set_queue_attributes(QueueUrl=src, Attributes={"RedrivePolicy": policy})
-    assert queue_attrs(sqs, src, "RedrivePolicy") == {"RedrivePolicy": policy}
-    assert queue_attrs(sqs, src)["RedrivePolicy"] == policy
+    assert queue_attrs(sqs, src, "RedrivePolicy") == {"RedrivePolicy": expected}
+    assert queue_attrs(sqs, src)["RedrivePolicy"] == expected
     # "" removes it.
     sqs.set_queue_attributes(QueueUrl=src, Attributes={"RedrivePolicy": ""})
     assert "RedrivePolicy" not in queue_attrs(sqs, src)

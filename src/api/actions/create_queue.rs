@@ -82,12 +82,7 @@ pub fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
     };
     apply(&mut settings, &attrs, fifo)?;
     if attrs.contains_key("RedrivePolicy") {
-        check_redrive_target(
-            &ctx.engine,
-            &ctx.own_queue_id(name),
-            fifo,
-            settings.redrive_policy.as_ref(),
-        )?;
+        check_redrive_target(&ctx.engine, &ctx.own_queue_id(name), &settings)?;
     }
     let tags = input.tags.unwrap_or_default();
     check_new_tags(&tags, tags.len())?;

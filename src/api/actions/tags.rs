@@ -57,7 +57,11 @@ pub struct TagInput {
 
 pub fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
-    let tags = input.tags.ok_or_else(|| SqsError::missing("Tags"))?;
+    // An empty map counts as absent (moto does the same; AWS's own answer is unrecorded).
+    let tags = input
+        .tags
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| SqsError::missing("Tags"))?;
     queue.update_tags(|current| {
         let new_keys = tags.keys().filter(|k| !current.contains_key(*k)).count();
         check_new_tags(&tags, current.len() + new_keys)?;
@@ -77,6 +81,13 @@ pub struct UntagInput {
 pub fn untag(ctx: &Context, input: UntagInput) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let keys = input.tag_keys.ok_or_else(|| SqsError::missing("TagKeys"))?;
+    // AWS checks the keys' length, and an empty list fails that check (recorded through
+    // boto, getmoto/moto#1686).
+    if keys.is_empty() || keys.iter().any(|k| k.is_empty() || k.chars().count() > 128) {
+        return Err(SqsError::invalid(
+            "Tag keys must be between 1 and 128 characters in length.",
+        ));
+    }
     queue.update_tags(|current| {
         for k in &keys {
             current.remove(k);
