@@ -3,7 +3,7 @@
 
 use md5::{Digest, Md5};
 
-use super::message::{AttributeData, AttributeValue};
+use super::attribute::{AttributeData, AttributeValue};
 
 /// An MD5 digest; shown as 32 lowercase hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use super::queue::MessageKey;
+use super::ids::MessageKey;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Slot {

@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
-use super::queue::MessageKey;
+use super::ids::MessageKey;
 
 /// How long a deduplication id and a receive attempt id are remembered.
 pub const DEDUP_WINDOW_MS: u64 = 5 * 60 * 1000;

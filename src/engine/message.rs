@@ -3,38 +3,9 @@
 
 use std::sync::Arc;
 
+pub use super::attribute::{AttributeData, AttributeValue, Attributes};
 use super::digest::{md5, md5_of_attributes, Digest16};
 use super::md5_lanes::md5_many;
-
-/// The value of one message attribute.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttributeData {
-    /// `String` and `Number` types (and their custom subtypes).
-    String(String),
-    /// `Binary` types: raw bytes.
-    Binary(Vec<u8>),
-}
-
-/// One message attribute: its full data type (e.g. `Number.int`) and value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttributeValue {
-    pub data_type: String,
-    pub data: AttributeData,
-}
-
-impl AttributeValue {
-    /// Bytes this attribute counts towards the message size (data type plus value).
-    pub fn size(&self) -> usize {
-        self.data_type.len()
-            + match &self.data {
-                AttributeData::String(s) => s.len(),
-                AttributeData::Binary(b) => b.len(),
-            }
-    }
-}
-
-/// Named attributes, sorted by name bytes (the order the MD5 digest needs).
-pub type Attributes = Vec<(String, AttributeValue)>;
 
 /// What a sender supplies; the engine adds ids and timestamps.
 #[derive(Debug, Clone, Default)]

@@ -2,21 +2,26 @@
 //! visibility, delays, retention and purge. Time comes only from the engine's [`Clock`].
 //! Everything here is synchronous except waiting for a queue to change, which long polls use.
 
+pub mod attribute;
 pub mod clock;
 pub mod digest;
 pub mod error;
 pub mod fair;
 pub mod faults;
 pub mod fifo;
+pub mod ids;
 pub mod md5_lanes;
 pub mod message;
 pub mod move_task;
 pub mod queue;
 pub mod random;
 pub mod receipt;
+pub mod receive;
 pub mod redrive;
 pub mod settings;
-pub mod store;
+pub mod slab;
+mod state;
+pub mod view;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,12 +32,12 @@ use tokio::sync::watch;
 
 pub use clock::Clock;
 pub use error::EngineError;
+pub use ids::{MessageKey, QueueId};
 pub use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
-pub use queue::{
-    PeekedMessage, Queue, QueueCounts, QueueId, QueueSnapshot, ReceiveOutcome, ReceiveRequest,
-    Traffic, Transfer,
-};
+pub use queue::Queue;
+pub use receive::{ReceiveOutcome, ReceiveRequest, Transfer};
 pub use settings::{EngineSettings, QueueSettings};
+pub use view::{PeekedMessage, QueueCounts, QueueSnapshot, Traffic};
 
 /// The set of all queues, in all (region, account) namespaces, and the clock they share.
 #[derive(Debug)]

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::queue::{Queue, QueueId, Transfer};
+use super::ids::QueueId;
+use super::queue::Queue;
+use super::receive::Transfer;
 use super::Engine;
 
 /// How many messages one step moves at most when no rate is set.

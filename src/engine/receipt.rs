@@ -4,7 +4,7 @@
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
-use super::queue::MessageKey;
+use super::ids::MessageKey;
 
 /// AWS handles start like this; some tools eyeball it.
 const PREFIX: &str = "AQEB";

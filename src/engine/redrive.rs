@@ -3,7 +3,7 @@
 //! dead-letter queue). The JSON documents are parsed by the API layer; the raw text is kept
 //! so GetQueueAttributes returns exactly what was set.
 
-use super::queue::QueueId;
+use super::ids::QueueId;
 
 /// A parsed RedrivePolicy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,56 +49,6 @@ impl RedriveAllowPolicy {
             RedrivePermission::AllowAll => true,
             RedrivePermission::DenyAll => false,
             RedrivePermission::ByQueue(arns) => arns.iter().any(|a| a == source_arn),
-        }
-    }
-}
-
-impl QueueId {
-    /// Parses `arn:<partition>:sqs:<region>:<account>:<name>`.
-    pub fn from_arn(arn: &str) -> Option<QueueId> {
-        let mut parts = arn.split(':');
-        let (Some("arn"), Some(_), Some("sqs"), Some(region), Some(account), Some(name), None) = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        ) else {
-            return None;
-        };
-        if region.is_empty() || account.is_empty() || name.is_empty() {
-            return None;
-        }
-        Some(QueueId {
-            region: region.to_string(),
-            account: account.to_string(),
-            name: name.to_string(),
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arns() {
-        let id = QueueId::from_arn("arn:aws:sqs:eu-west-1:123456789012:dlq.fifo").unwrap();
-        assert_eq!(
-            (id.region.as_str(), id.account.as_str(), id.name.as_str()),
-            ("eu-west-1", "123456789012", "dlq.fifo")
-        );
-        assert_eq!(id.arn(), "arn:aws:sqs:eu-west-1:123456789012:dlq.fifo");
-        for bad in [
-            "",
-            "arn:aws:sns:r:a:n",
-            "arn:aws:sqs:r:a",
-            "arn:aws:sqs:r:a:n:x",
-            "nope",
-        ] {
-            assert!(QueueId::from_arn(bad).is_none(), "{bad}");
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The messages of one queue, found by their arrival number (`seq`).
+//! The message slab: the messages of one queue, found by their arrival number (`seq`).
 //!
 //! Every message a queue takes in gets the next `seq`, so the store is an array indexed by
 //! `seq - base`, cut into chunks of [`CHUNK`] slots: lookups and appends are O(1) and a slot
@@ -9,8 +9,8 @@
 
 use std::collections::VecDeque;
 
+use super::ids::MessageKey;
 use super::message::StoredMessage;
-use super::queue::MessageKey;
 
 /// Slots per chunk.
 const CHUNK: usize = 1024;
@@ -119,7 +119,7 @@ impl Chunk {
 
 /// The stored messages of a queue; see the module documentation.
 #[derive(Debug, Default)]
-pub struct Store {
+pub struct MessageSlab {
     chunks: VecDeque<Chunk>,
     /// The `seq` of the first slot of `chunks[0]`.
     base: u64,
@@ -128,7 +128,7 @@ pub struct Store {
     len: usize,
 }
 
-impl Store {
+impl MessageSlab {
     /// The `seq` the next pushed message gets.
     pub fn next_seq(&self) -> u64 {
         self.next
@@ -152,7 +152,7 @@ impl Store {
         Some((d / CHUNK, d % CHUNK))
     }
 
-    /// Stores a message under `key`, which must carry [`Store::next_seq`] and the message's
+    /// Stores a message under `key`, which must carry [`MessageSlab::next_seq`] and the message's
     /// `enqueued_ms`.
     pub fn push(&mut self, key: MessageKey, msg: StoredMessage) {
         debug_assert_eq!(key.seq, self.next);
@@ -192,6 +192,12 @@ impl Store {
     }
 
     /// The message stored under `key`, to change its delivery state.
+    /// Whether the message under `key` is stored and visible.
+    pub fn is_visible(&self, key: &MessageKey) -> bool {
+        self.get(key)
+            .is_some_and(|m| m.delivery == super::message::Delivery::Visible)
+    }
+
     pub fn get_mut(&mut self, key: &MessageKey) -> Option<&mut StoredMessage> {
         let (c, off) = self.find(key)?;
         self.chunks[c].get_mut(off)
@@ -271,7 +277,7 @@ mod tests {
         }
     }
 
-    fn push(s: &mut Store, ms: u64) -> MessageKey {
+    fn push(s: &mut MessageSlab, ms: u64) -> MessageKey {
         let key = MessageKey {
             sent_ms: ms,
             seq: s.next_seq(),
@@ -282,7 +288,7 @@ mod tests {
 
     #[test]
     fn lookups_check_the_whole_key() {
-        let mut s = Store::default();
+        let mut s = MessageSlab::default();
         let k = push(&mut s, 7);
         assert!(s.get(&k).is_some());
         let wrong = MessageKey { sent_ms: 8, ..k };
@@ -296,7 +302,7 @@ mod tests {
 
     #[test]
     fn matches_a_map_under_random_removals() {
-        let mut s = Store::default();
+        let mut s = MessageSlab::default();
         let mut model = std::collections::BTreeMap::new();
         let mut rng = 0x9e3779b97f4a7c15u64;
         let mut roll = |n: u64| crate::engine::random::next(&mut rng) % n;
@@ -330,7 +336,7 @@ mod tests {
 
     #[test]
     fn a_few_survivors_do_not_pin_whole_chunks() {
-        let mut s = Store::default();
+        let mut s = MessageSlab::default();
         let keys: Vec<MessageKey> = (0..10 * CHUNK as u64).map(|i| push(&mut s, i)).collect();
         // Keep one message in every hundred.
         for (i, k) in keys.iter().enumerate() {
@@ -351,7 +357,7 @@ mod tests {
 
     #[test]
     fn clear_keeps_old_keys_dead() {
-        let mut s = Store::default();
+        let mut s = MessageSlab::default();
         let old = push(&mut s, 1);
         s.clear();
         assert!(s.get(&old).is_none());

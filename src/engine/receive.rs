@@ -1,0 +1,45 @@
+//! The values a receive takes and gives, and how messages move between queues (dead
+//! letters, redrives).
+
+use super::ids::QueueId;
+use super::message::{ReceivedMessage, StoredMessage};
+
+/// Parameters of one receive.
+#[derive(Debug, Clone)]
+pub struct ReceiveRequest {
+    pub max_messages: usize,
+    /// `None` takes the queue's VisibilityTimeout.
+    pub visibility_timeout: Option<u32>,
+    pub max_in_flight: usize,
+    /// FIFO ReceiveRequestAttemptId: a retry within 5 minutes gets the same messages.
+    pub attempt_id: Option<String>,
+}
+
+/// What one receive attempt found.
+#[derive(Debug, Default)]
+pub struct ReceiveOutcome {
+    pub messages: Vec<ReceivedMessage>,
+    /// When the next delayed or in-flight message becomes visible, in clock ms.
+    pub next_deadline_ms: Option<u64>,
+    /// Messages this receive took out because they exceeded maxReceiveCount; the engine
+    /// hands them to the dead-letter queue.
+    pub dead_letters: Option<DeadLetters>,
+}
+
+/// Messages on their way to a dead-letter queue.
+#[derive(Debug)]
+pub struct DeadLetters {
+    pub target: QueueId,
+    pub messages: Vec<StoredMessage>,
+}
+
+/// Why messages arrive from another queue.
+#[derive(Debug, Clone, Copy)]
+pub enum Transfer<'a> {
+    /// Dead-lettered from the queue with this ARN: counts kept, source recorded.
+    DeadLetter { source_arn: &'a str },
+    /// Moved back by a message move task: a fresh receive count, no source.
+    Redrive,
+    /// Returned to where they came from (their dead-letter queue vanished): unchanged.
+    Restore,
+}
