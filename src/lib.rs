@@ -24,7 +24,6 @@ pub mod engine;
 pub mod error;
 pub mod protocol;
 pub mod server;
-pub mod timefmt;
 pub mod worker;
 
 pub use config::Config;

@@ -187,30 +187,23 @@ fn build_claims(
     })
 }
 
-/// Parses `YYYYMMDDTHHMMSSZ`.
+/// The SigV4 timestamp format, `YYYYMMDDTHHMMSSZ`.
+const AMZ_DATE: &str = "%Y%m%dT%H%M%SZ";
+
+/// Parses an `X-Amz-Date`; `None` for anything malformed or before 1970.
 fn parse_amz_date(s: &str) -> Option<SystemTime> {
-    if s.len() != 16 || &s[8..9] != "T" || !s.ends_with('Z') {
+    if s.len() != 16 {
         return None;
     }
-    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, m, d) = (n(0..4)?, n(4..6)?, n(6..8)?);
-    let (hh, mm, ss) = (n(9..11)?, n(11..13)?, n(13..15)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    let days = crate::timefmt::days_from_civil(y, m, d);
-    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
-    u64::try_from(secs)
-        .ok()
-        .map(|s| UNIX_EPOCH + Duration::from_secs(s))
+    let at = chrono::NaiveDateTime::parse_from_str(s, AMZ_DATE).ok()?;
+    let secs = u64::try_from(at.and_utc().timestamp()).ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 fn format_amz_date(t: SystemTime) -> String {
-    crate::timefmt::amz_date(
-        t.duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0) as i64,
-    )
+    chrono::DateTime::<chrono::Utc>::from(t)
+        .format(AMZ_DATE)
+        .to_string()
 }
 
 /// The canonical request, as SigV4 defines it for services other than S3.

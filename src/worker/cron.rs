@@ -120,7 +120,7 @@ pub async fn run(
                 .header("x-aws-sqsd-taskname", task.name.as_str())
                 .header(
                     "x-aws-sqsd-scheduled-at",
-                    crate::timefmt::rfc3339(at.timestamp()),
+                    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 )
                 .header("x-aws-sqsd-msgid", uuid::Uuid::new_v4().to_string())
                 .body(Full::new(Bytes::new()));

@@ -65,7 +65,8 @@ pub async fn post(
     let attr = |n: MessageSystemAttributeName| attrs.and_then(|a| a.get(&n)).map(String::as_str);
     let first_received = attr(MessageSystemAttributeName::ApproximateFirstReceiveTimestamp)
         .and_then(|ms| ms.parse::<i64>().ok())
-        .map(|ms| crate::timefmt::rfc3339(ms / 1000))
+        .and_then(|ms| chrono::DateTime::from_timestamp(ms.div_euclid(1000), 0))
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_default();
     let mut req = Request::post(url)
         .header("user-agent", USER_AGENT)
