@@ -1,5 +1,7 @@
-//! Server configuration: one struct filled from CLI flags and environment variables by
-//! `main.rs`, or built directly by embedders and tests.
+//! Server configuration: one struct built directly by embedders and tests, or by the binary
+//! from its defaults, the config file and then its flags ([`Flags`]), in that order.
+
+use std::collections::HashMap;
 
 use crate::engine::EngineSettings;
 
@@ -46,7 +48,7 @@ pub struct Config {
     /// How queue URLs are spelled when no advertised URL is set.
     pub url_style: UrlStyle,
     /// Whether SigV4 signatures are checked, and against which keys.
-    pub auth: crate::server::auth::AuthMode,
+    pub auth: AuthMode,
     /// Engine knobs.
     pub engine: EngineSettings,
 }
@@ -61,8 +63,165 @@ impl Default for Config {
             advertised_url: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             url_style: UrlStyle::Path,
-            auth: crate::server::auth::AuthMode::Off,
+            auth: AuthMode::Off,
             engine: EngineSettings::default(),
         }
+    }
+}
+
+/// A known access key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub access_key: String,
+    pub secret_key: String,
+    /// The account this key acts as; the server default when `None`.
+    pub account_id: Option<String>,
+}
+
+impl Credential {
+    /// Parses `ACCESS_KEY:SECRET[:ACCOUNT_ID]`.
+    pub fn parse(s: &str) -> Option<Credential> {
+        let mut parts = s.splitn(3, ':');
+        let access_key = parts.next().filter(|k| !k.is_empty())?.to_string();
+        let secret_key = parts.next().filter(|k| !k.is_empty())?.to_string();
+        let account_id = parts.next().map(str::to_string);
+        if account_id
+            .as_ref()
+            .is_some_and(|a| !is_account_id(a))
+        {
+            return None;
+        }
+        Some(Credential {
+            access_key,
+            secret_key,
+            account_id,
+        })
+    }
+}
+
+/// Whether and how requests are authenticated.
+#[derive(Debug, Clone, Default)]
+pub enum AuthMode {
+    /// Any credentials (or none) are accepted, as every peer emulator does.
+    #[default]
+    Off,
+    /// Signatures are checked against these keys.
+    Verify(HashMap<String, Credential>),
+}
+
+/// What the binary's flags (and their environment variables) can set; `None` leaves the
+/// value from the config file or the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub region: Option<String>,
+    pub account_id: Option<String>,
+    pub advertised_url: Option<String>,
+    pub url_style: Option<UrlStyle>,
+    /// `Some(true)` for `--auth verify`, `Some(false)` for `--auth off`.
+    pub verify: Option<bool>,
+    /// `ACCESS_KEY:SECRET[:ACCOUNT_ID]` texts, added to the config file's keys.
+    pub credentials: Vec<String>,
+}
+
+impl Config {
+    /// What the binary starts from before the config file and flags: all interfaces, port
+    /// 9324.
+    pub fn server_defaults() -> Config {
+        Config {
+            host: "0.0.0.0".to_string(),
+            port: DEFAULT_PORT,
+            ..Config::default()
+        }
+    }
+}
+
+impl Flags {
+    /// Applies the flags over `config` (which already holds the config file's settings);
+    /// `file_keys` are the keys the file declares, used when the flags turn verification on
+    /// over a file that left it off. The error is a one-line message for the command line.
+    pub fn apply(
+        self,
+        config: &mut Config,
+        file_keys: HashMap<String, Credential>,
+    ) -> Result<(), String> {
+        macro_rules! set {
+            ($($field:ident),*) => {$(if let Some(v) = self.$field { config.$field = v; })*};
+        }
+        set!(host, port, region, account_id, url_style);
+        if let Some(v) = self.advertised_url {
+            config.advertised_url = Some(v);
+        }
+        let file_verifies = matches!(config.auth, AuthMode::Verify(_));
+        let mut keys = match std::mem::take(&mut config.auth) {
+            AuthMode::Verify(keys) => keys,
+            AuthMode::Off => file_keys,
+        };
+        for c in &self.credentials {
+            let cred = Credential::parse(c).ok_or_else(|| {
+                format!("--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID] (12 digits), got {c:?}")
+            })?;
+            keys.insert(cred.access_key.clone(), cred);
+        }
+        let verify = self.verify.unwrap_or(file_verifies);
+        if verify && keys.is_empty() {
+            return Err("--auth verify needs at least one key (--credentials or [[credentials]] in the config file)".into());
+        }
+        config.auth = if verify {
+            AuthMode::Verify(keys)
+        } else {
+            AuthMode::Off
+        };
+        if !is_account_id(&config.account_id) {
+            return Err(format!(
+                "the account id must be 12 digits, got {:?}",
+                config.account_id
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_file_and_verification_needs_keys() {
+        let mut c = Config::server_defaults();
+        let flags = Flags {
+            port: Some(1234),
+            url_style: Some(UrlStyle::RegionHost),
+            verify: Some(true),
+            credentials: vec!["AK:SK:123456789012".into()],
+            ..Flags::default()
+        };
+        flags.apply(&mut c, HashMap::new()).unwrap();
+        assert_eq!((c.host.as_str(), c.port), ("0.0.0.0", 1234));
+        assert_eq!(c.url_style, UrlStyle::RegionHost);
+        assert!(matches!(&c.auth, AuthMode::Verify(k) if k["AK"].account_id.as_deref() == Some("123456789012")));
+
+        let mut c = Config::server_defaults();
+        let verify = Flags {
+            verify: Some(true),
+            ..Flags::default()
+        };
+        assert!(verify.clone().apply(&mut c, HashMap::new()).is_err());
+        let file_keys = HashMap::from([("F".to_string(), Credential::parse("F:S").unwrap())]);
+        verify.apply(&mut c, file_keys).unwrap();
+        assert!(matches!(&c.auth, AuthMode::Verify(k) if k.contains_key("F")));
+
+        let mut c = Config::server_defaults();
+        let bad = Flags {
+            account_id: Some("12".into()),
+            ..Flags::default()
+        };
+        assert!(bad.apply(&mut c, HashMap::new()).unwrap_err().contains("12 digits"));
+        let bad = Flags {
+            credentials: vec!["nocolon".into()],
+            ..Flags::default()
+        };
+        assert!(bad.apply(&mut c, HashMap::new()).is_err());
     }
 }

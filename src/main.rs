@@ -11,9 +11,8 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
-use sqsim::config::{Config, UrlStyle, DEFAULT_ACCOUNT_ID, DEFAULT_PORT, DEFAULT_REGION};
+use sqsim::config::{Config, Flags, UrlStyle};
 use sqsim::config_file::LoadedConfig;
-use sqsim::server::auth::{AuthMode, Credential};
 use sqsim::server::AppState;
 
 /// An Amazon SQS-compatible server.
@@ -73,13 +72,7 @@ fn main() -> ExitCode {
     if let Some(Command::Worker(w)) = args.command {
         return sqsim::worker::cli::run(w, shutdown_signal());
     }
-    let mut config = Config {
-        host: "0.0.0.0".to_string(),
-        port: DEFAULT_PORT,
-        region: DEFAULT_REGION.to_string(),
-        account_id: DEFAULT_ACCOUNT_ID.to_string(),
-        ..Config::default()
-    };
+    let mut config = Config::server_defaults();
     let file = match &args.config {
         Some(path) => match LoadedConfig::read(path).and_then(|f| {
             f.apply_server(&mut config)?;
@@ -93,67 +86,29 @@ fn main() -> ExitCode {
         },
         None => None,
     };
-    if let Some(v) = args.host {
-        config.host = v;
-    }
-    if let Some(v) = args.port {
-        config.port = v;
-    }
-    if let Some(v) = args.region {
-        config.region = v;
-    }
-    if let Some(v) = args.account_id {
-        config.account_id = v;
-    }
-    if let Some(v) = args.advertised_url {
-        config.advertised_url = Some(v);
-    }
-    if let Some(v) = args.url_style {
-        config.url_style = if v == "region-host" {
-            UrlStyle::RegionHost
-        } else {
-            UrlStyle::Path
-        };
-    }
-    // The file's keys were validated by apply_server; it kept them if the file verifies.
-    let file_verifies = matches!(config.auth, AuthMode::Verify(_));
-    let mut keys = match std::mem::replace(&mut config.auth, AuthMode::Off) {
-        AuthMode::Verify(keys) => keys,
-        AuthMode::Off => file
-            .as_ref()
-            .and_then(|f| f.credentials().ok())
-            .unwrap_or_default(),
-    };
-    for c in &args.credentials {
-        match Credential::parse(c) {
-            Some(cred) => {
-                keys.insert(cred.access_key.clone(), cred);
+    let flags = Flags {
+        host: args.host,
+        port: args.port,
+        region: args.region,
+        account_id: args.account_id,
+        advertised_url: args.advertised_url,
+        url_style: args.url_style.map(|v| {
+            if v == "region-host" {
+                UrlStyle::RegionHost
+            } else {
+                UrlStyle::Path
             }
-            None => {
-                eprintln!("sqsim: --credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID] (12 digits), got {c:?}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let verify = match args.auth.as_deref() {
-        Some("verify") => true,
-        Some(_) => false,
-        None => file_verifies,
+        }),
+        verify: args.auth.map(|a| a == "verify"),
+        credentials: args.credentials,
     };
-    if verify && keys.is_empty() {
-        eprintln!("sqsim: --auth verify needs at least one key (--credentials or [[credentials]] in the config file)");
-        return ExitCode::from(2);
-    }
-    config.auth = if verify {
-        AuthMode::Verify(keys)
-    } else {
-        AuthMode::Off
-    };
-    if !sqsim::config::is_account_id(&config.account_id) {
-        eprintln!(
-            "sqsim: the account id must be 12 digits, got {:?}",
-            config.account_id
-        );
+    // The file's keys were validated by apply_server.
+    let file_keys = file
+        .as_ref()
+        .and_then(|f| f.credentials().ok())
+        .unwrap_or_default();
+    if let Err(e) = flags.apply(&mut config, file_keys) {
+        eprintln!("sqsim: {e}");
         return ExitCode::from(2);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -10,50 +10,12 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ErrorCode, SqsError};
 
-/// How far a request's signing time may be from ours.
 /// The longest a presigned URL may be valid, as SigV4 defines it (seven days).
 const MAX_PRESIGNED_SECONDS: u64 = 7 * 24 * 3600;
+/// How far a request's signing time may be from ours.
 const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
 
-/// A known access key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Credential {
-    pub access_key: String,
-    pub secret_key: String,
-    /// The account this key acts as; the server default when `None`.
-    pub account_id: Option<String>,
-}
-
-impl Credential {
-    /// Parses `ACCESS_KEY:SECRET[:ACCOUNT_ID]`.
-    pub fn parse(s: &str) -> Option<Credential> {
-        let mut parts = s.splitn(3, ':');
-        let access_key = parts.next().filter(|k| !k.is_empty())?.to_string();
-        let secret_key = parts.next().filter(|k| !k.is_empty())?.to_string();
-        let account_id = parts.next().map(str::to_string);
-        if account_id
-            .as_ref()
-            .is_some_and(|a| !crate::config::is_account_id(a))
-        {
-            return None;
-        }
-        Some(Credential {
-            access_key,
-            secret_key,
-            account_id,
-        })
-    }
-}
-
-/// Whether and how requests are authenticated.
-#[derive(Debug, Clone, Default)]
-pub enum AuthMode {
-    /// Any credentials (or none) are accepted, as every peer emulator does.
-    #[default]
-    Off,
-    /// Signatures are checked against these keys.
-    Verify(HashMap<String, Credential>),
-}
+pub use crate::config::{AuthMode, Credential};
 
 /// The parts of a request a signature covers.
 pub struct SignedRequest<'a> {
