@@ -85,10 +85,7 @@ impl Credential {
         let access_key = parts.next().filter(|k| !k.is_empty())?.to_string();
         let secret_key = parts.next().filter(|k| !k.is_empty())?.to_string();
         let account_id = parts.next().map(str::to_string);
-        if account_id
-            .as_ref()
-            .is_some_and(|a| !is_account_id(a))
-        {
+        if account_id.as_ref().is_some_and(|a| !is_account_id(a)) {
             return None;
         }
         Some(Credential {
@@ -160,7 +157,9 @@ impl Flags {
         };
         for c in &self.credentials {
             let cred = Credential::parse(c).ok_or_else(|| {
-                format!("--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID] (12 digits), got {c:?}")
+                format!(
+                    "--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID] (12 digits), got {c:?}"
+                )
             })?;
             keys.insert(cred.access_key.clone(), cred);
         }
@@ -200,7 +199,9 @@ mod tests {
         flags.apply(&mut c, HashMap::new()).unwrap();
         assert_eq!((c.host.as_str(), c.port), ("0.0.0.0", 1234));
         assert_eq!(c.url_style, UrlStyle::RegionHost);
-        assert!(matches!(&c.auth, AuthMode::Verify(k) if k["AK"].account_id.as_deref() == Some("123456789012")));
+        assert!(
+            matches!(&c.auth, AuthMode::Verify(k) if k["AK"].account_id.as_deref() == Some("123456789012"))
+        );
 
         let mut c = Config::server_defaults();
         let verify = Flags {
@@ -217,7 +218,10 @@ mod tests {
             account_id: Some("12".into()),
             ..Flags::default()
         };
-        assert!(bad.apply(&mut c, HashMap::new()).unwrap_err().contains("12 digits"));
+        assert!(bad
+            .apply(&mut c, HashMap::new())
+            .unwrap_err()
+            .contains("12 digits"));
         let bad = Flags {
             credentials: vec!["nocolon".into()],
             ..Flags::default()

@@ -7,7 +7,6 @@ pub mod clock;
 pub mod digest;
 pub mod error;
 pub mod fair;
-pub mod faults;
 pub mod fifo;
 pub mod ids;
 pub mod md5_lanes;
@@ -47,8 +46,6 @@ pub struct Engine {
     queues: RwLock<HashMap<QueueId, Arc<Queue>>>,
     /// When each recently deleted queue name was deleted, for the 60-second cooldown.
     deleted: Mutex<HashMap<QueueId, u64>>,
-    /// Injected faults (admin API).
-    pub faults: faults::FaultSet,
     /// Every message move task, oldest first.
     pub(crate) move_tasks: Mutex<Vec<Arc<move_task::MoveTask>>>,
     next_uid: AtomicU64,
@@ -64,7 +61,6 @@ impl Engine {
             settings,
             queues: RwLock::new(HashMap::new()),
             deleted: Mutex::new(HashMap::new()),
-            faults: faults::FaultSet::default(),
             move_tasks: Mutex::new(Vec::new()),
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
@@ -204,8 +200,8 @@ impl Engine {
             .collect()
     }
 
-    /// Removes queues, their messages, move tasks, deleted-name cooldowns and faults: a fresh
-    /// server. `namespace` limits it to one (region, account).
+    /// Removes queues, their messages, move tasks and deleted-name cooldowns: a fresh engine.
+    /// `namespace` limits it to one (region, account).
     pub fn reset(&self, namespace: Option<(&str, &str)>) {
         let removed: Vec<Arc<Queue>> = {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
@@ -232,15 +228,10 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|id, _| namespace.is_some_and(|(r, a)| id.region != r || id.account != a));
-        if namespace.is_none() {
-            self.faults.clear();
-        }
     }
 
-    /// Turns every injected fault off: the fault rules, and at-least-once redelivery on
-    /// every queue.
-    pub fn clear_faults(&self) {
-        self.faults.clear();
+    /// Turns at-least-once redelivery off on every queue.
+    pub fn clear_redelivery(&self) {
         for q in self
             .queues
             .read()

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
+use super::faults::{FaultEffect, FaultRule};
 use super::AppState;
-use crate::engine::faults::{FaultEffect, FaultRule};
 use crate::engine::message::Delivery;
 use crate::engine::{AttributeData, Queue, QueueId};
 use crate::error::SqsError;
@@ -103,7 +103,7 @@ fn reset(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
     }
     match (&r.account, &r.region) {
         (None, None) => {
-            state.engine.reset(None);
+            state.reset_all();
             reply(StatusCode::OK, json!({"reset": "all"}))
         }
         (account, region) => {
@@ -140,7 +140,7 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
             })
         })
         .collect();
-    let faults: Vec<_> = state.engine.faults.list().iter().map(fault_json).collect();
+    let faults: Vec<_> = state.faults.list().iter().map(fault_json).collect();
     let workers: Vec<_> = state
         .workers
         .lock()
@@ -257,7 +257,7 @@ fn fault_json(r: &FaultRule) -> serde_json::Value {
 }
 
 fn faults(state: &AppState) -> Response<Full<Bytes>> {
-    let rules: Vec<_> = state.engine.faults.list().iter().map(fault_json).collect();
+    let rules: Vec<_> = state.faults.list().iter().map(fault_json).collect();
     reply(StatusCode::OK, json!({"faults": rules}))
 }
 
@@ -300,7 +300,7 @@ fn add_fault(state: &AppState, f: FaultRequest) -> Response<Full<Bytes>> {
         (None, None, true) => FaultEffect::Drop,
         _ => return bad("give exactly one of error, latency_ms, drop_connection"),
     };
-    let id = state.engine.faults.add(FaultRule {
+    let id = state.faults.add(FaultRule {
         id: 0,
         action: f.action,
         queue: f.queue,
@@ -378,7 +378,8 @@ pub async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<B
             Err(resp) => resp,
         },
         (Method::DELETE, "/_sqsim/faults") => {
-            state.engine.clear_faults();
+            state.faults.clear();
+            state.engine.clear_redelivery();
             faults(state)
         }
         (Method::GET, "/_sqsim/clock") => reply(StatusCode::OK, clock_state(state)),

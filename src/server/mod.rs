@@ -3,6 +3,7 @@
 
 mod admin;
 pub mod auth;
+pub mod faults;
 mod service;
 
 use std::future::Future;
@@ -27,6 +28,8 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct AppState {
     pub engine: Arc<Engine>,
+    /// Injected faults (admin API), applied before a request reaches the engine.
+    pub faults: faults::FaultSet,
     pub config: Config,
     pub local_addr: SocketAddr,
     /// Workers started with the server (config file), by name, for `/_sqsim/stats`.
@@ -38,10 +41,18 @@ impl AppState {
     pub fn new(config: Config, clock: Arc<Clock>, local_addr: SocketAddr) -> AppState {
         AppState {
             engine: Arc::new(Engine::new(clock, config.engine.clone())),
+            faults: faults::FaultSet::default(),
             config,
             local_addr,
             workers: Default::default(),
         }
+    }
+
+    /// Everything back to a fresh server: queues, messages, move tasks, cooldowns and fault
+    /// rules.
+    pub fn reset_all(&self) {
+        self.engine.reset(None);
+        self.faults.clear();
     }
 }
 
@@ -202,16 +213,15 @@ impl ServerBuilder {
         let (region, account_id) = (self.config.region.clone(), self.config.account_id.clone());
         let clock = self.clock.unwrap_or_default();
         let state = Arc::new(AppState::new(self.config, clock, local_addr));
-        let engine = Arc::clone(&state.engine);
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(serve(listener, state, async {
+        let task = tokio::spawn(serve(listener, Arc::clone(&state), async {
             let _ = rx.await;
         }));
         Ok(Server {
             local_addr,
             region,
             account_id,
-            engine,
+            state,
             stop: Some(tx),
             task: Some(task),
         })
@@ -224,7 +234,7 @@ pub struct Server {
     local_addr: SocketAddr,
     region: String,
     account_id: String,
-    engine: Arc<Engine>,
+    state: Arc<AppState>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -247,12 +257,12 @@ impl Server {
 
     /// The engine, for inspection.
     pub fn engine(&self) -> &Arc<Engine> {
-        &self.engine
+        &self.state.engine
     }
 
     /// The clock every timer of this server obeys.
     pub fn clock(&self) -> &Arc<Clock> {
-        self.engine.clock()
+        self.state.engine.clock()
     }
 
     /// Creates or updates the queues a config file declares (idempotent).
@@ -260,17 +270,17 @@ impl Server {
         &self,
         file: &crate::config_file::LoadedConfig,
     ) -> Result<(), crate::config_file::ConfigError> {
-        file.apply_queues(&self.engine, &self.region, &self.account_id)
+        file.apply_queues(&self.state.engine, &self.region, &self.account_id)
     }
 
     /// Removes every queue, message, move task and fault: a fresh server for the next test.
     pub fn reset(&self) {
-        self.engine.reset(None);
+        self.state.reset_all();
     }
 
     /// Moves time forward and wakes long polls whose messages became visible.
     pub fn advance_clock(&self, by: Duration) {
-        self.engine.advance_clock(by);
+        self.state.engine.advance_clock(by);
     }
 
     /// Stops accepting, releases long polls and waits for connections to drain.

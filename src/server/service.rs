@@ -7,13 +7,14 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::faults::FaultEffect;
 use crate::api::{self, Context};
 use crate::config::UrlStyle;
-use crate::engine::faults::FaultEffect;
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{self, DecodeError, Encoded, Protocol, RawRequest};
+use crate::protocol::{self, DecodeError, Decoded, Encoded, Protocol, RawRequest};
 
 use super::auth::{self, AuthMode, SignedRequest};
 use super::{admin, AppState};
@@ -123,88 +124,159 @@ where
     }
 }
 
-/// Handles one HTTP request.
+/// Why a request stops before reaching its action: an answer to send now, or (an injected
+/// fault) no answer at all.
+enum Stop {
+    Reply(Encoded),
+    Drop,
+}
+
+impl Stop {
+    fn error(protocol: Protocol, request_id: &str, err: &SqsError) -> Stop {
+        Stop::Reply(protocol::encode_error(protocol, request_id, err))
+    }
+}
+
+/// Handles one HTTP request, in stages: read the body, authenticate, decode, build the
+/// context, apply fault rules, dispatch. Each stage can stop the request with its answer.
 pub async fn handle(
     state: Arc<AppState>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
+    if req.uri().path().starts_with(ADMIN_PREFIX) {
+        return Ok(admin::handle(&state, req).await);
+    }
     let request_id = uuid::Uuid::new_v4()
         .hyphenated()
         .encode_lower(&mut uuid::Uuid::encode_buffer())
         .to_owned();
-    if req.uri().path().starts_with(ADMIN_PREFIX) {
-        return Ok(admin::handle(&state, req).await);
-    }
     let (parts, body) = req.into_parts();
-    let headers = &parts.headers;
-    let target = header(headers, "x-amz-target");
+    let stages = async {
+        let body = read_body(&state, &parts.headers, body, &request_id).await?;
+        let signer = authenticate(&state, &parts, &body, &request_id)?;
+        let decoded = decode(&parts, body, &request_id)?;
+        apply_faults(&state, &parts, &decoded, &request_id).await?;
+        let ctx = context(&state, &parts, &decoded, signer, &request_id);
+        Ok::<_, Stop>(dispatch(&ctx, decoded).await)
+    };
+    match stages.await {
+        Ok(encoded) | Err(Stop::Reply(encoded)) => Ok(respond(encoded, &request_id)),
+        Err(Stop::Drop) => Err(DroppedConnection),
+    }
+}
+
+/// Stage 1: the body, refused with 413 when it is (or announces itself) over the cap.
+async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Incoming,
+    request_id: &str,
+) -> Result<Bytes, Stop> {
     let protocol = protocol_of(headers);
     if declared_too_large(headers, state.config.max_body_bytes) {
-        return Ok(respond(
-            protocol::encode_error(protocol, &request_id, &too_large(&state)),
-            &request_id,
-        ));
+        return Err(Stop::error(protocol, request_id, &too_large(state)));
     }
-    let body = match Limited::new(body, state.config.max_body_bytes)
+    match Limited::new(body, state.config.max_body_bytes)
         .collect()
         .await
     {
-        Ok(b) => b.to_bytes(),
+        Ok(b) => Ok(b.to_bytes()),
         Err(e) => {
             let err = if e
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                too_large(&state)
+                too_large(state)
             } else {
                 SqsError::invalid("The request body could not be read.")
             };
-            return Ok(respond(
-                protocol::encode_error(protocol, &request_id, &err),
-                &request_id,
-            ));
-        }
-    };
-    let query = parts.uri.query();
-    let mut signer_account = None;
-    if let AuthMode::Verify(keys) = &state.config.auth {
-        let signed = SignedRequest {
-            method: parts.method.as_str(),
-            path: parts.uri.path(),
-            query,
-            headers,
-            body: &body,
-        };
-        match auth::verify(&signed, keys, std::time::SystemTime::now()) {
-            Ok(cred) => signer_account = cred.account_id.clone(),
-            Err(err) => {
-                return Ok(respond(
-                    protocol::encode_error(protocol, &request_id, &err),
-                    &request_id,
-                ))
-            }
+            Err(Stop::error(protocol, request_id, &err))
         }
     }
-    let decoded = protocol::decode(RawRequest {
-        is_get: parts.method == Method::GET,
-        target,
-        content_type: header(headers, "content-type"),
-        uri_query: query,
-        body,
-    });
-    let decoded = match decoded {
-        Ok(d) => d,
-        Err(DecodeError::NoAction) => {
-            return Ok(respond(protocol::encode_no_action(), &request_id))
-        }
-        Err(DecodeError::Error(p, err)) => {
-            return Ok(respond(
-                protocol::encode_error(p, &request_id, &err),
-                &request_id,
-            ))
-        }
+}
+
+/// Stage 2: under `--auth verify`, the signature; the account of the key that signed.
+fn authenticate(
+    state: &AppState,
+    parts: &Parts,
+    body: &Bytes,
+    request_id: &str,
+) -> Result<Option<String>, Stop> {
+    let AuthMode::Verify(keys) = &state.config.auth else {
+        return Ok(None);
     };
-    let scope = credential_scope(headers, query);
+    let signed = SignedRequest {
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        query: parts.uri.query(),
+        headers: &parts.headers,
+        body,
+    };
+    match auth::verify(&signed, keys, std::time::SystemTime::now()) {
+        Ok(cred) => Ok(cred.account_id.clone()),
+        Err(err) => Err(Stop::error(protocol_of(&parts.headers), request_id, &err)),
+    }
+}
+
+/// Stage 3: the protocol, the action and its still untyped input.
+fn decode(parts: &Parts, body: Bytes, request_id: &str) -> Result<Decoded, Stop> {
+    let headers = &parts.headers;
+    protocol::decode(RawRequest {
+        is_get: parts.method == Method::GET,
+        target: header(headers, "x-amz-target"),
+        content_type: header(headers, "content-type"),
+        uri_query: parts.uri.query(),
+        body,
+    })
+    .map_err(|e| match e {
+        DecodeError::NoAction => Stop::Reply(protocol::encode_no_action()),
+        DecodeError::Error(p, err) => Stop::error(p, request_id, &err),
+    })
+}
+
+/// Stage 4: the fault rules that match the action and queue, if any are set.
+async fn apply_faults(
+    state: &AppState,
+    parts: &Parts,
+    decoded: &Decoded,
+    request_id: &str,
+) -> Result<(), Stop> {
+    if !state.faults.is_active() {
+        return Ok(());
+    }
+    let queue = decoded
+        .params
+        .queue_url_hint()
+        .or_else(|| Some(parts.uri.path().to_string()));
+    let name = queue
+        .as_deref()
+        .and_then(crate::api::queue_url::parse)
+        .map(|r| r.name.to_string());
+    match state.faults.check(&decoded.action, name.as_deref()) {
+        Some(FaultEffect::Drop) => Err(Stop::Drop),
+        Some(FaultEffect::Latency { ms }) => {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            Ok(())
+        }
+        Some(FaultEffect::Error(e)) => {
+            let err = SqsError::injected(&e)
+                .unwrap_or_else(|| SqsError::new(ErrorCode::InternalFailure, "Injected fault."));
+            Err(Stop::error(decoded.protocol, request_id, &err))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Stage 5: who is asking, in which region, and how their queue URLs are spelled.
+fn context(
+    state: &AppState,
+    parts: &Parts,
+    decoded: &Decoded,
+    signer: Option<String>,
+    request_id: &str,
+) -> Context {
+    let headers = &parts.headers;
+    let scope = credential_scope(headers, parts.uri.query());
     let region = scope.map_or(state.config.region.as_str(), |(_, r)| r);
     let host = header(headers, HOST.as_str());
     let base_url = match (&state.config.advertised_url, state.config.url_style) {
@@ -221,39 +293,13 @@ pub async fn handle(
             None => format!("http://{}", state.local_addr),
         },
     };
-    if state.engine.faults.is_active() {
-        let queue = decoded
-            .params
-            .queue_url_hint()
-            .or_else(|| Some(parts.uri.path().to_string()));
-        let name = queue
-            .as_deref()
-            .and_then(crate::api::queue_url::parse)
-            .map(|r| r.name.to_string());
-        match state.engine.faults.check(&decoded.action, name.as_deref()) {
-            Some(FaultEffect::Drop) => return Err(DroppedConnection),
-            Some(FaultEffect::Latency { ms }) => {
-                tokio::time::sleep(std::time::Duration::from_millis(ms)).await
-            }
-            Some(FaultEffect::Error(e)) => {
-                let err = SqsError::injected(&e).unwrap_or_else(|| {
-                    SqsError::new(ErrorCode::InternalFailure, "Injected fault.")
-                });
-                return Ok(respond(
-                    protocol::encode_error(decoded.protocol, &request_id, &err),
-                    &request_id,
-                ));
-            }
-            None => {}
-        }
-    }
-    let account = signer_account.unwrap_or_else(|| {
+    let account = signer.unwrap_or_else(|| {
         scope
             .and_then(|(key, _)| account_of_key(key))
             .unwrap_or(&state.config.account_id)
             .to_string()
     });
-    let ctx = Context {
+    Context {
         engine: Arc::clone(&state.engine),
         protocol: decoded.protocol,
         region: region.to_string(),
@@ -262,21 +308,24 @@ pub async fn handle(
         base_url,
         path: parts.uri.path().to_string(),
         trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),
-        request_id: request_id.clone(),
-    };
-    let encoded = match api::dispatch(&ctx, &decoded.action, decoded.params).await {
+        request_id: request_id.to_string(),
+    }
+}
+
+/// Stage 6: the action, its reply or error encoded in the request's protocol.
+async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
+    match api::dispatch(ctx, &decoded.action, decoded.params).await {
         Ok(reply) => protocol::encode_reply(
             decoded.protocol,
             &decoded.action,
-            &request_id,
+            &ctx.request_id,
             reply.as_ref(),
         ),
         Err(err) => {
             tracing::debug!(action = %decoded.action, code = ?err.code, message = %err.message, "request failed");
-            protocol::encode_error(decoded.protocol, &request_id, &err)
+            protocol::encode_error(decoded.protocol, &ctx.request_id, &err)
         }
-    };
-    Ok(respond(encoded, &request_id))
+    }
 }
 
 /// Turns an encoded reply into an HTTP response with SQS's headers.

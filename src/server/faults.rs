@@ -1,6 +1,7 @@
 //! Fault injection for tests: rules that make matching requests fail with a given AWS error,
 //! wait before answering, or lose their connection — for the next N matches or with a
-//! probability. The engine only keeps and matches rules; the server applies the effect.
+//! probability. They belong to the server: they match AWS error names and action strings,
+//! and the service applies the effect before the engine sees the request.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -73,7 +74,7 @@ impl FaultSet {
     /// A uniform number in [0, 1).
     pub fn chance(&self) -> f64 {
         let mut x = self.rng.load(Ordering::Relaxed);
-        let roll = super::random::unit(&mut x);
+        let roll = crate::engine::random::unit(&mut x);
         self.rng.store(x, Ordering::Relaxed);
         roll
     }
