@@ -339,7 +339,7 @@ impl LoadedConfig {
 
     /// Creates (or updates) the declared queues, then wires dead-letter queues by name.
     /// Running it again leaves everything as it is.
-    pub fn apply_queues(
+    pub(crate) fn apply_queues(
         &self,
         engine: &Engine,
         default_region: &str,

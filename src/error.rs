@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 /// Every error sqsim can send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
+pub(crate) enum ErrorCode {
     QueueDoesNotExist,
     QueueNameExists,
     QueueDeletedRecently,
@@ -14,7 +14,6 @@ pub enum ErrorCode {
     InvalidAttributeValue,
     InvalidMessageContents,
     ReceiptHandleIsInvalid,
-    MessageNotInflight,
     OverLimit,
     PurgeQueueInProgress,
     EmptyBatchRequest,
@@ -22,11 +21,8 @@ pub enum ErrorCode {
     BatchEntryIdsNotDistinct,
     InvalidBatchEntryId,
     BatchRequestTooLong,
-    UnsupportedOperation,
     ResourceNotFound,
     RequestThrottled,
-    InvalidAddress,
-    InvalidSecurity,
     InvalidParameterValue,
     MissingParameter,
     /// Query protocol: unknown or misplaced Action.
@@ -101,11 +97,6 @@ impl ErrorCode {
                 "ReceiptHandleIsInvalid",
                 404,
             ),
-            MessageNotInflight => (
-                "com.amazonaws.sqs#MessageNotInflight",
-                "AWS.SimpleQueueService.MessageNotInflight",
-                400,
-            ),
             OverLimit => ("com.amazonaws.sqs#OverLimit", "OverLimit", 403),
             PurgeQueueInProgress => (
                 "com.amazonaws.sqs#PurgeQueueInProgress",
@@ -137,11 +128,6 @@ impl ErrorCode {
                 "AWS.SimpleQueueService.BatchRequestTooLong",
                 400,
             ),
-            UnsupportedOperation => (
-                "com.amazonaws.sqs#UnsupportedOperation",
-                "AWS.SimpleQueueService.UnsupportedOperation",
-                400,
-            ),
             ResourceNotFound => (
                 "com.amazonaws.sqs#ResourceNotFoundException",
                 "ResourceNotFoundException",
@@ -152,8 +138,6 @@ impl ErrorCode {
                 "RequestThrottled",
                 403,
             ),
-            InvalidAddress => ("com.amazonaws.sqs#InvalidAddress", "InvalidAddress", 404),
-            InvalidSecurity => ("com.amazonaws.sqs#InvalidSecurity", "InvalidSecurity", 403),
             InvalidParameterValue => (
                 "com.amazon.coral.service#InvalidParameterValueException",
                 "InvalidParameterValue",
@@ -238,22 +222,22 @@ impl ErrorCode {
     }
 
     /// `__type` of the JSON error body.
-    pub fn json_type(self) -> &'static str {
+    pub(crate) fn json_type(self) -> &'static str {
         self.row().json_type
     }
 
     /// `<Code>` in a query error, and the first half of `x-amzn-query-error`.
-    pub fn query_code(self) -> &'static str {
+    pub(crate) fn query_code(self) -> &'static str {
         self.row().query_code
     }
 
     /// The HTTP status.
-    pub fn status(self) -> u16 {
+    pub(crate) fn status(self) -> u16 {
         self.row().status
     }
 
     /// `Sender` for client faults, `Receiver` for server faults.
-    pub fn fault(self) -> &'static str {
+    pub(crate) fn fault(self) -> &'static str {
         if self.status() >= 500 {
             "Receiver"
         } else {
@@ -265,14 +249,14 @@ impl ErrorCode {
 /// An error as it goes on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code:?}: {message}")]
-pub struct SqsError {
+pub(crate) struct SqsError {
     pub code: ErrorCode,
     pub message: Cow<'static, str>,
 }
 
 impl SqsError {
     /// An error with a message.
-    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> SqsError {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> SqsError {
         SqsError {
             code,
             message: message.into(),
@@ -280,7 +264,7 @@ impl SqsError {
     }
 
     /// `MissingParameter`: "The request must contain the parameter X."
-    pub fn missing(parameter: &str) -> SqsError {
+    pub(crate) fn missing(parameter: &str) -> SqsError {
         SqsError::new(
             ErrorCode::MissingParameter,
             format!("The request must contain the parameter {parameter}."),
@@ -288,19 +272,23 @@ impl SqsError {
     }
 
     /// `InvalidParameterValue` with free text.
-    pub fn invalid(message: impl Into<Cow<'static, str>>) -> SqsError {
+    pub(crate) fn invalid(message: impl Into<Cow<'static, str>>) -> SqsError {
         SqsError::new(ErrorCode::InvalidParameterValue, message)
     }
 
     /// `InvalidParameterValue`: "Value V for parameter P is invalid. Reason: R"
-    pub fn invalid_value(value: impl std::fmt::Display, parameter: &str, reason: &str) -> SqsError {
+    pub(crate) fn invalid_value(
+        value: impl std::fmt::Display,
+        parameter: &str,
+        reason: &str,
+    ) -> SqsError {
         SqsError::invalid(format!(
             "Value {value} for parameter {parameter} is invalid. Reason: {reason}"
         ))
     }
 
     /// `QueueDoesNotExist`.
-    pub fn no_queue() -> SqsError {
+    pub(crate) fn no_queue() -> SqsError {
         SqsError::new(
             ErrorCode::QueueDoesNotExist,
             "The specified queue does not exist.",
@@ -308,7 +296,7 @@ impl SqsError {
     }
 
     /// `InternalFailure` (500), worded as AWS words it.
-    pub fn internal() -> SqsError {
+    pub(crate) fn internal() -> SqsError {
         SqsError::new(
             ErrorCode::InternalFailure,
             "We encountered an internal error. Please try again.",
@@ -316,7 +304,7 @@ impl SqsError {
     }
 
     /// An error to inject by name (admin fault API): `None` for unknown names.
-    pub fn injected(name: &str) -> Option<SqsError> {
+    pub(crate) fn injected(name: &str) -> Option<SqsError> {
         let (code, message) = match name {
             "ThrottlingException" | "Throttling" => (ErrorCode::Throttling, "Rate exceeded"),
             "RequestThrottled" => (ErrorCode::RequestThrottled, "Request is throttled."),
@@ -339,7 +327,7 @@ impl SqsError {
     }
 
     /// The message as the query protocol words it (AWS words one error differently there).
-    pub fn query_message(&self) -> &str {
+    pub(crate) fn query_message(&self) -> &str {
         match self.code {
             ErrorCode::QueueDoesNotExist => {
                 "The specified queue does not exist for this wsdl version."

@@ -1,12 +1,24 @@
 //! sqsim: an Amazon SQS-compatible server.
 //!
 //! # Layout
-//! - [`protocol`]: bytes in and out for both wire protocols (AWS JSON 1.0 and query/XML).
-//! - [`api`]: one handler per SQS action: typed input → validation → engine → typed output.
-//! - [`engine`]: queue semantics with no HTTP; time only from its [`engine::Clock`].
-//! - [`server`]: the hyper service, the accept loop, shutdown, and the embeddable [`Server`].
-//! - [`error`]: the one SQS error table both protocols render from.
-//!
+//! Each layer uses only the ones listed after it; every module but the embedding API
+//! ([`Server`], [`config`], [`config_file`], [`worker`]) is private to the crate.
+//! - `server` — the hyper service and accept loop, and the embeddable [`Server`]:
+//!   `service` (the request path in stages), `auth` (SigV4), `admin` (`/_sqsim/` test
+//!   controls), `faults` (injected errors, latency and dropped connections).
+//! - `api` — one handler per SQS action (`actions/*`), and what several share: `context`
+//!   (who asks, where), `attributes` (queue attributes), `message_attributes`, `batch`,
+//!   `queue_url`.
+//! - `protocol` — bytes in and out of both wire protocols: `form` (form decoding), `query`
+//!   (query keys rebuilt into JSON's shape), `xml` (the XML writer).
+//! - `engine` — queue semantics, no HTTP, time only from its clock: `mod` (the `Engine`:
+//!   every queue, move tasks), `queue` (one queue's lock and waiters), `state` (what is under
+//!   that lock), `slab` (stored messages), `fair` and `fifo` (delivery order), `ids`,
+//!   `message`, `attribute`, `digest` and `md5_lanes` (MD5s), `receipt` (handles), `receive`,
+//!   `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`.
+//! - `error` — the one SQS error table both protocols render from.
+//! - [`config`] and [`config_file`] — settings from code, flags and a TOML file.
+//! - [`worker`] — the sqsd-style worker: `cli`, `deliver` (HTTP to the app), `batch`, `cron`.
 //! # Embedding
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
@@ -17,15 +29,16 @@
 //! # }
 //! ```
 
-pub mod api;
+pub(crate) mod api;
 pub mod config;
 pub mod config_file;
-pub mod engine;
-pub mod error;
-pub mod protocol;
+pub(crate) mod engine;
+pub(crate) mod error;
+pub(crate) mod protocol;
 pub mod server;
 pub mod worker;
 
 pub use config::Config;
-pub use engine::Clock;
+pub use engine::clock::MAX_EPOCH_MS;
+pub use engine::{Clock, EngineSettings};
 pub use server::{Server, ServerBuilder};

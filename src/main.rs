@@ -13,7 +13,6 @@ use std::process::ExitCode;
 
 use sqsim::config::{Config, Flags, UrlStyle};
 use sqsim::config_file::LoadedConfig;
-use sqsim::server::AppState;
 
 /// An Amazon SQS-compatible server.
 #[derive(Debug, Parser)]
@@ -121,56 +120,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config, file)) {
+    match runtime.block_on(sqsim::server::run(config, file, shutdown_signal())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sqsim: {e}");
             ExitCode::from(2)
         }
     }
-}
-
-async fn run(config: Config, file: Option<LoadedConfig>) -> Result<(), Box<dyn std::error::Error>> {
-    use std::sync::Arc;
-    let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
-    let local_addr = listener.local_addr()?;
-    let state = Arc::new(AppState::new(
-        config,
-        Arc::new(sqsim::Clock::new()),
-        local_addr,
-    ));
-    if let Some(f) = &file {
-        f.apply_queues(
-            &state.engine,
-            &state.config.region,
-            &state.config.account_id,
-        )
-        .map_err(|e| format!("config error: {e}"))?;
-    }
-    let workers = match &file {
-        Some(f) => f
-            .workers(
-                &sqsim::server::loopback_url(local_addr),
-                &state.config.account_id,
-            )
-            .map_err(|e| format!("config error: {e}"))?,
-        None => Vec::new(),
-    };
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker_tasks = sqsim::server::start_workers(&state, workers, stop_rx);
-    // Tests and scripts read this line to find the port.
-    println!("sqsim listening on http://{local_addr}");
-    tracing::info!(%local_addr, "sqsim listening");
-    sqsim::server::serve(listener, state, async move {
-        shutdown_signal().await;
-        let _ = stop_tx.send(true);
-    })
-    .await;
-    for t in worker_tasks {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
-    }
-    tracing::info!("sqsim stopped");
-    Ok(())
 }
 
 async fn shutdown_signal() {

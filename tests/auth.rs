@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use aws_sdk_sqs::config::Credentials;
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use common::{raw, start_with};
-use sqsim::server::auth::{AuthMode, Credential};
+use sqsim::config::{AuthMode, Credential};
 use sqsim::{Config, Server};
 
 async fn verifying_server() -> Server {

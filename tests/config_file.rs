@@ -82,8 +82,8 @@ async fn declared_queues_exist_and_reapplying_changes_nothing() {
     assert_eq!(moved.messages().len(), 1);
 }
 
-#[test]
-fn errors_name_the_line_and_key() {
+#[tokio::test]
+async fn errors_name_the_line_and_key() {
     let cases = [
         ("[queues.orders]\nattributes = { VisibilityTimeout = 99999 }\n", "line 2: queues.orders.attributes.VisibilityTimeout: Invalid value for the parameter VisibilityTimeout."),
         ("[queues.orders]\natributes = { VisibilityTimeout = 1 }\n", "line 2: unknown field `atributes`"),
@@ -93,14 +93,11 @@ fn errors_name_the_line_and_key() {
         ("[server]\nurl_style = \"sideways\"\n", "line 2: server.url_style: \"sideways\" is not one of"),
         ("[queues.orders\n", "line 1"),
     ];
-    let engine = sqsim::engine::Engine::new(
-        std::sync::Arc::new(sqsim::Clock::new()),
-        sqsim::engine::EngineSettings::default(),
-    );
+    let server = sqsim::Server::builder().start().await.unwrap();
     for (text, expected) in cases {
         let err = LoadedConfig::parse("bad.toml", text.to_string()).and_then(|f| {
             f.apply_server(&mut sqsim::Config::default())?;
-            f.apply_queues(&engine, "us-east-1", "000000000000")
+            server.apply_config(&f)
         });
         let msg = err.expect_err(text).to_string();
         assert!(msg.starts_with("bad.toml: "), "{msg}");

@@ -11,7 +11,7 @@ use crate::engine::{Engine, QueueId, QueueSettings, QueueSnapshot};
 use crate::error::{ErrorCode, SqsError};
 
 /// Every attribute name GetQueueAttributes knows, in the order replies list them.
-pub const ATTRIBUTE_NAMES: &[&str] = &[
+pub(crate) const ATTRIBUTE_NAMES: &[&str] = &[
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesDelayed",
     "ApproximateNumberOfMessagesNotVisible",
@@ -179,7 +179,7 @@ fn redrive_allow_policy(value: &str) -> Result<Option<RedriveAllowPolicy>, SqsEr
 }
 
 /// Validates `attrs` and applies them to `settings`. `fifo` is the queue's type.
-pub fn apply(
+pub(crate) fn apply(
     settings: &mut QueueSettings,
     attrs: &HashMap<String, String>,
     fifo: bool,
@@ -283,7 +283,7 @@ pub fn apply(
 }
 
 /// The current value of a settable attribute, as the wire spells it; `None` when unset.
-pub fn setting_value(s: &QueueSettings, name: &str) -> Option<String> {
+pub(crate) fn setting_value(s: &QueueSettings, name: &str) -> Option<String> {
     let v = match name {
         "DelaySeconds" => s.delay_seconds.to_string(),
         "MaximumMessageSize" => s.maximum_message_size.to_string(),
@@ -317,7 +317,7 @@ pub fn setting_value(s: &QueueSettings, name: &str) -> Option<String> {
 }
 
 /// The requested attributes (`All` or names) of a queue, in reply order.
-pub fn render(
+pub(crate) fn render(
     snap: &QueueSnapshot,
     arn: &str,
     requested: &[String],
@@ -358,7 +358,7 @@ pub fn render(
 /// be) names a dead-letter queue that exists next to the source (same account and region),
 /// is of the same type and lets the source use it. The queue may name itself; its own
 /// RedriveAllowPolicy is then the one in `settings`. Only called when the attribute is set.
-pub fn check_redrive_target(
+pub(crate) fn check_redrive_target(
     engine: &Engine,
     source: &QueueId,
     settings: &QueueSettings,

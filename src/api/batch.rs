@@ -6,12 +6,12 @@ use crate::error::{ErrorCode, SqsError};
 use crate::protocol::XmlWriter;
 
 /// Most entries a batch may hold.
-pub const MAX_ENTRIES: usize = 10;
+pub(crate) const MAX_ENTRIES: usize = 10;
 /// Most payload bytes a SendMessageBatch may carry in total.
-pub const MAX_BATCH_BYTES: usize = 1_048_576;
+pub(crate) const MAX_BATCH_BYTES: usize = 1_048_576;
 
 /// An entry of a batch request.
-pub trait Entry {
+pub(crate) trait Entry {
     fn id(&self) -> Option<&str>;
 }
 
@@ -25,7 +25,7 @@ fn valid_id(id: &str) -> bool {
 
 /// Checks entry count, ids and their distinctness; returns the entries.
 /// `entry_name` is e.g. `SendMessageBatchRequestEntry`.
-pub fn check_entries<'a, E: Entry>(
+pub(crate) fn check_entries<'a, E: Entry>(
     entries: &'a Option<Vec<E>>,
     entry_name: &str,
 ) -> Result<&'a [E], SqsError> {
@@ -70,7 +70,7 @@ pub fn check_entries<'a, E: Entry>(
 /// One failed entry of a batch.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct BatchResultErrorEntry {
+pub(crate) struct BatchResultErrorEntry {
     pub id: String,
     pub sender_fault: bool,
     pub code: &'static str,
@@ -79,7 +79,7 @@ pub struct BatchResultErrorEntry {
 
 impl BatchResultErrorEntry {
     /// The failure of entry `id` with `err`.
-    pub fn new(id: &str, err: &SqsError) -> BatchResultErrorEntry {
+    pub(crate) fn new(id: &str, err: &SqsError) -> BatchResultErrorEntry {
         BatchResultErrorEntry {
             id: id.to_string(),
             sender_fault: err.code.fault() == "Sender",
@@ -90,7 +90,7 @@ impl BatchResultErrorEntry {
 }
 
 /// `<BatchResultErrorEntry>` elements.
-pub fn write_failed(w: &mut XmlWriter, failed: &[BatchResultErrorEntry]) {
+pub(crate) fn write_failed(w: &mut XmlWriter, failed: &[BatchResultErrorEntry]) {
     for f in failed {
         w.open("BatchResultErrorEntry");
         w.elem("Id", &f.id);
@@ -104,14 +104,14 @@ pub fn write_failed(w: &mut XmlWriter, failed: &[BatchResultErrorEntry]) {
 /// An `{Id}` success entry (DeleteMessageBatch, ChangeMessageVisibilityBatch).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct IdEntry {
+pub(crate) struct IdEntry {
     pub id: String,
 }
 
 /// The output of DeleteMessageBatch and ChangeMessageVisibilityBatch.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct IdBatchOutput {
+pub(crate) struct IdBatchOutput {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub successful: Vec<IdEntry>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -123,7 +123,7 @@ pub struct IdBatchOutput {
 
 impl IdBatchOutput {
     /// Applies `apply` to each entry; each succeeds or fails on its own.
-    pub fn collect<E: Entry>(
+    pub(crate) fn collect<E: Entry>(
         entry_tag: &'static str,
         entries: &[E],
         mut apply: impl FnMut(&E) -> Result<(), SqsError>,

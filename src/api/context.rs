@@ -11,7 +11,7 @@ use super::queue_url;
 
 /// Per-request context.
 #[derive(Debug)]
-pub struct Context {
+pub(crate) struct Context {
     pub engine: Arc<Engine>,
     pub protocol: Protocol,
     /// From the SigV4 credential scope, else the server default.
@@ -31,12 +31,12 @@ pub struct Context {
 
 impl Context {
     /// The URL of a queue, as this caller should see it.
-    pub fn queue_url(&self, id: &QueueId) -> String {
+    pub(crate) fn queue_url(&self, id: &QueueId) -> String {
         format!("{}/{}/{}", self.base_url, id.account, id.name)
     }
 
     /// The id a queue of this name would have in the caller's namespace.
-    pub fn own_queue_id(&self, name: &str) -> QueueId {
+    pub(crate) fn own_queue_id(&self, name: &str) -> QueueId {
         QueueId {
             region: self.region.clone(),
             account: self.account.clone(),
@@ -45,7 +45,7 @@ impl Context {
     }
 
     /// The queue a request addresses: its QueueUrl, or else the request path.
-    pub fn queue(&self, queue_url: Option<&str>) -> Result<Arc<Queue>, SqsError> {
+    pub(crate) fn queue(&self, queue_url: Option<&str>) -> Result<Arc<Queue>, SqsError> {
         let url = match queue_url.filter(|u| !u.is_empty()) {
             Some(u) => u,
             None if self.path_names_queue() => self.path.as_str(),
@@ -61,12 +61,12 @@ impl Context {
     }
 
     /// Whether the request was sent to a queue URL rather than to the service root.
-    pub fn path_names_queue(&self) -> bool {
+    pub(crate) fn path_names_queue(&self) -> bool {
         self.path.trim_matches('/').contains('/')
     }
 
     /// The query protocol refuses queue-less actions sent to a queue URL.
-    pub fn require_service_endpoint(&self, action: &str) -> Result<(), SqsError> {
+    pub(crate) fn require_service_endpoint(&self, action: &str) -> Result<(), SqsError> {
         if self.protocol == Protocol::Query && self.path_names_queue() {
             return Err(SqsError::new(
                 ErrorCode::InvalidAction,

@@ -12,12 +12,12 @@ use crate::engine::{AttributeData, AttributeValue};
 use crate::error::{ErrorCode, SqsError};
 
 /// Most message attributes one message may carry.
-pub const MAX_ATTRIBUTES: usize = 10;
+pub(crate) const MAX_ATTRIBUTES: usize = 10;
 
 /// A message attribute value as both protocols send it.
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
-pub struct MessageAttributeValueInput {
+pub(crate) struct MessageAttributeValueInput {
     pub string_value: Option<String>,
     /// Base64 in both protocols.
     pub binary_value: Option<String>,
@@ -27,14 +27,14 @@ pub struct MessageAttributeValueInput {
 }
 
 /// Whether `c` may appear in a message body or string attribute.
-pub fn is_valid_char(c: char) -> bool {
+pub(crate) fn is_valid_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
 }
 
 /// Whether every character of `s` is allowed. Works on bytes, eight at a time: in UTF-8 the
 /// only disallowed characters are control bytes below 0x20 (other than TAB, LF, CR) and
 /// U+FFFE/U+FFFF, which both start with 0xEF (surrogates cannot occur in a `str`).
-pub fn is_valid_text(s: &str) -> bool {
+pub(crate) fn is_valid_text(s: &str) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let bytes = s.as_bytes();
@@ -58,7 +58,7 @@ pub fn is_valid_text(s: &str) -> bool {
 }
 
 /// Checks a message body's characters.
-pub fn check_body(body: &str) -> Result<(), SqsError> {
+pub(crate) fn check_body(body: &str) -> Result<(), SqsError> {
     if is_valid_text(body) {
         Ok(())
     } else {
@@ -116,7 +116,7 @@ fn valid_number(s: &str) -> bool {
 
 /// Validates and converts message attributes; the result is sorted by name.
 /// `system` selects the rules for MessageSystemAttributes.
-pub fn convert(
+pub(crate) fn convert(
     input: Option<HashMap<String, MessageAttributeValueInput>>,
     system: bool,
 ) -> Result<Attributes, SqsError> {
@@ -200,7 +200,7 @@ pub fn convert(
 
 /// A receive's MessageAttributeNames: which attributes to return.
 #[derive(Debug, Default)]
-pub struct NameFilter {
+pub(crate) struct NameFilter {
     all: bool,
     exact: Vec<String>,
     prefixes: Vec<String>,
@@ -208,7 +208,7 @@ pub struct NameFilter {
 
 impl NameFilter {
     /// Builds the filter: `All`, `.*` and `*` select everything, `prefix.*` by prefix.
-    pub fn new(names: &[String]) -> NameFilter {
+    pub(crate) fn new(names: &[String]) -> NameFilter {
         let mut f = NameFilter::default();
         for n in names {
             match n.as_str() {
@@ -223,12 +223,12 @@ impl NameFilter {
     }
 
     /// Whether nothing can match (no attributes are returned).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         !self.all && self.exact.is_empty() && self.prefixes.is_empty()
     }
 
     /// Whether `name` is selected.
-    pub fn matches(&self, name: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str) -> bool {
         self.all
             || self.exact.iter().any(|e| e == name)
             || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))

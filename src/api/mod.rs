@@ -2,23 +2,23 @@
 //! builds a typed output. This is the only layer that knows both the wire names and the
 //! engine; it never touches HTTP.
 
-pub mod actions;
-pub mod attributes;
-pub mod batch;
-pub mod context;
-pub mod message_attributes;
-pub mod queue_url;
+pub(crate) mod actions;
+pub(crate) mod attributes;
+pub(crate) mod batch;
+pub(crate) mod context;
+pub(crate) mod message_attributes;
+pub(crate) mod queue_url;
 
 use serde::Serialize;
 
 use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{Params, Reply, XmlResult, XmlWriter};
-pub use context::Context;
+pub(crate) use context::Context;
 
 /// The reply of actions that return nothing: `{}` in JSON, no `Result` element in XML.
 #[derive(Debug, Serialize)]
-pub struct Empty {}
+pub(crate) struct Empty {}
 
 impl XmlResult for Empty {
     fn write_xml(&self, _: &mut XmlWriter) {}
@@ -32,7 +32,7 @@ fn boxed<T: Reply + 'static>(r: Result<T, SqsError>) -> Result<Box<dyn Reply>, S
 }
 
 /// Runs one action.
-pub async fn dispatch(
+pub(crate) async fn dispatch(
     ctx: &Context,
     action: &str,
     params: Params,
@@ -106,7 +106,6 @@ pub(crate) fn receipt_error(err: EngineError, handle: &str, timeout: i64) -> Sqs
 /// The error for an engine failure that needs no request context.
 pub(crate) fn engine_error(err: EngineError) -> SqsError {
     match err {
-        EngineError::QueueDoesNotExist => SqsError::no_queue(),
         EngineError::MessageTooLong { limit } => SqsError::invalid(format!(
             "One or more parameters are invalid. Reason: Message must be shorter than {limit} bytes."
         )),

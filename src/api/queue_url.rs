@@ -4,7 +4,7 @@
 
 /// What a queue URL names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueRef<'a> {
+pub(crate) struct QueueRef<'a> {
     pub region: Option<&'a str>,
     pub account: Option<&'a str>,
     pub name: &'a str,
@@ -12,7 +12,7 @@ pub struct QueueRef<'a> {
 
 /// Parses a QueueUrl (or a request path). A bare name without slashes is taken as a queue
 /// name in the caller's account. `None` if it names no queue.
-pub fn parse(url: &str) -> Option<QueueRef<'_>> {
+pub(crate) fn parse(url: &str) -> Option<QueueRef<'_>> {
     let url = url.trim();
     let (host, path) = match url.split_once("://") {
         Some((_, rest)) => match rest.find('/') {

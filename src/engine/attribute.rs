@@ -2,7 +2,7 @@
 
 /// The value of one message attribute.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AttributeData {
+pub(crate) enum AttributeData {
     /// `String` and `Number` types (and their custom subtypes).
     String(String),
     /// `Binary` types: raw bytes.
@@ -11,14 +11,14 @@ pub enum AttributeData {
 
 /// One message attribute: its full data type (e.g. `Number.int`) and value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttributeValue {
+pub(crate) struct AttributeValue {
     pub data_type: String,
     pub data: AttributeData,
 }
 
 impl AttributeValue {
     /// Bytes this attribute counts towards the message size (data type plus value).
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.data_type.len()
             + match &self.data {
                 AttributeData::String(s) => s.len(),
@@ -28,4 +28,4 @@ impl AttributeValue {
 }
 
 /// Named attributes, sorted by name bytes (the order the MD5 digest needs).
-pub type Attributes = Vec<(String, AttributeValue)>;
+pub(crate) type Attributes = Vec<(String, AttributeValue)>;

@@ -7,11 +7,11 @@ use super::attribute::{AttributeData, AttributeValue};
 
 /// An MD5 digest; shown as 32 lowercase hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Digest16(pub [u8; 16]);
+pub(crate) struct Digest16(pub [u8; 16]);
 
 impl Digest16 {
     /// The hex form, written into `buf` (no allocation).
-    pub fn encode<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str {
+    pub(crate) fn encode<'b>(&self, buf: &'b mut [u8; 32]) -> &'b str {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         for (i, b) in self.0.iter().enumerate() {
             buf[2 * i] = DIGITS[(b >> 4) as usize];
@@ -29,18 +29,18 @@ impl std::fmt::Display for Digest16 {
 }
 
 /// MD5 of `data`.
-pub fn md5(data: &[u8]) -> Digest16 {
+pub(crate) fn md5(data: &[u8]) -> Digest16 {
     Digest16(Md5::digest(data).into())
 }
 
 /// Lowercase hex MD5 of `data`.
 #[cfg(test)]
-pub fn md5_hex(data: &[u8]) -> String {
+pub(crate) fn md5_hex(data: &[u8]) -> String {
     md5(data).to_string()
 }
 
 /// MD5 of attributes, which must be sorted by name bytes. `None` when there are none.
-pub fn md5_of_attributes<'a, I>(attributes: I) -> Option<Digest16>
+pub(crate) fn md5_of_attributes<'a, I>(attributes: I) -> Option<Digest16>
 where
     I: IntoIterator<Item = (&'a str, &'a AttributeValue)>,
 {

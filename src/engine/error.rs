@@ -3,9 +3,7 @@
 
 /// An engine-level failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EngineError {
-    #[error("queue does not exist")]
-    QueueDoesNotExist,
+pub(crate) enum EngineError {
     #[error("receipt handle is not valid for this queue")]
     ReceiptHandleInvalid,
     #[error("the receipt handle has expired")]

@@ -81,7 +81,7 @@ struct Lane {
 
 /// Visible messages of a standard queue, by group.
 #[derive(Debug, Default)]
-pub struct FairIndex {
+pub(crate) struct FairIndex {
     ungrouped: Lane,
     groups: HashMap<Arc<str>, Lane>,
     rotation: VecDeque<Slot>,
@@ -96,7 +96,7 @@ impl FairIndex {
     }
 
     /// A message became visible.
-    pub fn insert(&mut self, key: MessageKey, group: Option<&Arc<str>>) {
+    pub(crate) fn insert(&mut self, key: MessageKey, group: Option<&Arc<str>>) {
         let slot = match group {
             None => Slot::Ungrouped,
             Some(g) => Slot::Group(Arc::clone(g)),
@@ -113,7 +113,7 @@ impl FairIndex {
     }
 
     /// A visible message stopped being visible (received elsewhere, deleted, expired).
-    pub fn remove(&mut self, key: &MessageKey, group: Option<&Arc<str>>) {
+    pub(crate) fn remove(&mut self, key: &MessageKey, group: Option<&Arc<str>>) {
         match group {
             None => {
                 self.ungrouped.visible.remove(key);
@@ -131,7 +131,7 @@ impl FairIndex {
     }
 
     /// Takes up to `n` visible messages, one per group in turn.
-    pub fn take(&mut self, n: usize) -> Vec<MessageKey> {
+    pub(crate) fn take(&mut self, n: usize) -> Vec<MessageKey> {
         let mut out = Vec::with_capacity(n.min(16));
         while out.len() < n {
             let Some(slot) = self.rotation.pop_front() else {
@@ -161,7 +161,7 @@ impl FairIndex {
     }
 
     /// Forgets everything (purge).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         *self = FairIndex::default();
     }
 }

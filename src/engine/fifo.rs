@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::ids::MessageKey;
 
 /// How long a deduplication id and a receive attempt id are remembered.
-pub const DEDUP_WINDOW_MS: u64 = 5 * 60 * 1000;
+pub(crate) const DEDUP_WINDOW_MS: u64 = 5 * 60 * 1000;
 
 #[derive(Debug, Default)]
 struct Group {
@@ -23,14 +23,14 @@ struct Group {
 
 /// What a duplicate send returns: the original's identity.
 #[derive(Debug, Clone)]
-pub struct Original {
+pub(crate) struct Original {
     pub message_id: uuid::Uuid,
     pub sequence_number: String,
 }
 
 /// A receive that may be retried with the same ReceiveRequestAttemptId.
 #[derive(Debug, Clone)]
-pub struct Attempt {
+pub(crate) struct Attempt {
     pub expires_ms: u64,
     /// Each message with the receive number that attempt gave it.
     pub messages: Vec<(MessageKey, u32)>,
@@ -38,7 +38,7 @@ pub struct Attempt {
 
 /// FIFO bookkeeping of one queue.
 #[derive(Debug, Default)]
-pub struct FifoIndex {
+pub(crate) struct FifoIndex {
     groups: HashMap<Arc<str>, Group>,
     ready: VecDeque<Arc<str>>,
     dedup: HashMap<String, (u64, Original)>,
@@ -50,7 +50,7 @@ pub struct FifoIndex {
 
 impl FifoIndex {
     /// A stored message joins its group.
-    pub fn insert(&mut self, key: MessageKey, group: &Arc<str>) {
+    pub(crate) fn insert(&mut self, key: MessageKey, group: &Arc<str>) {
         self.groups
             .entry(Arc::clone(group))
             .or_default()
@@ -59,7 +59,7 @@ impl FifoIndex {
     }
 
     /// Marks the group ready if `is_visible` says its head is receivable.
-    pub fn refresh(&mut self, group: &Arc<str>, is_visible: impl Fn(&MessageKey) -> bool) {
+    pub(crate) fn refresh(&mut self, group: &Arc<str>, is_visible: impl Fn(&MessageKey) -> bool) {
         let Some(g) = self.groups.get_mut(group) else {
             return;
         };
@@ -73,7 +73,7 @@ impl FifoIndex {
     }
 
     /// A message left the queue.
-    pub fn remove(&mut self, key: &MessageKey, group: &Arc<str>) {
+    pub(crate) fn remove(&mut self, key: &MessageKey, group: &Arc<str>) {
         if let Some(g) = self.groups.get_mut(group) {
             g.keys.remove(key);
             if g.keys.is_empty() && !g.in_ready {
@@ -84,7 +84,11 @@ impl FifoIndex {
 
     /// Picks up to `n` messages: whole runs of visible messages from the heads of ready
     /// groups, one group after another in rotation.
-    pub fn take(&mut self, n: usize, is_visible: impl Fn(&MessageKey) -> bool) -> Vec<MessageKey> {
+    pub(crate) fn take(
+        &mut self,
+        n: usize,
+        is_visible: impl Fn(&MessageKey) -> bool,
+    ) -> Vec<MessageKey> {
         let mut out = Vec::new();
         while out.len() < n {
             let Some(name) = self.ready.pop_front() else {
@@ -108,14 +112,14 @@ impl FifoIndex {
     }
 
     /// The next sequence number: strictly increasing, large, not consecutive across time.
-    pub fn next_sequence(&mut self, now_ms: u64) -> String {
+    pub(crate) fn next_sequence(&mut self, now_ms: u64) -> String {
         let candidate = (now_ms as u128) << 24;
         self.last_sequence = candidate.max(self.last_sequence + 1);
         self.last_sequence.to_string()
     }
 
     /// The original of a duplicate sent within the window, if any.
-    pub fn duplicate_of(&mut self, dedup_key: &str, now_ms: u64) -> Option<Original> {
+    pub(crate) fn duplicate_of(&mut self, dedup_key: &str, now_ms: u64) -> Option<Original> {
         while let Some((expires, key)) = self.dedup_order.front() {
             if *expires > now_ms {
                 break;
@@ -129,14 +133,14 @@ impl FifoIndex {
     }
 
     /// Remembers a sent message's deduplication key for the window.
-    pub fn remember(&mut self, dedup_key: String, original: Original, now_ms: u64) {
+    pub(crate) fn remember(&mut self, dedup_key: String, original: Original, now_ms: u64) {
         let expires = now_ms + DEDUP_WINDOW_MS;
         self.dedup_order.push_back((expires, dedup_key.clone()));
         self.dedup.insert(dedup_key, (expires, original));
     }
 
     /// A remembered, unexpired receive attempt.
-    pub fn attempt(&mut self, id: &str, now_ms: u64) -> Option<Attempt> {
+    pub(crate) fn attempt(&mut self, id: &str, now_ms: u64) -> Option<Attempt> {
         while let Some((expires, key)) = self.attempt_order.front() {
             if *expires > now_ms {
                 break;
@@ -154,7 +158,12 @@ impl FifoIndex {
     }
 
     /// Remembers what a receive attempt returned.
-    pub fn remember_attempt(&mut self, id: String, messages: Vec<(MessageKey, u32)>, now_ms: u64) {
+    pub(crate) fn remember_attempt(
+        &mut self,
+        id: String,
+        messages: Vec<(MessageKey, u32)>,
+        now_ms: u64,
+    ) {
         let expires_ms = now_ms + DEDUP_WINDOW_MS;
         self.attempt_order.push_back((expires_ms, id.clone()));
         self.attempts.insert(
@@ -168,7 +177,7 @@ impl FifoIndex {
 
     /// Forgets messages, groups and the deduplication cache (purge). Sequence numbers keep
     /// increasing.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         let last_sequence = self.last_sequence;
         *self = FifoIndex {
             last_sequence,

@@ -4,14 +4,14 @@
 /// Names a stored message: when it entered the queue, and its arrival number there.
 /// Ordering by it is oldest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct MessageKey {
+pub(crate) struct MessageKey {
     pub sent_ms: u64,
     pub seq: u64,
 }
 
 /// Where a queue lives and what it is called.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct QueueId {
+pub(crate) struct QueueId {
     pub region: String,
     pub account: String,
     pub name: String,
@@ -19,12 +19,12 @@ pub struct QueueId {
 
 impl QueueId {
     /// `arn:aws:sqs:<region>:<account>:<name>`.
-    pub fn arn(&self) -> String {
+    pub(crate) fn arn(&self) -> String {
         format!("arn:aws:sqs:{}:{}:{}", self.region, self.account, self.name)
     }
 
     /// Parses `arn:<partition>:sqs:<region>:<account>:<name>`.
-    pub fn from_arn(arn: &str) -> Option<QueueId> {
+    pub(crate) fn from_arn(arn: &str) -> Option<QueueId> {
         let mut parts = arn.split(':');
         let (Some("arn"), Some(_), Some("sqs"), Some(region), Some(account), Some(name), None) = (
             parts.next(),

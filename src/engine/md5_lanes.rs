@@ -10,7 +10,7 @@
 use super::digest::{md5, Digest16};
 
 /// The MD5 digests of `inputs`, in order.
-pub fn md5_many(inputs: &[&[u8]]) -> Vec<Digest16> {
+pub(crate) fn md5_many(inputs: &[&[u8]]) -> Vec<Digest16> {
     let mut out = Vec::with_capacity(inputs.len());
     let mut rest = inputs;
     #[cfg(target_arch = "x86_64")]
@@ -240,7 +240,7 @@ mod avx2 {
 
     /// Digests of up to eight inputs; entries past `inputs.len()` are meaningless.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn digest(inputs: &[&[u8]]) -> [Digest16; LANES] {
+    pub(super) unsafe fn digest(inputs: &[&[u8]]) -> [Digest16; LANES] {
         let (lanes, counts, blocks) = lanes::<LANES>(inputs);
         let counts = _mm256_loadu_si256(counts.as_ptr().cast());
 
@@ -297,7 +297,7 @@ mod avx512 {
 
     /// Digests of up to sixteen inputs; entries past `inputs.len()` are meaningless.
     #[target_feature(enable = "avx512f,avx2")]
-    pub unsafe fn digest(inputs: &[&[u8]]) -> [Digest16; WIDE] {
+    pub(super) unsafe fn digest(inputs: &[&[u8]]) -> [Digest16; WIDE] {
         let (lanes, counts, blocks) = lanes::<WIDE>(inputs);
         let counts = _mm512_loadu_si512(counts.as_ptr().cast());
 

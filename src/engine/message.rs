@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-pub use super::attribute::{AttributeData, AttributeValue, Attributes};
+pub(crate) use super::attribute::{AttributeData, AttributeValue, Attributes};
 use super::digest::{md5, md5_of_attributes, Digest16};
 use super::md5_lanes::md5_many;
 
 /// What a sender supplies; the engine adds ids and timestamps.
 #[derive(Debug, Clone, Default)]
-pub struct NewMessage {
+pub(crate) struct NewMessage {
     pub body: String,
     /// Sorted by name.
     pub attributes: Attributes,
@@ -25,7 +25,7 @@ pub struct NewMessage {
 
 impl NewMessage {
     /// Body plus message attribute bytes: what MaximumMessageSize limits.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.body.len()
             + self
                 .attributes
@@ -38,7 +38,7 @@ impl NewMessage {
 /// A message with everything computed that does not need the queue's lock: its id, its
 /// digests and the payload itself.
 #[derive(Debug)]
-pub struct PreparedMessage {
+pub(crate) struct PreparedMessage {
     pub payload: Payload,
     pub md5_of_system_attributes: Option<Digest16>,
     /// Body plus message attribute bytes: what MaximumMessageSize limits.
@@ -50,13 +50,13 @@ pub struct PreparedMessage {
 impl NewMessage {
     /// Computes the id and digests; the queue adds the send time and, on FIFO queues, the
     /// sequence number.
-    pub fn prepare(self) -> PreparedMessage {
+    pub(crate) fn prepare(self) -> PreparedMessage {
         let md5_of_body = md5(self.body.as_bytes());
         self.prepare_with(md5_of_body)
     }
 
     /// [`NewMessage::prepare`] for a batch, digesting the bodies side by side.
-    pub fn prepare_all(msgs: Vec<NewMessage>) -> Vec<PreparedMessage> {
+    pub(crate) fn prepare_all(msgs: Vec<NewMessage>) -> Vec<PreparedMessage> {
         let bodies: Vec<&[u8]> = msgs.iter().map(|m| m.body.as_bytes()).collect();
         let digests = md5_many(&bodies);
         msgs.into_iter()
@@ -96,7 +96,7 @@ impl NewMessage {
 /// The rarely present parts of a payload, kept out of line so that a plain message (a body
 /// and nothing else, the common case) stays small.
 #[derive(Debug, Clone, Default)]
-pub struct PayloadExtra {
+pub(crate) struct PayloadExtra {
     pub attributes: Attributes,
     /// MD5 over all message attributes, when there are any.
     pub md5_of_attributes: Option<Digest16>,
@@ -120,7 +120,7 @@ impl PayloadExtra {
 /// The parts of a message that never change after it was sent (a dead-letter move or a
 /// redrive makes a new copy).
 #[derive(Debug, Clone)]
-pub struct Payload {
+pub(crate) struct Payload {
     pub message_id: uuid::Uuid,
     pub md5_of_body: Digest16,
     pub sent_ms: u64,
@@ -132,7 +132,7 @@ pub struct Payload {
 
 impl Payload {
     /// A payload; `extra` is stored only when it holds something.
-    pub fn new(
+    pub(crate) fn new(
         message_id: uuid::Uuid,
         body: String,
         md5_of_body: Digest16,
@@ -156,39 +156,39 @@ impl Payload {
     }
 
     /// Message attributes, sorted by name.
-    pub fn attributes(&self) -> &[(String, AttributeValue)] {
+    pub(crate) fn attributes(&self) -> &[(String, AttributeValue)] {
         self.extra().map_or(&[], |e| &e.attributes)
     }
 
     /// MD5 over all message attributes, when there are any.
-    pub fn md5_of_attributes(&self) -> Option<Digest16> {
+    pub(crate) fn md5_of_attributes(&self) -> Option<Digest16> {
         self.extra().and_then(|e| e.md5_of_attributes)
     }
 
-    pub fn aws_trace_header(&self) -> Option<&str> {
+    pub(crate) fn aws_trace_header(&self) -> Option<&str> {
         self.extra().and_then(|e| e.aws_trace_header.as_deref())
     }
 
-    pub fn deduplication_id(&self) -> Option<&str> {
+    pub(crate) fn deduplication_id(&self) -> Option<&str> {
         self.extra().and_then(|e| e.deduplication_id.as_deref())
     }
 
-    pub fn sequence_number(&self) -> Option<&str> {
+    pub(crate) fn sequence_number(&self) -> Option<&str> {
         self.extra().and_then(|e| e.sequence_number.as_deref())
     }
 
-    pub fn dead_letter_source_arn(&self) -> Option<&str> {
+    pub(crate) fn dead_letter_source_arn(&self) -> Option<&str> {
         self.extra()
             .and_then(|e| e.dead_letter_source_arn.as_deref())
     }
 
     /// Sets the FIFO sequence number (assigned under the queue's lock, after the rest).
-    pub fn set_sequence_number(&mut self, n: Option<String>) {
+    pub(crate) fn set_sequence_number(&mut self, n: Option<String>) {
         self.edit_extra(|e| e.sequence_number = n);
     }
 
     /// A copy that names (or no longer names) the queue it was dead-lettered from.
-    pub fn with_dead_letter_source(&self, arn: Option<String>) -> Payload {
+    pub(crate) fn with_dead_letter_source(&self, arn: Option<String>) -> Payload {
         let mut p = self.clone();
         p.edit_extra(|e| e.dead_letter_source_arn = arn);
         p
@@ -203,7 +203,7 @@ impl Payload {
 
 /// Where a stored message is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
+pub(crate) enum Delivery {
     /// Waiting out its delay until the given time.
     Delayed { until_ms: u64 },
     /// Receivable now.
@@ -214,7 +214,7 @@ pub enum Delivery {
 
 /// A message in a queue.
 #[derive(Debug)]
-pub struct StoredMessage {
+pub(crate) struct StoredMessage {
     pub payload: Arc<Payload>,
     pub delivery: Delivery,
     /// When it entered this queue: retention counts from here, and it is the `sent_ms` of
@@ -232,7 +232,7 @@ pub struct StoredMessage {
 
 /// A message as one receive hands it out.
 #[derive(Debug, Clone)]
-pub struct ReceivedMessage {
+pub(crate) struct ReceivedMessage {
     pub payload: Arc<Payload>,
     pub receipt_handle: String,
     pub receive_count: u32,
@@ -241,7 +241,7 @@ pub struct ReceivedMessage {
 
 /// What a successful send reports.
 #[derive(Debug, Clone)]
-pub struct SendReceipt {
+pub(crate) struct SendReceipt {
     pub message_id: uuid::Uuid,
     pub md5_of_body: Digest16,
     pub md5_of_attributes: Option<Digest16>,

@@ -2,25 +2,25 @@
 //! visibility, delays, retention and purge. Time comes only from the engine's [`Clock`].
 //! Everything here is synchronous except waiting for a queue to change, which long polls use.
 
-pub mod attribute;
-pub mod clock;
-pub mod digest;
-pub mod error;
-pub mod fair;
-pub mod fifo;
-pub mod ids;
-pub mod md5_lanes;
-pub mod message;
-pub mod move_task;
-pub mod queue;
-pub mod random;
-pub mod receipt;
-pub mod receive;
-pub mod redrive;
-pub mod settings;
-pub mod slab;
+pub(crate) mod attribute;
+pub(crate) mod clock;
+pub(crate) mod digest;
+pub(crate) mod error;
+pub(crate) mod fair;
+pub(crate) mod fifo;
+pub(crate) mod ids;
+pub(crate) mod md5_lanes;
+pub(crate) mod message;
+pub(crate) mod move_task;
+pub(crate) mod queue;
+pub(crate) mod random;
+pub(crate) mod receipt;
+pub(crate) mod receive;
+pub(crate) mod redrive;
+pub(crate) mod settings;
+pub(crate) mod slab;
 mod state;
-pub mod view;
+pub(crate) mod view;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,17 +30,18 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub use clock::Clock;
-pub use error::EngineError;
-pub use ids::{MessageKey, QueueId};
-pub use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
-pub use queue::Queue;
-pub use receive::{ReceiveOutcome, ReceiveRequest, Transfer};
-pub use settings::{EngineSettings, QueueSettings};
-pub use view::{PeekedMessage, QueueCounts, QueueSnapshot, Traffic};
+pub(crate) use error::EngineError;
+pub(crate) use ids::QueueId;
+pub(crate) use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
+pub(crate) use queue::Queue;
+pub(crate) use receive::{ReceiveOutcome, ReceiveRequest, Transfer};
+pub use settings::EngineSettings;
+pub(crate) use settings::QueueSettings;
+pub(crate) use view::QueueSnapshot;
 
 /// The set of all queues, in all (region, account) namespaces, and the clock they share.
 #[derive(Debug)]
-pub struct Engine {
+pub(crate) struct Engine {
     clock: Arc<Clock>,
     settings: EngineSettings,
     queues: RwLock<HashMap<QueueId, Arc<Queue>>>,
@@ -54,7 +55,7 @@ pub struct Engine {
 
 impl Engine {
     /// An empty engine running on `clock`.
-    pub fn new(clock: Arc<Clock>, settings: EngineSettings) -> Engine {
+    pub(crate) fn new(clock: Arc<Clock>, settings: EngineSettings) -> Engine {
         let seed = clock.now_ms() << 16;
         Engine {
             clock,
@@ -68,24 +69,24 @@ impl Engine {
     }
 
     /// The engine's clock.
-    pub fn clock(&self) -> &Arc<Clock> {
+    pub(crate) fn clock(&self) -> &Arc<Clock> {
         &self.clock
     }
 
     /// Current clock time in epoch milliseconds.
-    pub fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
 
     /// Engine-wide settings.
-    pub fn settings(&self) -> &EngineSettings {
+    pub(crate) fn settings(&self) -> &EngineSettings {
         &self.settings
     }
 
     /// Returns the queue with this id, creating it with `settings` if there is none.
     /// The flag says whether it was created by this call. A name deleted less than 60 seconds
     /// ago cannot be created again (when the cooldown is on).
-    pub fn create_queue(
+    pub(crate) fn create_queue(
         &self,
         id: QueueId,
         settings: QueueSettings,
@@ -112,7 +113,7 @@ impl Engine {
     }
 
     /// The queue with this id.
-    pub fn queue(&self, id: &QueueId) -> Option<Arc<Queue>> {
+    pub(crate) fn queue(&self, id: &QueueId) -> Option<Arc<Queue>> {
         self.queues
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -122,7 +123,7 @@ impl Engine {
 
     /// Deletes a queue with its messages; false if it did not exist. Its name stays
     /// unavailable for 60 seconds (when the cooldown is on).
-    pub fn delete_queue(&self, id: &QueueId) -> bool {
+    pub(crate) fn delete_queue(&self, id: &QueueId) -> bool {
         if !self.reset_queue(id) {
             return false;
         }
@@ -134,7 +135,7 @@ impl Engine {
     }
 
     /// Queues of one namespace whose names start with `prefix`, sorted by name.
-    pub fn list_queues(&self, region: &str, account: &str, prefix: &str) -> Vec<Arc<Queue>> {
+    pub(crate) fn list_queues(&self, region: &str, account: &str, prefix: &str) -> Vec<Arc<Queue>> {
         let mut found: Vec<Arc<Queue>> = self
             .queues
             .read()
@@ -151,7 +152,7 @@ impl Engine {
 
     /// Receives from `queue`, handing messages that exceeded maxReceiveCount to its
     /// dead-letter queue (two queue locks are never held at once).
-    pub fn receive(
+    pub(crate) fn receive(
         &self,
         queue: &Queue,
         req: ReceiveRequest,
@@ -175,7 +176,7 @@ impl Engine {
     }
 
     /// Queues of the namespace whose RedrivePolicy names `target` as dead-letter queue.
-    pub fn dead_letter_sources(&self, target: &QueueId) -> Vec<Arc<Queue>> {
+    pub(crate) fn dead_letter_sources(&self, target: &QueueId) -> Vec<Arc<Queue>> {
         self.list_queues(&target.region, &target.account, "")
             .into_iter()
             .filter(|q| {
@@ -189,7 +190,7 @@ impl Engine {
     }
 
     /// Move tasks of one source queue, newest first.
-    pub fn move_tasks_of(&self, source_arn: &str) -> Vec<Arc<move_task::MoveTask>> {
+    pub(crate) fn move_tasks_of(&self, source_arn: &str) -> Vec<Arc<move_task::MoveTask>> {
         self.move_tasks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -202,7 +203,7 @@ impl Engine {
 
     /// Removes queues, their messages, move tasks and deleted-name cooldowns: a fresh engine.
     /// `namespace` limits it to one (region, account).
-    pub fn reset(&self, namespace: Option<(&str, &str)>) {
+    pub(crate) fn reset(&self, namespace: Option<(&str, &str)>) {
         let removed: Vec<Arc<Queue>> = {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
             let ids: Vec<QueueId> = queues
@@ -231,7 +232,7 @@ impl Engine {
     }
 
     /// Turns at-least-once redelivery off on every queue.
-    pub fn clear_redelivery(&self) {
+    pub(crate) fn clear_redelivery(&self) {
         for q in self
             .queues
             .read()
@@ -243,7 +244,7 @@ impl Engine {
     }
 
     /// Removes one queue without leaving a deleted-name cooldown behind.
-    pub fn reset_queue(&self, id: &QueueId) -> bool {
+    pub(crate) fn reset_queue(&self, id: &QueueId) -> bool {
         let removed = self
             .queues
             .write()
@@ -259,7 +260,7 @@ impl Engine {
     }
 
     /// Every queue of every namespace, sorted by region, account and name.
-    pub fn all_queues(&self) -> Vec<Arc<Queue>> {
+    pub(crate) fn all_queues(&self) -> Vec<Arc<Queue>> {
         let mut all: Vec<Arc<Queue>> = self
             .queues
             .read()
@@ -278,14 +279,14 @@ impl Engine {
     }
 
     /// Moves the clock forward and lets every long poll re-check its queue.
-    pub fn advance_clock(&self, by: Duration) {
+    pub(crate) fn advance_clock(&self, by: Duration) {
         self.clock.advance(by);
         self.wake_all();
     }
 
     /// Like [`Engine::advance_clock`], but refuses (false, clock unchanged) a move past
     /// [`clock::MAX_EPOCH_MS`] instead of stopping there.
-    pub fn try_advance_clock(&self, by: Duration) -> bool {
+    pub(crate) fn try_advance_clock(&self, by: Duration) -> bool {
         let moved = self.clock.try_advance(by);
         if moved {
             self.wake_all();
@@ -307,12 +308,12 @@ impl Engine {
     }
 
     /// Tells waiting long polls to return: the server is stopping.
-    pub fn begin_shutdown(&self) {
+    pub(crate) fn begin_shutdown(&self) {
         self.shutdown.send_replace(true);
     }
 
     /// A receiver that turns true when the server starts shutting down.
-    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+    pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
         self.shutdown.subscribe()
     }
 }

@@ -18,7 +18,7 @@ const POLL: Duration = Duration::from_millis(5);
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskStatus {
+pub(crate) enum TaskStatus {
     Running,
     Cancelling,
     Cancelled,
@@ -28,14 +28,14 @@ pub enum TaskStatus {
 
 /// Why a task failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskFailure {
+pub(crate) enum TaskFailure {
     /// The source, or a queue messages were to go to, no longer exists.
     QueueGone,
 }
 
 /// One move task.
 #[derive(Debug)]
-pub struct MoveTask {
+pub(crate) struct MoveTask {
     pub task_id: String,
     pub source_arn: String,
     pub destination_arn: Option<String>,
@@ -50,12 +50,12 @@ pub struct MoveTask {
 
 impl MoveTask {
     /// Messages moved so far.
-    pub fn moved(&self) -> u64 {
+    pub(crate) fn moved(&self) -> u64 {
         self.moved.load(Ordering::Acquire)
     }
 
     /// The status and, when FAILED, the reason.
-    pub fn status(&self) -> (TaskStatus, Option<TaskFailure>) {
+    pub(crate) fn status(&self) -> (TaskStatus, Option<TaskFailure>) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -64,7 +64,7 @@ impl MoveTask {
     }
 
     /// Asks a running task to stop; false if it is not running.
-    pub fn request_cancel(&self) -> bool {
+    pub(crate) fn request_cancel(&self) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.0 != TaskStatus::Running {
             return false;
@@ -77,14 +77,14 @@ impl MoveTask {
 
 /// Why a task could not start.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StartError {
+pub(crate) enum StartError {
     /// Another task on this source is still running.
     AlreadyRunning,
 }
 
 /// Starts a task moving messages out of `source`. `destination` is `None` to send each
 /// message back to the queue it was dead-lettered from.
-pub fn start(
+pub(crate) fn start(
     engine: &Arc<Engine>,
     source: Arc<Queue>,
     destination: Option<Arc<Queue>>,

@@ -19,7 +19,7 @@ use super::view::{PeekedMessage, QueueCounts, QueueSnapshot};
 
 /// A queue shared between request handlers.
 #[derive(Debug)]
-pub struct Queue {
+pub(crate) struct Queue {
     pub id: QueueId,
     pub arn: String,
     /// Distinguishes this incarnation from an earlier queue of the same name.
@@ -33,7 +33,7 @@ pub struct Queue {
 
 impl Queue {
     /// A new, empty queue.
-    pub fn new(id: QueueId, uid: u64, settings: QueueSettings, now_ms: u64) -> Queue {
+    pub(crate) fn new(id: QueueId, uid: u64, settings: QueueSettings, now_ms: u64) -> Queue {
         let arn = id.arn();
         Queue {
             id,
@@ -47,7 +47,7 @@ impl Queue {
     }
 
     /// The queue name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.id.name
     }
 
@@ -72,30 +72,30 @@ impl Queue {
     }
 
     /// Wakes every long poll waiting on this queue.
-    pub fn wake_waiters(&self) {
+    pub(crate) fn wake_waiters(&self) {
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.changed.notify_waiters();
         }
     }
 
     /// The queue's settings.
-    pub fn settings(&self) -> QueueSettings {
+    pub(crate) fn settings(&self) -> QueueSettings {
         self.lock().settings.clone()
     }
 
     /// Reads the settings without copying them (for the per-request hot paths).
-    pub fn with_settings<R>(&self, f: impl FnOnce(&QueueSettings) -> R) -> R {
+    pub(crate) fn with_settings<R>(&self, f: impl FnOnce(&QueueSettings) -> R) -> R {
         f(&self.lock().settings)
     }
 
     /// Turns at-least-once mode on (`p` > 0) or off: each message's first delete is ignored
     /// with chance `p` and the message becomes visible again. Standard queues only.
-    pub fn set_redelivery(&self, p: f64) {
+    pub(crate) fn set_redelivery(&self, p: f64) {
         self.lock().redeliver_probability = p.clamp(0.0, 1.0);
     }
 
     /// Every stored message in delivery-key order, as it is; nothing changes.
-    pub fn peek(&self, now_ms: u64) -> Vec<PeekedMessage> {
+    pub(crate) fn peek(&self, now_ms: u64) -> Vec<PeekedMessage> {
         self.with_state(now_ms, |st, _, _| {
             st.messages
                 .iter()
@@ -111,7 +111,7 @@ impl Queue {
 
     /// Edits the settings under the queue's lock (so concurrent edits do not lose each other);
     /// bumps LastModifiedTimestamp when `f` succeeds.
-    pub fn update_settings<R, E>(
+    pub(crate) fn update_settings<R, E>(
         &self,
         now_ms: u64,
         f: impl FnOnce(&mut QueueSettings) -> Result<R, E>,
@@ -128,7 +128,7 @@ impl Queue {
     }
 
     /// Reads settings, counts and timestamps in one go.
-    pub fn snapshot(&self, now_ms: u64) -> QueueSnapshot {
+    pub(crate) fn snapshot(&self, now_ms: u64) -> QueueSnapshot {
         self.with_state(now_ms, |st, _, _| QueueSnapshot {
             settings: st.settings.clone(),
             counts: QueueCounts {
@@ -143,24 +143,24 @@ impl Queue {
     }
 
     /// The queue's tags.
-    pub fn tags(&self) -> BTreeMap<String, String> {
+    pub(crate) fn tags(&self) -> BTreeMap<String, String> {
         self.lock().tags.clone()
     }
 
     /// Edits the tags in place.
-    pub fn update_tags<R>(&self, f: impl FnOnce(&mut BTreeMap<String, String>) -> R) -> R {
+    pub(crate) fn update_tags<R>(&self, f: impl FnOnce(&mut BTreeMap<String, String>) -> R) -> R {
         f(&mut self.lock().tags)
     }
 
     /// Stores a message. Validation of content is the caller's; size is checked here
     /// because the limit is the queue's.
-    pub fn send(&self, msg: NewMessage, now_ms: u64) -> Result<SendReceipt, EngineError> {
+    pub(crate) fn send(&self, msg: NewMessage, now_ms: u64) -> Result<SendReceipt, EngineError> {
         let prepared = msg.prepare();
         self.with_state(now_ms, |st, now, _| st.send(prepared, now))
     }
 
     /// Stores several messages under one lock; each either gets a receipt or an error.
-    pub fn send_batch(
+    pub(crate) fn send_batch(
         &self,
         msgs: Vec<NewMessage>,
         now_ms: u64,
@@ -173,12 +173,16 @@ impl Queue {
     }
 
     /// Hands out up to `req.max_messages` visible messages and hides them.
-    pub fn receive(&self, req: ReceiveRequest, now_ms: u64) -> Result<ReceiveOutcome, EngineError> {
+    pub(crate) fn receive(
+        &self,
+        req: ReceiveRequest,
+        now_ms: u64,
+    ) -> Result<ReceiveOutcome, EngineError> {
         self.with_state(now_ms, |st, now, uid| st.receive(req, now, uid, &self.id))
     }
 
     /// Takes in messages from another queue (or back into this one), visible at once.
-    pub fn accept(&self, messages: Vec<StoredMessage>, transfer: Transfer<'_>, now_ms: u64) {
+    pub(crate) fn accept(&self, messages: Vec<StoredMessage>, transfer: Transfer<'_>, now_ms: u64) {
         self.with_state(now_ms, |st, now, _| {
             for m in messages {
                 st.accept(m, transfer, now);
@@ -187,25 +191,25 @@ impl Queue {
     }
 
     /// Removes up to `n` visible messages, in delivery order, for a message move task.
-    pub fn take_for_move(&self, n: usize, now_ms: u64) -> Vec<StoredMessage> {
+    pub(crate) fn take_for_move(&self, n: usize, now_ms: u64) -> Vec<StoredMessage> {
         self.with_state(now_ms, |st, _, _| st.take_for_move(n))
     }
 
     /// How many messages are stored (visible, in flight and delayed).
-    pub fn stored(&self, now_ms: u64) -> usize {
+    pub(crate) fn stored(&self, now_ms: u64) -> usize {
         self.with_state(now_ms, |st, _, _| st.messages.len())
     }
 
     /// Deletes the message a handle points at. Stale handles of a standard queue still
     /// delete; on a FIFO queue only the handle of the current, unexpired receive does. A
     /// message that is already gone is not an error.
-    pub fn delete_message(&self, handle: &str, now_ms: u64) -> Result<(), EngineError> {
+    pub(crate) fn delete_message(&self, handle: &str, now_ms: u64) -> Result<(), EngineError> {
         let receipt = self.own_receipt(handle)?;
         self.with_state(now_ms, |st, _, _| st.delete(receipt))
     }
 
     /// Sets the visibility timeout of a received message, counted from now.
-    pub fn change_visibility(
+    pub(crate) fn change_visibility(
         &self,
         handle: &str,
         timeout_s: u32,
@@ -225,7 +229,7 @@ impl Queue {
     }
 
     /// Removes every message; refused within 60 s of the previous purge when `cooldown`.
-    pub fn purge(&self, now_ms: u64, cooldown: bool) -> Result<(), EngineError> {
+    pub(crate) fn purge(&self, now_ms: u64, cooldown: bool) -> Result<(), EngineError> {
         self.with_state(now_ms, |st, now, _| {
             if cooldown {
                 if let Some(last) = st.last_purge_ms {
@@ -240,31 +244,31 @@ impl Queue {
     }
 
     /// Marks the queue deleted and releases its long polls.
-    pub fn mark_deleted(&self) {
+    pub(crate) fn mark_deleted(&self) {
         self.deleted.store(true, Ordering::Release);
         self.changed.notify_waiters();
     }
 
     /// Whether the queue has been deleted.
-    pub fn is_deleted(&self) -> bool {
+    pub(crate) fn is_deleted(&self) -> bool {
         self.deleted.load(Ordering::Acquire)
     }
 
     /// Registers a long poll; the returned guard must live while it waits on
     /// [`Queue::changed`]. Register before checking for messages so no wake-up is lost.
-    pub fn register_waiter(&self) -> WaiterGuard<'_> {
+    pub(crate) fn register_waiter(&self) -> WaiterGuard<'_> {
         self.waiters.fetch_add(1, Ordering::AcqRel);
         WaiterGuard(self)
     }
 
     /// The notification long polls wait on.
-    pub fn changed(&self) -> &Notify {
+    pub(crate) fn changed(&self) -> &Notify {
         &self.changed
     }
 }
 
 /// Counts a waiting long poll while alive.
-pub struct WaiterGuard<'a>(&'a Queue);
+pub(crate) struct WaiterGuard<'a>(&'a Queue);
 
 impl Drop for WaiterGuard<'_> {
     fn drop(&mut self) {

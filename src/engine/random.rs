@@ -3,7 +3,7 @@
 
 /// Advances `state` and returns the next number; a zero state is replaced by a fixed seed
 /// (xorshift never leaves zero).
-pub fn next(state: &mut u64) -> u64 {
+pub(crate) fn next(state: &mut u64) -> u64 {
     let mut x = if *state == 0 {
         0x9e37_79b9_7f4a_7c15
     } else {
@@ -17,6 +17,6 @@ pub fn next(state: &mut u64) -> u64 {
 }
 
 /// A uniform number in [0, 1), from the next number of `state`.
-pub fn unit(state: &mut u64) -> f64 {
+pub(crate) fn unit(state: &mut u64) -> f64 {
     (next(state) >> 11) as f64 / (1u64 << 53) as f64
 }

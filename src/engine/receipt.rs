@@ -20,7 +20,7 @@ fn checksum(fields: &[u8]) -> u32 {
 
 /// What a receipt handle says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Receipt {
+pub(crate) struct Receipt {
     /// The queue incarnation that issued it (a re-created queue gets a new one).
     pub queue_uid: u64,
     pub key: MessageKey,
@@ -30,7 +30,7 @@ pub struct Receipt {
 
 impl Receipt {
     /// The handle's text.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut raw = [0u8; RAW_LEN];
         raw[0..8].copy_from_slice(&self.queue_uid.to_be_bytes());
         raw[8..16].copy_from_slice(&self.key.sent_ms.to_be_bytes());
@@ -45,7 +45,7 @@ impl Receipt {
     }
 
     /// Parses a handle; `None` if it is not one of ours.
-    pub fn decode(handle: &str) -> Option<Receipt> {
+    pub(crate) fn decode(handle: &str) -> Option<Receipt> {
         let body = handle.strip_prefix(PREFIX)?;
         let mut raw = [0u8; RAW_LEN + 2];
         let n = STANDARD.decode_slice(body, &mut raw).ok()?;

@@ -6,7 +6,7 @@ use super::message::{ReceivedMessage, StoredMessage};
 
 /// Parameters of one receive.
 #[derive(Debug, Clone)]
-pub struct ReceiveRequest {
+pub(crate) struct ReceiveRequest {
     pub max_messages: usize,
     /// `None` takes the queue's VisibilityTimeout.
     pub visibility_timeout: Option<u32>,
@@ -17,7 +17,7 @@ pub struct ReceiveRequest {
 
 /// What one receive attempt found.
 #[derive(Debug, Default)]
-pub struct ReceiveOutcome {
+pub(crate) struct ReceiveOutcome {
     pub messages: Vec<ReceivedMessage>,
     /// When the next delayed or in-flight message becomes visible, in clock ms.
     pub next_deadline_ms: Option<u64>,
@@ -28,14 +28,14 @@ pub struct ReceiveOutcome {
 
 /// Messages on their way to a dead-letter queue.
 #[derive(Debug)]
-pub struct DeadLetters {
+pub(crate) struct DeadLetters {
     pub target: QueueId,
     pub messages: Vec<StoredMessage>,
 }
 
 /// Why messages arrive from another queue.
 #[derive(Debug, Clone, Copy)]
-pub enum Transfer<'a> {
+pub(crate) enum Transfer<'a> {
     /// Dead-lettered from the queue with this ARN: counts kept, source recorded.
     DeadLetter { source_arn: &'a str },
     /// Moved back by a message move task: a fresh receive count, no source.

@@ -7,7 +7,7 @@ use super::ids::QueueId;
 
 /// A parsed RedrivePolicy.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedrivePolicy {
+pub(crate) struct RedrivePolicy {
     /// The document as it was set.
     pub raw: String,
     pub dead_letter_target: QueueId,
@@ -17,7 +17,7 @@ pub struct RedrivePolicy {
 
 impl RedrivePolicy {
     /// The policy as AWS returns it: compact, `maxReceiveCount` a number.
-    pub fn document(target_arn: &str, max_receive_count: u32) -> String {
+    pub(crate) fn document(target_arn: &str, max_receive_count: u32) -> String {
         format!(
             r#"{{"deadLetterTargetArn":{},"maxReceiveCount":{max_receive_count}}}"#,
             serde_json::Value::from(target_arn)
@@ -27,7 +27,7 @@ impl RedrivePolicy {
 
 /// Who may use a queue as a dead-letter queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RedrivePermission {
+pub(crate) enum RedrivePermission {
     AllowAll,
     DenyAll,
     /// Only these source queue ARNs.
@@ -36,7 +36,7 @@ pub enum RedrivePermission {
 
 /// A parsed RedriveAllowPolicy.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedriveAllowPolicy {
+pub(crate) struct RedriveAllowPolicy {
     /// The document as it was set.
     pub raw: String,
     pub permission: RedrivePermission,
@@ -44,7 +44,7 @@ pub struct RedriveAllowPolicy {
 
 impl RedriveAllowPolicy {
     /// Whether a queue with this ARN may send its dead letters here.
-    pub fn allows(&self, source_arn: &str) -> bool {
+    pub(crate) fn allows(&self, source_arn: &str) -> bool {
         match &self.permission {
             RedrivePermission::AllowAll => true,
             RedrivePermission::DenyAll => false,

@@ -4,33 +4,33 @@
 use super::redrive::{RedriveAllowPolicy, RedrivePolicy};
 
 /// Longest visibility timeout, and the cap on a message's total invisibility per receive.
-pub const MAX_VISIBILITY_TIMEOUT_S: u32 = 43_200;
+pub(crate) const MAX_VISIBILITY_TIMEOUT_S: u32 = 43_200;
 /// Largest message (body plus attributes) a queue may be configured to accept.
-pub const MAX_MESSAGE_SIZE: u32 = 1_048_576;
+pub(crate) const MAX_MESSAGE_SIZE: u32 = 1_048_576;
 /// In-flight messages a queue may hold before receives stop handing out more.
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 120_000;
+pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 120_000;
 /// Minimum time between two purges of one queue.
-pub const PURGE_COOLDOWN_MS: u64 = 60_000;
+pub(crate) const PURGE_COOLDOWN_MS: u64 = 60_000;
 /// How long a deleted queue's name stays unavailable.
-pub const DELETED_QUEUE_COOLDOWN_MS: u64 = 60_000;
+pub(crate) const DELETED_QUEUE_COOLDOWN_MS: u64 = 60_000;
 
 /// How a FIFO queue scopes deduplication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeduplicationScope {
+pub(crate) enum DeduplicationScope {
     Queue,
     MessageGroup,
 }
 
 /// How a FIFO queue's throughput quota is counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FifoThroughputLimit {
+pub(crate) enum FifoThroughputLimit {
     PerQueue,
     PerMessageGroupId,
 }
 
 /// The settable attributes of one queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueSettings {
+pub(crate) struct QueueSettings {
     pub delay_seconds: u32,
     pub maximum_message_size: u32,
     pub message_retention_period: u32,

@@ -119,7 +119,7 @@ impl Chunk {
 
 /// The stored messages of a queue; see the module documentation.
 #[derive(Debug, Default)]
-pub struct MessageSlab {
+pub(crate) struct MessageSlab {
     chunks: VecDeque<Chunk>,
     /// The `seq` of the first slot of `chunks[0]`.
     base: u64,
@@ -130,17 +130,18 @@ pub struct MessageSlab {
 
 impl MessageSlab {
     /// The `seq` the next pushed message gets.
-    pub fn next_seq(&self) -> u64 {
+    pub(crate) fn next_seq(&self) -> u64 {
         self.next
     }
 
     /// How many messages are stored.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no message is stored.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
@@ -154,7 +155,7 @@ impl MessageSlab {
 
     /// Stores a message under `key`, which must carry [`MessageSlab::next_seq`] and the message's
     /// `enqueued_ms`.
-    pub fn push(&mut self, key: MessageKey, msg: StoredMessage) {
+    pub(crate) fn push(&mut self, key: MessageKey, msg: StoredMessage) {
         debug_assert_eq!(key.seq, self.next);
         debug_assert_eq!(key.sent_ms, msg.enqueued_ms);
         let d = (self.next - self.base) as usize;
@@ -186,25 +187,25 @@ impl MessageSlab {
     }
 
     /// The message stored under `key`, if it is still there.
-    pub fn get(&self, key: &MessageKey) -> Option<&StoredMessage> {
+    pub(crate) fn get(&self, key: &MessageKey) -> Option<&StoredMessage> {
         let (c, off) = self.find(key)?;
         self.chunks[c].get(off)
     }
 
     /// The message stored under `key`, to change its delivery state.
     /// Whether the message under `key` is stored and visible.
-    pub fn is_visible(&self, key: &MessageKey) -> bool {
+    pub(crate) fn is_visible(&self, key: &MessageKey) -> bool {
         self.get(key)
             .is_some_and(|m| m.delivery == super::message::Delivery::Visible)
     }
 
-    pub fn get_mut(&mut self, key: &MessageKey) -> Option<&mut StoredMessage> {
+    pub(crate) fn get_mut(&mut self, key: &MessageKey) -> Option<&mut StoredMessage> {
         let (c, off) = self.find(key)?;
         self.chunks[c].get_mut(off)
     }
 
     /// Takes the message stored under `key` out.
-    pub fn remove(&mut self, key: &MessageKey) -> Option<StoredMessage> {
+    pub(crate) fn remove(&mut self, key: &MessageKey) -> Option<StoredMessage> {
         let (c, off) = self.find(key)?;
         let m = self.chunks[c].take(off)?;
         self.len -= 1;
@@ -220,7 +221,7 @@ impl MessageSlab {
 
     /// The earliest arrival still stored. O(1): the front chunk is never empty while
     /// anything is stored, and a dense chunk knows its first survivor.
-    pub fn first(&self) -> Option<(MessageKey, &StoredMessage)> {
+    pub(crate) fn first(&self) -> Option<(MessageKey, &StoredMessage)> {
         let (off, m) = self.chunks.front()?.first()?;
         Some((Self::key(self.base + off as u64, m), m))
     }
@@ -233,7 +234,7 @@ impl MessageSlab {
     }
 
     /// Every stored message, in arrival order.
-    pub fn iter(&self) -> impl Iterator<Item = (MessageKey, &StoredMessage)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (MessageKey, &StoredMessage)> + '_ {
         self.chunks.iter().enumerate().flat_map(move |(c, chunk)| {
             let start = self.base + (c * CHUNK) as u64;
             chunk
@@ -243,7 +244,7 @@ impl MessageSlab {
     }
 
     /// Removes everything; later messages still get new `seq`s, so old keys stay dead.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.chunks.clear();
         self.base = self.next;
         self.len = 0;

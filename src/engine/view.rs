@@ -8,7 +8,7 @@ use super::settings::QueueSettings;
 
 /// Message counts as GetQueueAttributes reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueCounts {
+pub(crate) struct QueueCounts {
     pub visible: usize,
     pub in_flight: usize,
     pub delayed: usize,
@@ -16,7 +16,7 @@ pub struct QueueCounts {
 
 /// Totals since the queue was created, for the admin `stats` endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     /// Messages stored by sends (duplicates dropped by FIFO deduplication not counted).
     pub sent: u64,
     /// Messages handed out by receives.
@@ -27,7 +27,7 @@ pub struct Traffic {
 
 /// A consistent view of a queue for GetQueueAttributes and the admin endpoints.
 #[derive(Debug, Clone)]
-pub struct QueueSnapshot {
+pub(crate) struct QueueSnapshot {
     pub settings: QueueSettings,
     pub counts: QueueCounts,
     pub traffic: Traffic,
@@ -37,7 +37,7 @@ pub struct QueueSnapshot {
 
 /// One message as `peek` shows it, without changing anything.
 #[derive(Debug, Clone)]
-pub struct PeekedMessage {
+pub(crate) struct PeekedMessage {
     pub payload: Arc<Payload>,
     pub delivery: Delivery,
     pub receive_count: u32,

@@ -5,10 +5,10 @@
 use std::borrow::Cow;
 
 /// A decoded key/value pair, borrowing from the input where nothing needed decoding.
-pub type Pair<'a> = (Cow<'a, str>, Cow<'a, str>);
+pub(crate) type Pair<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// Pairs that no longer borrow from their input.
-pub fn into_owned(pairs: Vec<Pair<'_>>) -> Vec<(String, String)> {
+pub(crate) fn into_owned(pairs: Vec<Pair<'_>>) -> Vec<(String, String)> {
     pairs
         .into_iter()
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
@@ -16,13 +16,13 @@ pub fn into_owned(pairs: Vec<Pair<'_>>) -> Vec<(String, String)> {
 }
 
 /// Splits a form or query string into decoded key/value pairs (`+` is a space).
-pub fn parse(input: &[u8]) -> Vec<Pair<'_>> {
+pub(crate) fn parse(input: &[u8]) -> Vec<Pair<'_>> {
     pairs(input, true)
 }
 
 /// Splits `k=v&…` into decoded pairs; `plus_is_space` as in [`decode`] (SigV4 canonical
 /// query strings keep `+` literal).
-pub fn pairs(input: &[u8], plus_is_space: bool) -> Vec<Pair<'_>> {
+pub(crate) fn pairs(input: &[u8], plus_is_space: bool) -> Vec<Pair<'_>> {
     // Valid UTF-8 (nearly every request) is checked once; one vectorized pass then finds
     // every `&`, `=`, `%` and `+`, so keys and values are sliced out without rescanning.
     if let Ok(text) = std::str::from_utf8(input) {
@@ -124,7 +124,7 @@ fn needs_decoding(bytes: &[u8], plus_is_space: bool) -> bool {
 
 /// Percent-decodes `bytes` (and `+` as a space when `plus_is_space`); invalid UTF-8 becomes
 /// U+FFFD, invalid escapes are kept as they are.
-pub fn decode(bytes: &[u8], plus_is_space: bool) -> Cow<'_, str> {
+pub(crate) fn decode(bytes: &[u8], plus_is_space: bool) -> Cow<'_, str> {
     if !needs_decoding(bytes, plus_is_space) {
         return match std::str::from_utf8(bytes) {
             Ok(s) => Cow::Borrowed(s),

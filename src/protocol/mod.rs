@@ -1,34 +1,34 @@
 //! Bytes in, bytes out, for both SQS wire protocols: AWS JSON 1.0 (`X-Amz-Target`) and the
 //! query protocol (form-encoded `Action=`, XML replies). No queue logic lives here.
 
-pub mod form;
-pub mod query;
-pub mod xml;
+pub(crate) mod form;
+pub(crate) mod query;
+pub(crate) mod xml;
 
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{ErrorCode, SqsError};
-pub use xml::XmlWriter;
+pub(crate) use xml::XmlWriter;
 
 /// The XML namespace of every query-protocol reply.
-pub const XML_NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
+pub(crate) const XML_NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
 /// Content-Type of JSON requests and replies.
-pub const JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
+pub(crate) const JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 /// Content-Type of query-protocol replies.
-pub const XML_CONTENT_TYPE: &str = "text/xml";
+pub(crate) const XML_CONTENT_TYPE: &str = "text/xml";
 
 /// Which wire protocol a request used; replies go back in the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     Json,
     Query,
 }
 
 /// A request's input members, not yet typed.
 #[derive(Debug)]
-pub enum Params {
+pub(crate) enum Params {
     /// The JSON body, deserialized straight into the typed input.
     Json(Bytes),
     /// Query pairs already rebuilt into the JSON input shape.
@@ -37,7 +37,7 @@ pub enum Params {
 
 impl Params {
     /// Deserializes the typed input of an action.
-    pub fn parse<T: DeserializeOwned>(self) -> Result<T, SqsError> {
+    pub(crate) fn parse<T: DeserializeOwned>(self) -> Result<T, SqsError> {
         match self {
             Params::Json(body) => {
                 let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
@@ -58,7 +58,7 @@ impl Params {
 impl Params {
     /// The QueueUrl member, if the request has one (for matching fault rules; costs a second
     /// look at a JSON body, so call it only when faults are configured).
-    pub fn queue_url_hint(&self) -> Option<String> {
+    pub(crate) fn queue_url_hint(&self) -> Option<String> {
         match self {
             Params::Query(shaped) => match shaped.get("QueueUrl")? {
                 query::Shaped::Str(s) => Some(s.clone()),
@@ -78,7 +78,7 @@ impl Params {
 
 /// A request whose protocol and action are known.
 #[derive(Debug)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     pub protocol: Protocol,
     pub action: String,
     pub params: Params,
@@ -86,7 +86,7 @@ pub struct Decoded {
 
 /// Why a request could not be decoded far enough to name an action.
 #[derive(Debug)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     /// A query request with no `Action` at all: AWS answers 404 `<UnknownOperationException/>`.
     NoAction,
     /// Anything else, rendered in the given protocol.
@@ -94,7 +94,7 @@ pub enum DecodeError {
 }
 
 /// The parts of an HTTP request the decoder looks at.
-pub struct RawRequest<'a> {
+pub(crate) struct RawRequest<'a> {
     pub is_get: bool,
     pub target: Option<&'a str>,
     pub content_type: Option<&'a str>,
@@ -103,7 +103,7 @@ pub struct RawRequest<'a> {
 }
 
 /// Works out the protocol and action of a request.
-pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
+pub(crate) fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
     if let Some(target) = req.target {
         let action = target
             .strip_prefix("AmazonSQS.")
@@ -149,7 +149,7 @@ pub fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
 }
 
 /// An action's output, renderable in both protocols.
-pub trait Reply: Send {
+pub(crate) trait Reply: Send {
     /// The JSON body.
     fn write_json(&self, out: &mut Vec<u8>);
     /// The children of `<{Action}Result>`.
@@ -161,7 +161,7 @@ pub trait Reply: Send {
 }
 
 /// How an output type writes its XML result; its JSON comes from `Serialize`.
-pub trait XmlResult {
+pub(crate) trait XmlResult {
     /// The children of `<{Action}Result>`.
     fn write_xml(&self, w: &mut XmlWriter);
     /// False for actions that return nothing.
@@ -184,7 +184,7 @@ impl<T: Serialize + XmlResult + Send> Reply for T {
 }
 
 /// Serializes any `Display` value as a string (ids and digests kept in binary form).
-pub struct AsStr<T>(pub T);
+pub(crate) struct AsStr<T>(pub T);
 
 impl<T: std::fmt::Display> Serialize for AsStr<T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -194,7 +194,7 @@ impl<T: std::fmt::Display> Serialize for AsStr<T> {
 
 /// Writes `s` as a JSON string. Ids, digests and numbers need no escaping and are copied
 /// as they are; anything else goes through serde_json.
-pub fn json_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn json_str(out: &mut Vec<u8>, s: &str) {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -207,7 +207,7 @@ pub fn json_str(out: &mut Vec<u8>, s: &str) {
 
 /// A reply ready for HTTP.
 #[derive(Debug)]
-pub struct Encoded {
+pub(crate) struct Encoded {
     pub status: u16,
     pub content_type: &'static str,
     /// `x-amzn-query-error` for JSON errors.
@@ -216,7 +216,7 @@ pub struct Encoded {
 }
 
 /// Renders a successful reply.
-pub fn encode_reply(
+pub(crate) fn encode_reply(
     protocol: Protocol,
     action: &str,
     request_id: &str,
@@ -273,7 +273,7 @@ pub fn encode_reply(
 }
 
 /// Renders an error in the protocol's shape.
-pub fn encode_error(protocol: Protocol, request_id: &str, err: &SqsError) -> Encoded {
+pub(crate) fn encode_error(protocol: Protocol, request_id: &str, err: &SqsError) -> Encoded {
     let code = err.code;
     match protocol {
         Protocol::Json => {
@@ -317,7 +317,7 @@ pub fn encode_error(protocol: Protocol, request_id: &str, err: &SqsError) -> Enc
 }
 
 /// The reply to a query request that names no action at all.
-pub fn encode_no_action() -> Encoded {
+pub(crate) fn encode_no_action() -> Encoded {
     Encoded {
         status: 404,
         content_type: XML_CONTENT_TYPE,

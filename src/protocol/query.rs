@@ -103,7 +103,7 @@ impl<'k> Node<'k> {
 /// Query input in the JSON protocol's shape: what typed inputs deserialize from, without a
 /// detour through `serde_json::Value`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Shaped {
+pub(crate) enum Shaped {
     Null,
     Str(String),
     Int(i64),
@@ -113,7 +113,7 @@ pub enum Shaped {
 
 impl Shaped {
     /// A member of a map.
-    pub fn get(&self, key: &str) -> Option<&Shaped> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Shaped> {
         match self {
             Shaped::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -159,17 +159,17 @@ impl<'de> de::IntoDeserializer<'de, de::value::Error> for Shaped {
 
 /// The most pairs a query request may hold. The largest SQS request (a ten-entry
 /// SendMessageBatch, every entry with ten message attributes) has about 450.
-pub const MAX_PAIRS: usize = 10_000;
+pub(crate) const MAX_PAIRS: usize = 10_000;
 /// The longest key, in bytes; SDK keys stay under 80.
-pub const MAX_KEY_BYTES: usize = 512;
+pub(crate) const MAX_KEY_BYTES: usize = 512;
 /// The most dot-separated segments in a key; the deepest SQS key
 /// (`SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringValue`) has six.
-pub const MAX_KEY_SEGMENTS: usize = 16;
+pub(crate) const MAX_KEY_SEGMENTS: usize = 16;
 
 /// Refuses a form that no SQS request can be, before any work that grows with it: too many
 /// pairs, or a key too long or too deep. What is shaped afterwards is at most
 /// [`MAX_KEY_SEGMENTS`] deep, so no walk over it can exhaust the stack.
-pub fn check_bounds(pairs: &[Pair<'_>]) -> Result<(), SqsError> {
+pub(crate) fn check_bounds(pairs: &[Pair<'_>]) -> Result<(), SqsError> {
     let malformed = |what: String| SqsError::new(ErrorCode::MalformedQueryString, what);
     if pairs.len() > MAX_PAIRS {
         return Err(malformed(format!(
@@ -197,7 +197,7 @@ pub fn check_bounds(pairs: &[Pair<'_>]) -> Result<(), SqsError> {
 
 /// Rebuilds form pairs into the JSON-protocol input shape. The pairs must have passed
 /// [`check_bounds`].
-pub fn shape_input(pairs: Vec<Pair<'_>>) -> Result<Shaped, SqsError> {
+pub(crate) fn shape_input(pairs: Vec<Pair<'_>>) -> Result<Shaped, SqsError> {
     let (keys, values): (Vec<Cow<str>>, Vec<Cow<str>>) = pairs.into_iter().unzip();
     let mut root = Node::Object(BTreeMap::new());
     let mut segments: Vec<&str> = Vec::with_capacity(8);

@@ -3,46 +3,46 @@
 
 /// Builds an XML document into a byte buffer.
 #[derive(Debug, Default)]
-pub struct XmlWriter {
+pub(crate) struct XmlWriter {
     buf: Vec<u8>,
 }
 
 impl XmlWriter {
     /// An empty writer with room for `capacity` bytes.
-    pub fn with_capacity(capacity: usize) -> XmlWriter {
+    pub(crate) fn with_capacity(capacity: usize) -> XmlWriter {
         XmlWriter {
             buf: Vec::with_capacity(capacity),
         }
     }
 
     /// Appends markup as is.
-    pub fn raw(&mut self, s: &str) {
+    pub(crate) fn raw(&mut self, s: &str) {
         self.buf.extend_from_slice(s.as_bytes());
     }
 
     /// `<tag>`.
-    pub fn open(&mut self, tag: &str) {
+    pub(crate) fn open(&mut self, tag: &str) {
         self.buf.push(b'<');
         self.raw(tag);
         self.buf.push(b'>');
     }
 
     /// `</tag>`.
-    pub fn close(&mut self, tag: &str) {
+    pub(crate) fn close(&mut self, tag: &str) {
         self.raw("</");
         self.raw(tag);
         self.buf.push(b'>');
     }
 
     /// `<tag>escaped text</tag>`.
-    pub fn elem(&mut self, tag: &str, text: &str) {
+    pub(crate) fn elem(&mut self, tag: &str, text: &str) {
         self.open(tag);
         self.text(text);
         self.close(tag);
     }
 
     /// `<tag>value</tag>` for values that never need escaping (ids, digests, numbers).
-    pub fn elem_plain(&mut self, tag: &str, value: impl std::fmt::Display) {
+    pub(crate) fn elem_plain(&mut self, tag: &str, value: impl std::fmt::Display) {
         use std::io::Write as _;
         self.open(tag);
         let _ = write!(self.buf, "{value}");
@@ -50,21 +50,21 @@ impl XmlWriter {
     }
 
     /// `<tag>text</tag>` for text that never needs escaping, already formatted.
-    pub fn elem_raw(&mut self, tag: &str, text: &str) {
+    pub(crate) fn elem_raw(&mut self, tag: &str, text: &str) {
         self.open(tag);
         self.raw(text);
         self.close(tag);
     }
 
     /// An element for an optional value; nothing when `None`.
-    pub fn opt(&mut self, tag: &str, text: Option<&str>) {
+    pub(crate) fn opt(&mut self, tag: &str, text: Option<&str>) {
         if let Some(t) = text {
             self.elem(tag, t);
         }
     }
 
     /// `<Entry><Name>k</Name><Value>v</Value></Entry>` for each map entry.
-    pub fn name_value<'a>(
+    pub(crate) fn name_value<'a>(
         &mut self,
         entry: &str,
         key_tag: &str,
@@ -79,7 +79,7 @@ impl XmlWriter {
     }
 
     /// Escaped character data.
-    pub fn text(&mut self, s: &str) {
+    pub(crate) fn text(&mut self, s: &str) {
         let bytes = s.as_bytes();
         let mut start = 0;
         for (i, &b) in bytes.iter().enumerate() {
@@ -99,22 +99,17 @@ impl XmlWriter {
     }
 
     /// Bytes written so far.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.buf.len()
     }
 
-    /// Whether nothing has been written.
-    pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
-    }
-
     /// Drops what was written after the first `len` bytes.
-    pub fn truncate(&mut self, len: usize) {
+    pub(crate) fn truncate(&mut self, len: usize) {
         self.buf.truncate(len);
     }
 
     /// The document so far.
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
 }

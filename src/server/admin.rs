@@ -362,7 +362,7 @@ fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> 
 }
 
 /// Handles a request under the admin prefix.
-pub async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub(super) async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     match (req.method().clone(), path.as_str()) {
         (Method::GET, "/_sqsim/health") => reply(StatusCode::OK, json!({"status": "ok"})),

@@ -15,10 +15,10 @@ const MAX_PRESIGNED_SECONDS: u64 = 7 * 24 * 3600;
 /// How far a request's signing time may be from ours.
 const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
 
-pub use crate::config::{AuthMode, Credential};
+pub(crate) use crate::config::{AuthMode, Credential};
 
 /// The parts of a request a signature covers.
-pub struct SignedRequest<'a> {
+pub(crate) struct SignedRequest<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub query: Option<&'a str>,
@@ -169,7 +169,7 @@ fn format_amz_date(t: SystemTime) -> String {
 }
 
 /// The canonical request, as SigV4 defines it for services other than S3.
-pub fn canonical_request(
+pub(crate) fn canonical_request(
     req: &SignedRequest<'_>,
     signed_headers: &[String],
     payload_hash: &str,
@@ -221,7 +221,7 @@ fn sha256_hex(data: &[u8]) -> String {
 
 /// What a signature was computed over, besides the request itself.
 #[derive(Debug, Clone, Copy)]
-pub struct Scope<'a> {
+pub(crate) struct Scope<'a> {
     pub amz_date: &'a str,
     pub region: &'a str,
     pub service: &'a str,
@@ -231,7 +231,7 @@ pub struct Scope<'a> {
 }
 
 /// The signature a request should carry for `secret`.
-pub fn expected_signature(
+pub(crate) fn expected_signature(
     req: &SignedRequest<'_>,
     secret: &str,
     scope: &Scope<'_>,
@@ -259,7 +259,7 @@ pub fn expected_signature(
 }
 
 /// Checks a request's signature; returns the credential it was signed with.
-pub fn verify<'c>(
+pub(crate) fn verify<'c>(
     req: &SignedRequest<'_>,
     keys: &'c HashMap<String, Credential>,
     now: SystemTime,

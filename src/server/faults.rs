@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 /// What a matching request suffers.
 #[derive(Debug, Clone, PartialEq)]
-pub enum FaultEffect {
+pub(crate) enum FaultEffect {
     /// Answer with this error (a name from the admin API's list, e.g. `ThrottlingException`).
     Error(String),
     /// Wait this long, then handle the request normally.
@@ -19,7 +19,7 @@ pub enum FaultEffect {
 
 /// One rule.
 #[derive(Debug, Clone)]
-pub struct FaultRule {
+pub(crate) struct FaultRule {
     pub id: u64,
     /// Only this action (e.g. `SendMessage`); `None` matches all.
     pub action: Option<String>,
@@ -36,7 +36,7 @@ pub struct FaultRule {
 
 /// The active rules.
 #[derive(Debug, Default)]
-pub struct FaultSet {
+pub(crate) struct FaultSet {
     rules: Mutex<Vec<FaultRule>>,
     any: AtomicBool,
     next_id: AtomicU64,
@@ -45,12 +45,12 @@ pub struct FaultSet {
 
 impl FaultSet {
     /// Whether any rule exists (a cheap check before finding the request's queue).
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.any.load(Ordering::Acquire)
     }
 
     /// Adds a rule; returns its id.
-    pub fn add(&self, mut rule: FaultRule) -> u64 {
+    pub(crate) fn add(&self, mut rule: FaultRule) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         rule.id = id;
         rule.hits = 0;
@@ -61,18 +61,18 @@ impl FaultSet {
     }
 
     /// The rules and their hit counts.
-    pub fn list(&self) -> Vec<FaultRule> {
+    pub(crate) fn list(&self) -> Vec<FaultRule> {
         self.rules.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Removes every rule.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.rules.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.any.store(false, Ordering::Release);
     }
 
     /// A uniform number in [0, 1).
-    pub fn chance(&self) -> f64 {
+    pub(crate) fn chance(&self) -> f64 {
         let mut x = self.rng.load(Ordering::Relaxed);
         let roll = crate::engine::random::unit(&mut x);
         self.rng.store(x, Ordering::Relaxed);
@@ -80,7 +80,7 @@ impl FaultSet {
     }
 
     /// The effect for a request, if a rule matches and fires. Counts the hit.
-    pub fn check(&self, action: &str, queue: Option<&str>) -> Option<FaultEffect> {
+    pub(crate) fn check(&self, action: &str, queue: Option<&str>) -> Option<FaultEffect> {
         if !self.is_active() {
             return None;
         }

@@ -2,8 +2,8 @@
 //! embedders and tests use to run sqsim in-process.
 
 mod admin;
-pub mod auth;
-pub mod faults;
+pub(crate) mod auth;
+pub(crate) mod faults;
 mod service;
 
 use std::future::Future;
@@ -26,7 +26,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// State shared by every connection.
 #[derive(Debug)]
-pub struct AppState {
+pub(crate) struct AppState {
     pub engine: Arc<Engine>,
     /// Injected faults (admin API), applied before a request reaches the engine.
     pub faults: faults::FaultSet,
@@ -38,7 +38,7 @@ pub struct AppState {
 
 impl AppState {
     /// State for a server bound to `local_addr`, with a fresh engine on `clock`.
-    pub fn new(config: Config, clock: Arc<Clock>, local_addr: SocketAddr) -> AppState {
+    pub(crate) fn new(config: Config, clock: Arc<Clock>, local_addr: SocketAddr) -> AppState {
         AppState {
             engine: Arc::new(Engine::new(clock, config.engine.clone())),
             faults: faults::FaultSet::default(),
@@ -50,7 +50,7 @@ impl AppState {
 
     /// Everything back to a fresh server: queues, messages, move tasks, cooldowns and fault
     /// rules.
-    pub fn reset_all(&self) {
+    pub(crate) fn reset_all(&self) {
         self.engine.reset(None);
         self.faults.clear();
     }
@@ -58,7 +58,7 @@ impl AppState {
 
 /// Serves `listener` until `shutdown` completes, then releases long polls and drains
 /// open connections for a bounded time.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()>,
@@ -124,7 +124,7 @@ async fn serve_with<H, F>(
 }
 
 /// The base URL a local client reaches this server on (loopback when bound to all addresses).
-pub fn loopback_url(addr: SocketAddr) -> String {
+pub(crate) fn loopback_url(addr: SocketAddr) -> String {
     let ip = if addr.ip().is_unspecified() {
         std::net::IpAddr::from([127, 0, 0, 1])
     } else {
@@ -135,7 +135,7 @@ pub fn loopback_url(addr: SocketAddr) -> String {
 
 /// Starts workers that push this server's queues to applications; they stop when `stop`
 /// turns true. Their counters show in `/_sqsim/stats`.
-pub fn start_workers(
+pub(crate) fn start_workers(
     state: &Arc<AppState>,
     workers: Vec<(String, crate::worker::WorkerOptions)>,
     stop: tokio::sync::watch::Receiver<bool>,
@@ -184,6 +184,47 @@ pub fn start_workers(
             ))
         })
         .collect()
+}
+
+/// Runs the server the binary runs: binds, creates the config file's queues, starts its
+/// workers, prints the listen line, and serves until `shutdown` completes.
+pub async fn run(
+    config: Config,
+    file: Option<crate::config_file::LoadedConfig>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
+    let local_addr = listener.local_addr()?;
+    let state = Arc::new(AppState::new(config, Arc::new(Clock::new()), local_addr));
+    if let Some(f) = &file {
+        f.apply_queues(
+            &state.engine,
+            &state.config.region,
+            &state.config.account_id,
+        )
+        .map_err(|e| format!("config error: {e}"))?;
+    }
+    let workers = match &file {
+        Some(f) => f
+            .workers(&loopback_url(local_addr), &state.config.account_id)
+            .map_err(|e| format!("config error: {e}"))?,
+        None => Vec::new(),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let worker_tasks = start_workers(&state, workers, stop_rx);
+    // Tests and scripts read this line to find the port.
+    println!("sqsim listening on http://{local_addr}");
+    tracing::info!(%local_addr, "sqsim listening");
+    serve(listener, state, async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    })
+    .await;
+    for t in worker_tasks {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
+    }
+    tracing::info!("sqsim stopped");
+    Ok(())
 }
 
 /// Builds an in-process server.
@@ -253,11 +294,6 @@ impl Server {
     /// `http://127.0.0.1:<port>`: what to give an SDK as its endpoint.
     pub fn endpoint(&self) -> String {
         format!("http://{}", self.local_addr)
-    }
-
-    /// The engine, for inspection.
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.state.engine
     }
 
     /// The clock every timer of this server obeys.

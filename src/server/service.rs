@@ -20,7 +20,7 @@ use super::auth::{self, AuthMode, SignedRequest};
 use super::{admin, AppState};
 
 /// The reserved path prefix of sqsim's own endpoints (a queue path starts with 12 digits).
-pub const ADMIN_PREFIX: &str = "/_sqsim/";
+pub(super) const ADMIN_PREFIX: &str = "/_sqsim/";
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -57,7 +57,7 @@ fn account_of_key(access_key: &str) -> Option<&str> {
 
 /// A request that must lose its connection (fault injection).
 #[derive(Debug)]
-pub struct DroppedConnection;
+pub(super) struct DroppedConnection;
 
 impl std::fmt::Display for DroppedConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -139,7 +139,7 @@ impl Stop {
 
 /// Handles one HTTP request, in stages: read the body, authenticate, decode, build the
 /// context, apply fault rules, dispatch. Each stage can stop the request with its answer.
-pub async fn handle(
+pub(super) async fn handle(
     state: Arc<AppState>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
@@ -329,7 +329,7 @@ async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
 }
 
 /// Turns an encoded reply into an HTTP response with SQS's headers.
-pub fn respond(e: Encoded, request_id: &str) -> Response<Full<Bytes>> {
+pub(super) fn respond(e: Encoded, request_id: &str) -> Response<Full<Bytes>> {
     let len = e.body.len();
     let mut resp = Response::new(Full::new(Bytes::from(e.body)));
     *resp.status_mut() = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);

@@ -10,12 +10,12 @@ use sqsim::{Config, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Starts a server with default settings on 127.0.0.1:0.
-pub async fn start() -> Server {
+pub(crate) async fn start() -> Server {
     start_with(Config::default()).await
 }
 
 /// Starts a server with `config`.
-pub async fn start_with(config: Config) -> Server {
+pub(crate) async fn start_with(config: Config) -> Server {
     Server::builder()
         .config(config)
         .start()
@@ -24,17 +24,22 @@ pub async fn start_with(config: Config) -> Server {
 }
 
 /// An SDK client pointed at `server`.
-pub fn sdk(server: &Server) -> aws_sdk_sqs::Client {
+pub(crate) fn sdk(server: &Server) -> aws_sdk_sqs::Client {
     sdk_for(&server.endpoint(), "us-east-1")
 }
 
 /// An SDK client for any endpoint and region.
-pub fn sdk_for(endpoint: &str, region: &str) -> aws_sdk_sqs::Client {
+pub(crate) fn sdk_for(endpoint: &str, region: &str) -> aws_sdk_sqs::Client {
     sdk_with(endpoint, region, "test", "test")
 }
 
 /// An SDK client with its own access key and secret.
-pub fn sdk_with(endpoint: &str, region: &str, key: &str, secret: &str) -> aws_sdk_sqs::Client {
+pub(crate) fn sdk_with(
+    endpoint: &str,
+    region: &str,
+    key: &str,
+    secret: &str,
+) -> aws_sdk_sqs::Client {
     let conf = aws_sdk_sqs::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .endpoint_url(endpoint)
@@ -46,7 +51,7 @@ pub fn sdk_with(endpoint: &str, region: &str, key: &str, secret: &str) -> aws_sd
 
 /// A raw HTTP response.
 #[derive(Debug, Clone)]
-pub struct RawResponse {
+pub(crate) struct RawResponse {
     pub status: u16,
     /// Lowercased names, in arrival order.
     pub headers: Vec<(String, String)>,
@@ -54,19 +59,19 @@ pub struct RawResponse {
 }
 
 impl RawResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("bad JSON {e}: {}", self.body))
     }
 
     /// Unescaped text of the first `<tag>` element in an XML body.
-    pub fn xml_text(&self, tag: &str) -> Option<String> {
+    pub(crate) fn xml_text(&self, tag: &str) -> Option<String> {
         let open = format!("<{tag}>");
         let start = self.body.find(&open)? + open.len();
         let end = self.body[start..].find(&format!("</{tag}>"))? + start;
@@ -82,7 +87,7 @@ impl RawResponse {
 }
 
 /// Sends one request over a fresh connection and reads the whole response.
-pub async fn raw(
+pub(crate) async fn raw(
     server: &Server,
     method: &str,
     path: &str,
@@ -129,7 +134,7 @@ fn parse_response(buf: &[u8]) -> RawResponse {
 }
 
 /// A JSON-protocol request.
-pub async fn json(server: &Server, action: &str, body: &serde_json::Value) -> RawResponse {
+pub(crate) async fn json(server: &Server, action: &str, body: &serde_json::Value) -> RawResponse {
     raw(
         server,
         "POST",
@@ -144,12 +149,12 @@ pub async fn json(server: &Server, action: &str, body: &serde_json::Value) -> Ra
 }
 
 /// A query-protocol POST with a form body (given unencoded as key/value pairs).
-pub async fn query(server: &Server, pairs: &[(&str, &str)]) -> RawResponse {
+pub(crate) async fn query(server: &Server, pairs: &[(&str, &str)]) -> RawResponse {
     query_at(server, "/", pairs).await
 }
 
 /// A query-protocol POST to `path`.
-pub async fn query_at(server: &Server, path: &str, pairs: &[(&str, &str)]) -> RawResponse {
+pub(crate) async fn query_at(server: &Server, path: &str, pairs: &[(&str, &str)]) -> RawResponse {
     let body = serde_urlencoded::to_string(pairs).expect("form");
     raw(
         server,
@@ -162,12 +167,12 @@ pub async fn query_at(server: &Server, path: &str, pairs: &[(&str, &str)]) -> Ra
 }
 
 /// The URL a queue called `name` gets when addressed through [`raw`] (Host: sqsim.test).
-pub fn raw_url(name: &str) -> String {
+pub(crate) fn raw_url(name: &str) -> String {
     format!("http://sqsim.test/000000000000/{name}")
 }
 
 /// Creates a queue through the SDK and returns its URL.
-pub async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
+pub(crate) async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
     client
         .create_queue()
         .queue_name(name)
@@ -179,7 +184,7 @@ pub async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
 }
 
 /// The named attributes of a queue.
-pub async fn queue_attrs(
+pub(crate) async fn queue_attrs(
     client: &aws_sdk_sqs::Client,
     url: &str,
     names: &[aws_sdk_sqs::types::QueueAttributeName],
@@ -196,7 +201,7 @@ pub async fn queue_attrs(
 }
 
 /// One attribute of a queue.
-pub async fn queue_attr(
+pub(crate) async fn queue_attr(
     client: &aws_sdk_sqs::Client,
     url: &str,
     name: aws_sdk_sqs::types::QueueAttributeName,
@@ -208,7 +213,7 @@ pub async fn queue_attr(
 }
 
 /// Receives up to `max` messages with all system attributes.
-pub async fn receive_msgs(
+pub(crate) async fn receive_msgs(
     client: &aws_sdk_sqs::Client,
     url: &str,
     max: i32,
@@ -228,7 +233,11 @@ pub async fn receive_msgs(
 }
 
 /// Sends one message (body only) and returns its MessageId.
-pub async fn send(client: &aws_sdk_sqs::Client, url: &str, body: impl Into<String>) -> String {
+pub(crate) async fn send(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    body: impl Into<String>,
+) -> String {
     client
         .send_message()
         .queue_url(url)
@@ -241,7 +250,7 @@ pub async fn send(client: &aws_sdk_sqs::Client, url: &str, body: impl Into<Strin
 }
 
 /// Sets one queue attribute, expecting success.
-pub async fn set_attr(
+pub(crate) async fn set_attr(
     client: &aws_sdk_sqs::Client,
     url: &str,
     name: aws_sdk_sqs::types::QueueAttributeName,
@@ -257,7 +266,7 @@ pub async fn set_attr(
 }
 
 /// Points `url`'s RedrivePolicy at `dlq_arn` with maxReceiveCount `max`.
-pub async fn set_redrive(client: &aws_sdk_sqs::Client, url: &str, dlq_arn: &str, max: u32) {
+pub(crate) async fn set_redrive(client: &aws_sdk_sqs::Client, url: &str, dlq_arn: &str, max: u32) {
     set_attr(
         client,
         url,
@@ -268,7 +277,7 @@ pub async fn set_redrive(client: &aws_sdk_sqs::Client, url: &str, dlq_arn: &str,
 }
 
 /// Creates a queue with attributes through the SDK and returns its URL.
-pub async fn create_with(
+pub(crate) async fn create_with(
     client: &aws_sdk_sqs::Client,
     name: &str,
     attrs: &[(aws_sdk_sqs::types::QueueAttributeName, &str)],
@@ -285,7 +294,7 @@ pub async fn create_with(
 }
 
 /// True when a plain ReceiveMessage (default options) returns no `Messages` field.
-pub async fn receives_nothing(client: &aws_sdk_sqs::Client, url: &str) -> bool {
+pub(crate) async fn receives_nothing(client: &aws_sdk_sqs::Client, url: &str) -> bool {
     client
         .receive_message()
         .queue_url(url)
@@ -297,7 +306,7 @@ pub async fn receives_nothing(client: &aws_sdk_sqs::Client, url: &str) -> bool {
 }
 
 /// Starts a ReceiveMessage long poll in the background; resolves to the number of messages.
-pub fn spawn_long_poll(
+pub(crate) fn spawn_long_poll(
     client: &aws_sdk_sqs::Client,
     url: &str,
     wait: i32,
@@ -316,7 +325,7 @@ pub fn spawn_long_poll(
 }
 
 /// The URL of a queue by name.
-pub async fn queue_url(client: &aws_sdk_sqs::Client, name: &str) -> String {
+pub(crate) async fn queue_url(client: &aws_sdk_sqs::Client, name: &str) -> String {
     client
         .get_queue_url()
         .queue_name(name)
@@ -328,7 +337,7 @@ pub async fn queue_url(client: &aws_sdk_sqs::Client, name: &str) -> String {
 }
 
 /// A queue's tags.
-pub async fn queue_tags(
+pub(crate) async fn queue_tags(
     client: &aws_sdk_sqs::Client,
     url: &str,
 ) -> std::collections::HashMap<String, String> {
@@ -343,7 +352,7 @@ pub async fn queue_tags(
 }
 
 /// [ApproximateNumberOfMessages, ApproximateNumberOfMessagesNotVisible] of a queue.
-pub async fn message_counts(client: &aws_sdk_sqs::Client, url: &str) -> [String; 2] {
+pub(crate) async fn message_counts(client: &aws_sdk_sqs::Client, url: &str) -> [String; 2] {
     use aws_sdk_sqs::types::QueueAttributeName as N;
     let mut a = queue_attrs(
         client,

@@ -10,14 +10,14 @@ use crate::error::SqsError;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
     pub receipt_handle: Option<String>,
     pub visibility_timeout: Option<i64>,
 }
 
 /// Validates and applies one visibility change (shared with the batch action).
-pub fn change(
+pub(crate) fn change(
     queue: &Queue,
     handle: &Option<String>,
     timeout: Option<i64>,
@@ -37,7 +37,7 @@ pub fn change(
         .map_err(|e| receipt_error(e, handle, timeout))
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     change(
         &queue,

@@ -15,7 +15,7 @@ use super::tags::check_new_tags;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_name: Option<String>,
     pub attributes: Option<HashMap<String, String>>,
     #[serde(rename = "tags")]
@@ -25,7 +25,7 @@ pub struct Input {
 /// The reply of CreateQueue and GetQueueUrl.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct QueueUrlOutput {
+pub(crate) struct QueueUrlOutput {
     pub queue_url: String,
 }
 
@@ -36,7 +36,7 @@ impl XmlResult for QueueUrlOutput {
 }
 
 /// Checks a queue name: its characters and length, and that a FIFO queue's ends in `.fifo`.
-pub fn check_queue_name(name: &str, fifo: bool) -> Result<(), SqsError> {
+pub(crate) fn check_queue_name(name: &str, fifo: bool) -> Result<(), SqsError> {
     let base = name.strip_suffix(".fifo").unwrap_or(name);
     let chars_ok = !base.is_empty()
         && name.len() <= 80
@@ -56,7 +56,7 @@ pub fn check_queue_name(name: &str, fifo: bool) -> Result<(), SqsError> {
     Ok(())
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
     ctx.require_service_endpoint("CreateQueue")?;
     let name = required(&input.queue_name, "QueueName")?;
     let attrs = input.attributes.unwrap_or_default();

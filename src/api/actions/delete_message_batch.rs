@@ -10,7 +10,7 @@ use super::delete_message::delete;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct BatchEntry {
+pub(crate) struct BatchEntry {
     pub id: Option<String>,
     pub receipt_handle: Option<String>,
 }
@@ -23,12 +23,12 @@ impl Entry for BatchEntry {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
     pub entries: Option<Vec<BatchEntry>>,
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<IdBatchOutput, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<IdBatchOutput, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let entries = check_entries(&input.entries, "DeleteMessageBatchRequestEntry")?;
     let now = ctx.engine.now_ms();

@@ -7,11 +7,11 @@ use crate::error::SqsError;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     if !ctx.engine.delete_queue(&queue.id) {
         return Err(SqsError::no_queue());

@@ -9,20 +9,20 @@ use crate::protocol::{XmlResult, XmlWriter};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
     pub attribute_names: Option<Vec<String>>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Output {
+pub(crate) struct Output {
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
     pub attributes: Vec<(&'static str, String)>,
 }
 
 /// Serializes name/value pairs as a JSON object.
-pub fn as_map<S: Serializer, K: AsRef<str>, V: AsRef<str>>(
+pub(crate) fn as_map<S: Serializer, K: AsRef<str>, V: AsRef<str>>(
     pairs: &[(K, V)],
     s: S,
 ) -> Result<S::Ok, S::Error> {
@@ -39,7 +39,7 @@ impl XmlResult for Output {
     }
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let names = input.attribute_names.unwrap_or_default();
     let snap = queue.snapshot(ctx.engine.now_ms());

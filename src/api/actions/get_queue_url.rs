@@ -10,13 +10,13 @@ use super::create_queue::QueueUrlOutput;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_name: Option<String>,
     #[serde(rename = "QueueOwnerAWSAccountId")]
     pub queue_owner_aws_account_id: Option<String>,
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
     let name = required(&input.queue_name, "QueueName")?;
     let account = input
         .queue_owner_aws_account_id

@@ -10,7 +10,7 @@ use super::list_queues::{check_max_results, paginate, write_url_page};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
     pub next_token: Option<String>,
     pub max_results: Option<i64>,
@@ -18,7 +18,7 @@ pub struct Input {
 
 /// Unlike ListQueues, the list is always present and spelled `queueUrls`.
 #[derive(Debug, Serialize)]
-pub struct Output {
+pub(crate) struct Output {
     #[serde(rename = "queueUrls")]
     pub queue_urls: Vec<String>,
     #[serde(rename = "NextToken", skip_serializing_if = "Option::is_none")]
@@ -31,7 +31,7 @@ impl XmlResult for Output {
     }
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let max = check_max_results(input.max_results)?;
     let sources = ctx.engine.dead_letter_sources(&queue.id);

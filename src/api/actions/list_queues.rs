@@ -16,7 +16,7 @@ const MAX_RESULTS: i64 = 1000;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_name_prefix: Option<String>,
     pub next_token: Option<String>,
     pub max_results: Option<i64>,
@@ -25,7 +25,7 @@ pub struct Input {
 /// A page of queue URLs (ListQueues; ListDeadLetterSourceQueues spells the list differently).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Output {
+pub(crate) struct Output {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queue_urls: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,7 +39,7 @@ impl XmlResult for Output {
 }
 
 /// A page of queue URLs in XML (both listing actions spell it the same there).
-pub fn write_url_page(w: &mut XmlWriter, urls: &[String], next_token: Option<&str>) {
+pub(crate) fn write_url_page(w: &mut XmlWriter, urls: &[String], next_token: Option<&str>) {
     for u in urls {
         w.elem("QueueUrl", u);
     }
@@ -47,7 +47,7 @@ pub fn write_url_page(w: &mut XmlWriter, urls: &[String], next_token: Option<&st
 }
 
 /// Validates MaxResults (1–1000 when given).
-pub fn check_max_results(max: Option<i64>) -> Result<Option<usize>, SqsError> {
+pub(crate) fn check_max_results(max: Option<i64>) -> Result<Option<usize>, SqsError> {
     let max = check_range(
         max,
         "MaxResults",
@@ -60,7 +60,7 @@ pub fn check_max_results(max: Option<i64>) -> Result<Option<usize>, SqsError> {
 
 /// Pages `queues` (sorted by name) after the token's name and returns the page's URLs; the
 /// token is only issued when the caller gave MaxResults, as AWS does.
-pub fn paginate(
+pub(crate) fn paginate(
     ctx: &Context,
     queues: Vec<Arc<Queue>>,
     next_token: Option<&str>,
@@ -100,7 +100,7 @@ pub fn paginate(
     Ok((page, token))
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     ctx.require_service_endpoint("ListQueues")?;
     let max = check_max_results(input.max_results)?;
     let prefix = input.queue_name_prefix.unwrap_or_default();

@@ -36,7 +36,7 @@ fn task_handle(task: &MoveTask) -> String {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct StartInput {
+pub(crate) struct StartInput {
     pub source_arn: Option<String>,
     pub destination_arn: Option<String>,
     pub max_number_of_messages_per_second: Option<i64>,
@@ -44,7 +44,7 @@ pub struct StartInput {
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct StartOutput {
+pub(crate) struct StartOutput {
     pub task_handle: String,
 }
 
@@ -54,7 +54,7 @@ impl XmlResult for StartOutput {
     }
 }
 
-pub fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, SqsError> {
+pub(crate) fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, SqsError> {
     let source_arn = required(&input.source_arn, "SourceArn")?;
     let source = queue_by_arn(ctx, source_arn, "SourceArn")?;
     if ctx.engine.dead_letter_sources(&source.id).is_empty() {
@@ -86,7 +86,7 @@ pub fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, SqsError> 
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct ListInput {
+pub(crate) struct ListInput {
     pub source_arn: Option<String>,
     pub max_results: Option<i64>,
 }
@@ -94,7 +94,7 @@ pub struct ListInput {
 /// One ListMessageMoveTasksResultEntry.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct TaskEntry {
+pub(crate) struct TaskEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_handle: Option<String>,
     pub status: &'static str,
@@ -147,7 +147,7 @@ impl TaskEntry {
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct ListOutput {
+pub(crate) struct ListOutput {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<TaskEntry>,
 }
@@ -178,7 +178,7 @@ impl XmlResult for ListOutput {
     }
 }
 
-pub fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
+pub(crate) fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
     let source_arn = required(&input.source_arn, "SourceArn")?;
     let source = queue_by_arn(ctx, source_arn, "SourceArn")?;
     let max = check_range(
@@ -201,13 +201,13 @@ pub fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct CancelInput {
+pub(crate) struct CancelInput {
     pub task_handle: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct CancelOutput {
+pub(crate) struct CancelOutput {
     pub approximate_number_of_messages_moved: u64,
 }
 
@@ -220,7 +220,7 @@ impl XmlResult for CancelOutput {
     }
 }
 
-pub fn cancel(ctx: &Context, input: CancelInput) -> Result<CancelOutput, SqsError> {
+pub(crate) fn cancel(ctx: &Context, input: CancelInput) -> Result<CancelOutput, SqsError> {
     let handle = required(&input.task_handle, "TaskHandle")?;
     let bad_handle = || SqsError::invalid("Value for parameter TaskHandle is invalid.");
     let doc: serde_json::Value = STANDARD

@@ -82,7 +82,7 @@ fn check_label(label: &str) -> Result<(), SqsError> {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct AddInput {
+pub(crate) struct AddInput {
     pub queue_url: Option<String>,
     pub label: Option<String>,
     #[serde(rename = "AWSAccountIds")]
@@ -90,7 +90,7 @@ pub struct AddInput {
     pub actions: Option<Vec<String>>,
 }
 
-pub fn add(ctx: &Context, input: AddInput) -> Result<Empty, SqsError> {
+pub(crate) fn add(ctx: &Context, input: AddInput) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let label = required(&input.label, "Label")?;
     check_label(label)?;
@@ -169,12 +169,12 @@ pub fn add(ctx: &Context, input: AddInput) -> Result<Empty, SqsError> {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct RemoveInput {
+pub(crate) struct RemoveInput {
     pub queue_url: Option<String>,
     pub label: Option<String>,
 }
 
-pub fn remove(ctx: &Context, input: RemoveInput) -> Result<Empty, SqsError> {
+pub(crate) fn remove(ctx: &Context, input: RemoveInput) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let label = required(&input.label, "Label")?;
     queue.update_settings(ctx.engine.now_ms(), |s| {

@@ -8,11 +8,11 @@ use crate::error::{ErrorCode, SqsError};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let cooldown = ctx.engine.settings().purge_cooldown;
     queue

@@ -22,7 +22,7 @@ use crate::protocol::{AsStr, XmlResult, XmlWriter};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
     pub attribute_names: Option<Vec<String>>,
     pub message_system_attribute_names: Option<Vec<String>>,
@@ -48,7 +48,7 @@ impl SystemFilter {
 
 /// One message of the reply.
 #[derive(Debug)]
-pub struct OutMessage {
+pub(crate) struct OutMessage {
     payload: Arc<Payload>,
     receipt_handle: String,
     attributes: Vec<(&'static str, String)>,
@@ -172,7 +172,7 @@ impl Serialize for MessageAttrMap<'_> {
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Output {
+pub(crate) struct Output {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<OutMessage>,
 }
@@ -211,7 +211,7 @@ impl XmlResult for Output {
     }
 }
 
-pub async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let max = check_range(
         input.max_number_of_messages,

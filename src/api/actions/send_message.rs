@@ -13,12 +13,12 @@ use crate::error::SqsError;
 use crate::protocol::{AsStr, XmlResult, XmlWriter};
 
 /// Longest per-message delay.
-pub const MAX_DELAY_SECONDS: i64 = 900;
+pub(crate) const MAX_DELAY_SECONDS: i64 = 900;
 
 /// SendMessage's input; also the shape of one SendMessageBatch entry (which adds `Id`).
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "PascalCase")]
-pub struct MessageInput {
+pub(crate) struct MessageInput {
     pub queue_url: Option<String>,
     pub id: Option<String>,
     pub message_body: Option<String>,
@@ -37,7 +37,7 @@ impl crate::api::batch::Entry for MessageInput {
 
 impl MessageInput {
     /// Body and attribute bytes as sent, for the batch-wide size limit.
-    pub fn wire_size(&self) -> usize {
+    pub(crate) fn wire_size(&self) -> usize {
         let attrs = self.message_attributes.iter().flatten().map(|(n, v)| {
             let value = match (&v.string_value, &v.binary_value) {
                 (Some(s), _) => s.len(),
@@ -51,7 +51,7 @@ impl MessageInput {
 }
 
 /// Checks a MessageGroupId or MessageDeduplicationId.
-pub fn check_fifo_id(value: &str, parameter: &str) -> Result<(), SqsError> {
+pub(crate) fn check_fifo_id(value: &str, parameter: &str) -> Result<(), SqsError> {
     let ok = !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic());
     if ok {
         Ok(())
@@ -68,14 +68,14 @@ pub fn check_fifo_id(value: &str, parameter: &str) -> Result<(), SqsError> {
 
 /// What FIFO sends need to know about the queue.
 #[derive(Debug, Clone, Copy)]
-pub struct QueueKind {
+pub(crate) struct QueueKind {
     pub fifo: bool,
     pub content_based_deduplication: bool,
 }
 
 impl QueueKind {
     /// The kind of `queue`.
-    pub fn of(queue: &crate::engine::Queue) -> QueueKind {
+    pub(crate) fn of(queue: &crate::engine::Queue) -> QueueKind {
         queue.with_settings(|s| QueueKind {
             fifo: s.fifo_queue,
             content_based_deduplication: s.content_based_deduplication,
@@ -84,7 +84,7 @@ impl QueueKind {
 }
 
 /// The FIFO send errors that fail a whole batch rather than one entry.
-pub fn check_fifo_ids(kind: QueueKind, input: &MessageInput) -> Result<(), SqsError> {
+pub(crate) fn check_fifo_ids(kind: QueueKind, input: &MessageInput) -> Result<(), SqsError> {
     if !kind.fifo {
         return Ok(());
     }
@@ -100,7 +100,7 @@ pub fn check_fifo_ids(kind: QueueKind, input: &MessageInput) -> Result<(), SqsEr
 }
 
 /// Validates one message and turns it into what the engine stores.
-pub fn build_message(
+pub(crate) fn build_message(
     ctx: &Context,
     kind: QueueKind,
     mut input: MessageInput,
@@ -182,7 +182,7 @@ fn content_hash(body: &str) -> String {
 
 /// What SendMessage returns (and each SendMessageBatchResultEntry besides its Id).
 #[derive(Debug)]
-pub struct Output {
+pub(crate) struct Output {
     pub md5_of_message_body: Digest16,
     pub md5_of_message_attributes: Option<Digest16>,
     pub md5_of_message_system_attributes: Option<Digest16>,
@@ -223,7 +223,7 @@ impl From<SendReceipt> for Output {
 
 impl Output {
     /// The result members, shared with SendMessageBatchResultEntry.
-    pub fn write_members(&self, w: &mut XmlWriter) {
+    pub(crate) fn write_members(&self, w: &mut XmlWriter) {
         let mut id = uuid::Uuid::encode_buffer();
         w.elem_raw(
             "MessageId",
@@ -250,7 +250,7 @@ impl XmlResult for Output {
     }
 }
 
-pub fn handle(ctx: &Context, mut input: MessageInput) -> Result<Output, SqsError> {
+pub(crate) fn handle(ctx: &Context, mut input: MessageInput) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.take().as_deref())?;
     let msg = build_message(ctx, QueueKind::of(&queue), input)?;
     let receipt = queue.send(msg, ctx.engine.now_ms()).map_err(engine_error)?;

@@ -14,14 +14,14 @@ use super::send_message::{
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
     pub entries: Option<Vec<MessageInput>>,
 }
 
 /// One SendMessageBatchResultEntry: the Id and what SendMessage would have returned.
 #[derive(Debug)]
-pub struct ResultEntry {
+pub(crate) struct ResultEntry {
     pub id: String,
     pub sent: SendOutput,
 }
@@ -29,7 +29,7 @@ pub struct ResultEntry {
 /// The reply. Written by hand rather than through serde: it is the hottest reply there is,
 /// and every string in a successful entry is an id, a digest or a number.
 #[derive(Debug)]
-pub struct Output {
+pub(crate) struct Output {
     pub successful: Vec<ResultEntry>,
     pub failed: Vec<BatchResultErrorEntry>,
 }
@@ -104,7 +104,7 @@ fn raw_field(out: &mut Vec<u8>, name: &str, value: &str) {
     out.push(b'"');
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     check_entries(&input.entries, "SendMessageBatchRequestEntry")?;
     let entries = input.entries.unwrap_or_default();

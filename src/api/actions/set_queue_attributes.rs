@@ -10,12 +10,12 @@ use crate::error::SqsError;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct Input {
+pub(crate) struct Input {
     pub queue_url: Option<String>,
     pub attributes: Option<HashMap<String, String>>,
 }
 
-pub fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
+pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let attrs = input
         .attributes

@@ -11,7 +11,7 @@ use crate::protocol::{XmlResult, XmlWriter};
 use super::get_queue_attributes::as_map;
 
 /// Most tags a queue may carry.
-pub const MAX_TAGS: usize = 50;
+pub(crate) const MAX_TAGS: usize = 50;
 
 fn valid_tag_text(s: &str) -> bool {
     s.chars().all(|c| {
@@ -22,7 +22,7 @@ fn valid_tag_text(s: &str) -> bool {
 }
 
 /// Checks tags about to be set; `total` is how many the queue would then have.
-pub fn check_new_tags(tags: &HashMap<String, String>, total: usize) -> Result<(), SqsError> {
+pub(crate) fn check_new_tags(tags: &HashMap<String, String>, total: usize) -> Result<(), SqsError> {
     for (k, v) in tags {
         if k.is_empty() || k.chars().count() > 128 || !valid_tag_text(k) {
             return Err(SqsError::invalid(format!(
@@ -50,12 +50,12 @@ pub fn check_new_tags(tags: &HashMap<String, String>, total: usize) -> Result<()
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct TagInput {
+pub(crate) struct TagInput {
     pub queue_url: Option<String>,
     pub tags: Option<HashMap<String, String>>,
 }
 
-pub fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
+pub(crate) fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     // An empty map counts as absent (moto does the same; AWS's own answer is unrecorded).
     let tags = input
@@ -73,12 +73,12 @@ pub fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct UntagInput {
+pub(crate) struct UntagInput {
     pub queue_url: Option<String>,
     pub tag_keys: Option<Vec<String>>,
 }
 
-pub fn untag(ctx: &Context, input: UntagInput) -> Result<Empty, SqsError> {
+pub(crate) fn untag(ctx: &Context, input: UntagInput) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let keys = input.tag_keys.ok_or_else(|| SqsError::missing("TagKeys"))?;
     // AWS checks the keys' length, and an empty list fails that check (recorded through
@@ -98,13 +98,13 @@ pub fn untag(ctx: &Context, input: UntagInput) -> Result<Empty, SqsError> {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct ListInput {
+pub(crate) struct ListInput {
     pub queue_url: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
-pub struct ListOutput {
+pub(crate) struct ListOutput {
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
     pub tags: Vec<(String, String)>,
 }
@@ -119,7 +119,7 @@ impl XmlResult for ListOutput {
     }
 }
 
-pub fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
+pub(crate) fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     Ok(ListOutput {
         tags: queue.tags().into_iter().collect(),

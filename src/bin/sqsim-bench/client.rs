@@ -9,13 +9,13 @@ use hyper_util::rt::TokioIo;
 
 /// Which wire protocol to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
+pub(crate) enum Proto {
     Json,
     Query,
 }
 
 impl Proto {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Proto::Json => "json",
             Proto::Query => "query",
@@ -25,14 +25,14 @@ impl Proto {
 
 /// A prebuilt request.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     target: Option<&'static str>,
     body: Bytes,
 }
 
 /// Builds SQS requests in one protocol.
 #[derive(Debug, Clone, Copy)]
-pub struct Api(pub Proto);
+pub(crate) struct Api(pub Proto);
 
 fn form(pairs: &[(String, String)]) -> Bytes {
     Bytes::from(serde_urlencoded::to_string(pairs).unwrap_or_default())
@@ -65,7 +65,7 @@ impl Api {
         }
     }
 
-    pub fn create_queue(&self, name: &str, fifo: bool) -> Call {
+    pub(crate) fn create_queue(&self, name: &str, fifo: bool) -> Call {
         let mut attrs = serde_json::Map::new();
         let mut q = vec![pair("QueueName", name)];
         if fifo {
@@ -85,7 +85,7 @@ impl Api {
         )
     }
 
-    pub fn delete_queue(&self, url: &str) -> Call {
+    pub(crate) fn delete_queue(&self, url: &str) -> Call {
         self.call(
             "DeleteQueue",
             serde_json::json!({"QueueUrl": url}),
@@ -93,7 +93,7 @@ impl Api {
         )
     }
 
-    pub fn send(&self, url: &str, body: &str, group: Option<&str>) -> Call {
+    pub(crate) fn send(&self, url: &str, body: &str, group: Option<&str>) -> Call {
         let mut j = serde_json::json!({"QueueUrl": url, "MessageBody": body});
         let mut q = vec![pair("QueueUrl", url), pair("MessageBody", body)];
         if let Some(g) = group {
@@ -104,7 +104,7 @@ impl Api {
     }
 
     /// `bodies` with optional group ids.
-    pub fn send_batch(&self, url: &str, bodies: &[(String, Option<String>)]) -> Call {
+    pub(crate) fn send_batch(&self, url: &str, bodies: &[(String, Option<String>)]) -> Call {
         let mut entries = Vec::new();
         let mut q = vec![pair("QueueUrl", url)];
         for (i, (b, g)) in bodies.iter().enumerate() {
@@ -125,7 +125,7 @@ impl Api {
         )
     }
 
-    pub fn receive(&self, url: &str, max: u32, wait: u32) -> Call {
+    pub(crate) fn receive(&self, url: &str, max: u32, wait: u32) -> Call {
         self.call(
             "ReceiveMessage",
             serde_json::json!({"QueueUrl": url, "MaxNumberOfMessages": max, "WaitTimeSeconds": wait}),
@@ -137,7 +137,7 @@ impl Api {
         )
     }
 
-    pub fn delete(&self, url: &str, handle: &str) -> Call {
+    pub(crate) fn delete(&self, url: &str, handle: &str) -> Call {
         self.call(
             "DeleteMessage",
             serde_json::json!({"QueueUrl": url, "ReceiptHandle": handle}),
@@ -145,7 +145,7 @@ impl Api {
         )
     }
 
-    pub fn delete_batch(&self, url: &str, handles: &[String]) -> Call {
+    pub(crate) fn delete_batch(&self, url: &str, handles: &[String]) -> Call {
         let entries: Vec<_> = handles
             .iter()
             .enumerate()
@@ -169,14 +169,14 @@ impl Api {
 const AUTHORIZATION: &str = "AWS4-HMAC-SHA256 Credential=bench/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host;x-amz-date, Signature=0000000000000000000000000000000000000000000000000000000000000000";
 
 /// One keep-alive connection.
-pub struct Conn {
+pub(crate) struct Conn {
     sender: SendRequest<Full<Bytes>>,
     host: String,
 }
 
 impl Conn {
     /// Connects to `host:port`.
-    pub async fn connect(addr: &str) -> std::io::Result<Conn> {
+    pub(crate) async fn connect(addr: &str) -> std::io::Result<Conn> {
         let stream = tokio::net::TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
@@ -193,7 +193,7 @@ impl Conn {
 
     /// Sends a call; returns the status and body. A connection the server closed (some peers
     /// do after a while) is reopened once.
-    pub async fn send(&mut self, call: &Call) -> std::io::Result<(u16, Bytes)> {
+    pub(crate) async fn send(&mut self, call: &Call) -> std::io::Result<(u16, Bytes)> {
         match self.send_once(call).await {
             Ok(r) => Ok(r),
             Err(_) => {
@@ -221,7 +221,7 @@ impl Conn {
     }
 
     /// A GET, for health checks.
-    pub async fn get(&mut self, path: &str) -> std::io::Result<u16> {
+    pub(crate) async fn get(&mut self, path: &str) -> std::io::Result<u16> {
         let req = Request::get(path)
             .header("host", &self.host)
             .body(Full::new(Bytes::new()))
@@ -251,7 +251,7 @@ impl Conn {
 /// Every value of `field` in a reply of either protocol. JSON is scanned rather than parsed,
 /// tolerating whitespace after the colon (other servers pretty-print); the fields the bench
 /// reads (handles, URLs, bodies it wrote) need no unescaping.
-pub fn fields(body: &[u8], field: &str, proto: Proto) -> Vec<String> {
+pub(crate) fn fields(body: &[u8], field: &str, proto: Proto) -> Vec<String> {
     let text = String::from_utf8_lossy(body);
     let (open, close) = match proto {
         Proto::Json => (format!("\"{field}\""), "\""),

@@ -103,7 +103,7 @@ async fn handle(
 }
 
 /// Starts the floor server on its own runtime with as many workers as sqsim gets.
-pub fn start(workers: usize) -> std::io::Result<SocketAddr> {
+pub(crate) fn start(workers: usize) -> std::io::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;

@@ -10,7 +10,7 @@ use tokio::task::JoinSet;
 use crate::client::{fields, Api, Conn, Proto};
 
 /// Bytes per message body, as in the scenarios.
-pub const BODY_BYTES: usize = 256;
+pub(crate) const BODY_BYTES: usize = 256;
 
 static EPOCH: OnceLock<Instant> = OnceLock::new();
 
@@ -22,7 +22,7 @@ static SERIAL: AtomicU64 = AtomicU64::new(0);
 
 /// A 256-byte body that starts with its send time; a serial number keeps bodies distinct, so
 /// content-based deduplication on FIFO queues drops none of them.
-pub fn body() -> String {
+pub(crate) fn body() -> String {
     let mut b = format!(
         "{:020}-{:012}-",
         now_us(),
@@ -47,7 +47,7 @@ fn latencies(reply: &[u8], proto: Proto, got: u64) -> Vec<u64> {
 
 /// One measured result.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub scenario: String,
     pub protocol: &'static str,
     pub target: String,
@@ -60,7 +60,7 @@ pub struct Outcome {
 
 /// Where to send load.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     pub name: String,
     pub addr: String,
 }
@@ -82,7 +82,7 @@ async fn connect(t: &Target) -> Conn {
 /// Creates a queue and returns its URL. Names get this run's suffix: a server that outlives
 /// the run (`--endpoint`) refuses a deleted queue's name for 60 s, as SQS does, and a
 /// scenario may run more than once.
-pub async fn create_queue(t: &Target, proto: Proto, name: &str, fifo: bool) -> String {
+pub(crate) async fn create_queue(t: &Target, proto: Proto, name: &str, fifo: bool) -> String {
     static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     static CREATED: AtomicU64 = AtomicU64::new(0);
     let run = RUN.get_or_init(|| format!("{}-{}", std::process::id(), now_us() % 1_000_000));
@@ -110,7 +110,7 @@ pub async fn create_queue(t: &Target, proto: Proto, name: &str, fifo: bool) -> S
 }
 
 /// Deletes a queue so what a scenario left behind does not weigh on the next one.
-pub async fn delete_queue(t: &Target, proto: Proto, url: &str) {
+pub(crate) async fn delete_queue(t: &Target, proto: Proto, url: &str) {
     let mut c = connect(t).await;
     let _ = c.send(&Api(proto).delete_queue(url)).await;
 }
@@ -120,7 +120,7 @@ fn batch(group: impl Fn(usize) -> Option<String>) -> Vec<(String, Option<String>
 }
 
 /// Sends `n` messages in batches of ten over `conns` connections.
-pub async fn prefill(t: &Target, proto: Proto, url: &str, n: usize, conns: usize) {
+pub(crate) async fn prefill(t: &Target, proto: Proto, url: &str, n: usize, conns: usize) {
     let left = Arc::new(AtomicU64::new(n.div_ceil(10) as u64));
     let mut set = JoinSet::new();
     for _ in 0..conns {
@@ -166,7 +166,7 @@ where
 }
 
 /// `send`: SendMessageBatch of 10 × 256 B on `conns` connections.
-pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
+pub(crate) async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
     let url = create_queue(t, proto, &format!("bench-send-{}", proto.name()), false).await;
     // One prebuilt request per connection, sent again and again: the generator's own
     // encoding work stays out of the measurement (bodies need not differ on a standard queue).
@@ -196,7 +196,7 @@ pub async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outc
 }
 
 /// The median of several runs of one configuration.
-pub fn median_of(mut runs: Vec<Outcome>) -> Option<Outcome> {
+pub(crate) fn median_of(mut runs: Vec<Outcome>) -> Option<Outcome> {
     runs.sort_by(|a, b| a.messages_per_s.total_cmp(&b.messages_per_s));
     let n = runs.len();
     let mut median = runs.into_iter().nth(n / 2)?;
@@ -205,7 +205,7 @@ pub fn median_of(mut runs: Vec<Outcome>) -> Option<Outcome> {
 }
 
 /// The fastest of several configurations of one scenario, its note listing every rate.
-pub fn best_of(tries: Vec<Outcome>) -> Option<Outcome> {
+pub(crate) fn best_of(tries: Vec<Outcome>) -> Option<Outcome> {
     let rates: Vec<String> = tries
         .iter()
         .map(|o| format!("{:.0}", o.messages_per_s))
@@ -220,7 +220,7 @@ pub fn best_of(tries: Vec<Outcome>) -> Option<Outcome> {
 /// `cycle`: `conns` consumers ReceiveMessage(10, long poll) and DeleteMessageBatch while half
 /// as many producers SendMessageBatch. `groups` > 0 sends to a FIFO queue with that many
 /// message groups.
-pub async fn cycle(
+pub(crate) async fn cycle(
     t: &Target,
     proto: Proto,
     url: &str,
@@ -309,7 +309,7 @@ pub async fn cycle(
 }
 
 /// `single`: SendMessage, ReceiveMessage(1), DeleteMessage per message, on `conns` connections.
-pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
+pub(crate) async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
     let url = create_queue(t, proto, &format!("bench-single-{}", proto.name()), false).await;
     let target_url = url.clone();
     let (n, secs) = on_connections(t, conns, dur, move |mut c, stop, done| {
@@ -344,7 +344,7 @@ pub async fn single(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Ou
 }
 
 /// `latency`: one long-polling consumer, one producer sending every `interval`.
-pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration) -> Outcome {
+pub(crate) async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration) -> Outcome {
     let url = create_queue(t, proto, &format!("bench-latency-{}", proto.name()), false).await;
     let consumer = {
         let (t, url) = (t.clone(), url.clone());
@@ -398,7 +398,7 @@ pub async fn latency(t: &Target, proto: Proto, count: usize, interval: Duration)
 }
 
 /// Milliseconds until `GET /_sqsim/health` answers 200 (or any answer, for other servers).
-pub async fn wait_ready(addr: &str, limit: Duration) -> Option<Duration> {
+pub(crate) async fn wait_ready(addr: &str, limit: Duration) -> Option<Duration> {
     let start = Instant::now();
     while start.elapsed() < limit {
         if let Ok(mut c) = Conn::connect(addr).await {
