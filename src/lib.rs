@@ -36,6 +36,7 @@ pub(crate) mod engine;
 pub(crate) mod error;
 pub(crate) mod protocol;
 pub mod server;
+mod simd;
 pub mod worker;
 
 pub use config::Config;

@@ -14,7 +14,9 @@ pub(crate) fn md5_many(inputs: &[&[u8]]) -> Vec<Digest16> {
     let mut out = Vec::with_capacity(inputs.len());
     let mut rest = inputs;
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    let lanes = crate::simd::enabled(crate::simd::Simd::Md5Lanes);
+    #[cfg(target_arch = "x86_64")]
+    if lanes && std::is_x86_feature_detected!("avx512f") {
         while rest.len() > LANES {
             let (now, later) = rest.split_at(rest.len().min(2 * LANES));
             // SAFETY: AVX-512F (and with it AVX2) is present (checked above).
@@ -24,7 +26,7 @@ pub(crate) fn md5_many(inputs: &[&[u8]]) -> Vec<Digest16> {
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
+    if lanes && std::is_x86_feature_detected!("avx2") {
         // Three or more digests pay for a pass of all eight lanes.
         while rest.len() >= 3 {
             let (now, later) = rest.split_at(rest.len().min(LANES));

@@ -90,7 +90,7 @@ fn for_each_special(input: &[u8], mut f: impl FnMut(usize, u8)) {
     let special = |b: u8| matches!(b, b'&' | b'=' | b'%' | b'+');
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
-    {
+    if crate::simd::enabled(crate::simd::Simd::FormScan) {
         use std::arch::x86_64::*;
         // SSE2 is part of x86_64, so no run-time check is needed.
         // SAFETY: every load reads 16 bytes inside `input` (i + 16 <= len).

@@ -56,6 +56,10 @@ struct Args {
     /// Protocols to run against sqsim (json, query); default both.
     #[arg(long, value_delimiter = ',')]
     protocols: Vec<String>,
+    /// Also run send and single against sqsim with its hand-written SIMD paths switched off
+    /// (`SQSIM_NO_SIMD`), to measure what each buys in the same run.
+    #[arg(long)]
+    ablation: bool,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     json: PathBuf,
@@ -87,9 +91,17 @@ fn sqsim_bin(args: &Args) -> PathBuf {
     })
 }
 
+/// sqsim with its SIMD paths switched off as `no_simd` names them (see `src/simd.rs`).
+const ABLATIONS: &[(&str, &str)] = &[("no-md5", "md5"), ("no-form", "form"), ("scalar", "all")];
+
 fn spawn_sqsim(bin: &PathBuf) -> Spawned {
+    spawn_sqsim_with(bin, "")
+}
+
+fn spawn_sqsim_with(bin: &PathBuf, no_simd: &str) -> Spawned {
     let mut child = Command::new(bin)
         .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
+        .env("SQSIM_NO_SIMD", no_simd)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
@@ -183,6 +195,18 @@ async fn run(args: Args) {
             addr: addr.to_string(),
         });
     }
+    let mut ablated = Vec::new();
+    if args.ablation && args.endpoint.is_none() {
+        for (name, off) in ABLATIONS {
+            let s = spawn_sqsim_with(&bin, off);
+            scenarios::wait_ready(&s.addr, Duration::from_secs(10)).await;
+            targets.push(Target {
+                name: (*name).into(),
+                addr: s.addr.clone(),
+            });
+            ablated.push(s);
+        }
+    }
     if let Some(m) = &args.moto {
         targets.push(Target {
             name: "moto".into(),
@@ -201,6 +225,7 @@ async fn run(args: Args) {
         let protos = protos
             .iter()
             .filter(|p| args.protocols.is_empty() || args.protocols.iter().any(|n| n == p.name()));
+        let ablation = ABLATIONS.iter().any(|(n, _)| *n == t.name);
         for &p in protos {
             let conns = args.connections;
             if wanted("send") {
@@ -217,7 +242,7 @@ async fn run(args: Args) {
                     results.push(best);
                 }
             }
-            if wanted("cycle") {
+            if wanted("cycle") && !ablation {
                 eprintln!("[{}] cycle/{}", t.name, p.name());
                 let name = format!("bench-cycle-{}", p.name());
                 let url = scenarios::create_queue(t, p, &name, false).await;
@@ -228,7 +253,7 @@ async fn run(args: Args) {
                 eprintln!("[{}] single/{}", t.name, p.name());
                 results.push(scenarios::single(t, p, conns, dur).await);
             }
-            if t.name != "floor" && wanted("latency") {
+            if t.name != "floor" && !ablation && wanted("latency") {
                 eprintln!("[{}] latency/{}", t.name, p.name());
                 results.push(scenarios::latency(t, p, 200, Duration::from_millis(10)).await);
             }
@@ -283,6 +308,10 @@ async fn run(args: Args) {
     }
 
     print_table(&results, &facts);
+    if !ablated.is_empty() {
+        print_ablation(&results);
+    }
+    drop(ablated);
     let json = serde_json::json!({
         "machine": machine(),
         "facts": facts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
@@ -311,6 +340,30 @@ fn machine() -> serde_json::Value {
         .unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     serde_json::json!({"cpu": cpu, "cores": cores})
+}
+
+/// Each ablated run as a share of full sqsim's rate for the same scenario and protocol.
+fn print_ablation(results: &[Outcome]) {
+    println!("\nablation: messages/s with a SIMD path off, as a share of sqsim with both on");
+    for o in results
+        .iter()
+        .filter(|o| ABLATIONS.iter().any(|(n, _)| *n == o.target))
+    {
+        let full = results
+            .iter()
+            .find(|f| f.target == "sqsim" && f.scenario == o.scenario && f.protocol == o.protocol);
+        if let Some(full) = full {
+            println!(
+                "{:<8} {:<6} {:<8} {:>12.0} vs {:>12.0}  {:.3}",
+                o.scenario,
+                o.protocol,
+                o.target,
+                o.messages_per_s,
+                full.messages_per_s,
+                o.messages_per_s / full.messages_per_s
+            );
+        }
+    }
 }
 
 fn print_table(results: &[Outcome], facts: &[(String, String)]) {
