@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 /// One of the hand-written SIMD paths.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Simd {
-    /// Several MD5 digests at once, one per vector lane (AVX2 / AVX-512).
+    /// Several MD5 digests at once, one per AVX2 vector lane.
     Md5Lanes,
     /// Finding `&`, `=`, `%` and `+` sixteen bytes at a time (SSE2).
     FormScan,

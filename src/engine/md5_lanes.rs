@@ -1,5 +1,4 @@
-//! MD5 of several messages at once, one per 32-bit lane of a vector register: eight with
-//! AVX2, sixteen with AVX-512.
+//! MD5 of several messages at once, one per 32-bit lane of an AVX2 register (eight lanes).
 //!
 //! MD5 is one long dependency chain, so a single digest leaves most of a core idle; a
 //! SendMessageBatch brings up to ten bodies whose digests are independent. Running them side
@@ -15,16 +14,6 @@ pub(crate) fn md5_many(inputs: &[&[u8]]) -> Vec<Digest16> {
     let mut rest = inputs;
     #[cfg(target_arch = "x86_64")]
     let lanes = crate::simd::enabled(crate::simd::Simd::Md5Lanes);
-    #[cfg(target_arch = "x86_64")]
-    if lanes && std::is_x86_feature_detected!("avx512f") {
-        while rest.len() > LANES {
-            let (now, later) = rest.split_at(rest.len().min(2 * LANES));
-            // SAFETY: AVX-512F (and with it AVX2) is present (checked above).
-            let digests = unsafe { avx512::digest(now) };
-            out.extend_from_slice(&digests[..now.len()]);
-            rest = later;
-        }
-    }
     #[cfg(target_arch = "x86_64")]
     if lanes && std::is_x86_feature_detected!("avx2") {
         // Three or more digests pay for a pass of all eight lanes.
@@ -267,67 +256,6 @@ mod avx2 {
         let mut words = [[0u32; LANES]; 4];
         for (dst, v) in words.iter_mut().zip([a, b, c, d]) {
             _mm256_storeu_si256(dst.as_mut_ptr().cast(), v);
-        }
-        digests(words)
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use std::arch::x86_64::*;
-
-    use super::avx2::words;
-    use super::{digests, lanes, Digest16, K, LANES};
-
-    const WIDE: usize = 2 * LANES;
-
-    /// `vpternlogd` truth tables of MD5's round functions: b ? c : d; d ? b : c; b ^ c ^ d;
-    /// c ^ (b | !d).
-    const TABLES: [i32; 4] = [0xCA, 0xE4, 0x96, 0x39];
-
-    /// `a = b + rotl(a + fun(b, c, d) + m + k, s)`, for all lanes.
-    macro_rules! step {
-        ($r:literal, $a:ident, $b:ident, $c:ident, $d:ident, $m:expr, $k:expr, $s:literal) => {
-            let fun = _mm512_ternarylogic_epi32::<{ TABLES[$r - 1] }>($b, $c, $d);
-            let sum = _mm512_add_epi32(
-                _mm512_add_epi32($a, fun),
-                _mm512_add_epi32($m, _mm512_set1_epi32($k as i32)),
-            );
-            $a = _mm512_add_epi32($b, _mm512_rol_epi32::<$s>(sum));
-        };
-    }
-
-    /// Digests of up to sixteen inputs; entries past `inputs.len()` are meaningless.
-    #[target_feature(enable = "avx512f,avx2")]
-    pub(super) unsafe fn digest(inputs: &[&[u8]]) -> [Digest16; WIDE] {
-        let (lanes, counts, blocks) = lanes::<WIDE>(inputs);
-        let counts = _mm512_loadu_si512(counts.as_ptr().cast());
-
-        let mut a = _mm512_set1_epi32(0x67452301);
-        let mut b = _mm512_set1_epi32(0xefcdab89u32 as i32);
-        let mut c = _mm512_set1_epi32(0x98badcfeu32 as i32);
-        let mut d = _mm512_set1_epi32(0x10325476);
-
-        for blk in 0..blocks {
-            // Each half of the lanes is loaded as AVX2 does it, then the halves joined.
-            let (low, high) = (words(&lanes[..LANES], blk), words(&lanes[LANES..], blk));
-            let m: [__m512i; 16] = std::array::from_fn(|w| {
-                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low[w]), high[w])
-            });
-            let (a0, b0, c0, d0) = (a, b, c, d);
-            rounds!(step, a, b, c, d, m);
-
-            // Lanes whose message has no block `blk` keep their state.
-            let active = _mm512_cmpgt_epi32_mask(counts, _mm512_set1_epi32(blk as i32));
-            a = _mm512_mask_add_epi32(a0, active, a0, a);
-            b = _mm512_mask_add_epi32(b0, active, b0, b);
-            c = _mm512_mask_add_epi32(c0, active, c0, c);
-            d = _mm512_mask_add_epi32(d0, active, d0, d);
-        }
-
-        let mut words = [[0u32; WIDE]; 4];
-        for (dst, v) in words.iter_mut().zip([a, b, c, d]) {
-            _mm512_storeu_si512(dst.as_mut_ptr().cast(), v);
         }
         digests(words)
     }

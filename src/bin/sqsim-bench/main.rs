@@ -56,8 +56,8 @@ struct Args {
     /// Protocols to run against sqsim (json, query); default both.
     #[arg(long, value_delimiter = ',')]
     protocols: Vec<String>,
-    /// Also run send and single against sqsim with its hand-written SIMD paths switched off
-    /// (`SQSIM_NO_SIMD`), to measure what each buys in the same run.
+    /// Also measure what sqsim's hand-written SIMD paths buy: send and single against sqsim
+    /// with each switched off (`SQSIM_NO_SIMD`), interleaved with sqsim as it is.
     #[arg(long)]
     ablation: bool,
     /// Where to write the JSON results.
@@ -195,18 +195,6 @@ async fn run(args: Args) {
             addr: addr.to_string(),
         });
     }
-    let mut ablated = Vec::new();
-    if args.ablation && args.endpoint.is_none() {
-        for (name, off) in ABLATIONS {
-            let s = spawn_sqsim_with(&bin, off);
-            scenarios::wait_ready(&s.addr, Duration::from_secs(10)).await;
-            targets.push(Target {
-                name: (*name).into(),
-                addr: s.addr.clone(),
-            });
-            ablated.push(s);
-        }
-    }
     if let Some(m) = &args.moto {
         targets.push(Target {
             name: "moto".into(),
@@ -225,7 +213,6 @@ async fn run(args: Args) {
         let protos = protos
             .iter()
             .filter(|p| args.protocols.is_empty() || args.protocols.iter().any(|n| n == p.name()));
-        let ablation = ABLATIONS.iter().any(|(n, _)| *n == t.name);
         for &p in protos {
             let conns = args.connections;
             if wanted("send") {
@@ -242,7 +229,7 @@ async fn run(args: Args) {
                     results.push(best);
                 }
             }
-            if wanted("cycle") && !ablation {
+            if wanted("cycle") {
                 eprintln!("[{}] cycle/{}", t.name, p.name());
                 let name = format!("bench-cycle-{}", p.name());
                 let url = scenarios::create_queue(t, p, &name, false).await;
@@ -253,7 +240,7 @@ async fn run(args: Args) {
                 eprintln!("[{}] single/{}", t.name, p.name());
                 results.push(scenarios::single(t, p, conns, dur).await);
             }
-            if t.name != "floor" && !ablation && wanted("latency") {
+            if t.name != "floor" && wanted("latency") {
                 eprintln!("[{}] latency/{}", t.name, p.name());
                 results.push(scenarios::latency(t, p, 200, Duration::from_millis(10)).await);
             }
@@ -307,11 +294,10 @@ async fn run(args: Args) {
         scenarios::delete_queue(&sqsim, Proto::Json, &url).await;
     }
 
-    print_table(&results, &facts);
-    if !ablated.is_empty() {
-        print_ablation(&results);
+    if args.ablation && args.endpoint.is_none() {
+        ablation(&bin, send_dur, &mut facts).await;
     }
-    drop(ablated);
+    print_table(&results, &facts);
     let json = serde_json::json!({
         "machine": machine(),
         "facts": facts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
@@ -342,26 +328,65 @@ fn machine() -> serde_json::Value {
     serde_json::json!({"cpu": cpu, "cores": cores})
 }
 
-/// Each ablated run as a share of full sqsim's rate for the same scenario and protocol.
-fn print_ablation(results: &[Outcome]) {
-    println!("\nablation: messages/s with a SIMD path off, as a share of sqsim with both on");
-    for o in results
-        .iter()
-        .filter(|o| ABLATIONS.iter().any(|(n, _)| *n == o.target))
-    {
-        let full = results
-            .iter()
-            .find(|f| f.target == "sqsim" && f.scenario == o.scenario && f.protocol == o.protocol);
-        if let Some(full) = full {
+/// What each hand-written SIMD path buys: sqsim with both paths, with one switched off and
+/// with both off, each its own fresh process, measured in turn round after round (so a
+/// machine that slows down during the run weighs on every variant alike); the median of the
+/// rounds counts. JSON sends never scan a form, so `no-form` on JSON is the noise control.
+async fn ablation(bin: &PathBuf, dur: Duration, facts: &mut Vec<(String, String)>) {
+    const ROUNDS: usize = 15;
+    const CONNS: usize = 32;
+    let variants: Vec<(&str, Spawned)> = std::iter::once(("sqsim", ""))
+        .chain(ABLATIONS.iter().copied())
+        .map(|(name, off)| (name, spawn_sqsim_with(bin, off)))
+        .collect();
+    for (_, s) in &variants {
+        scenarios::wait_ready(&s.addr, Duration::from_secs(10)).await;
+    }
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); variants.len() * 3];
+    let cases = [
+        ("send", Proto::Json),
+        ("send", Proto::Query),
+        ("single", Proto::Query),
+    ];
+    for round in 0..ROUNDS {
+        eprintln!("[ablation] round {}/{ROUNDS}", round + 1);
+        for (v, (name, s)) in variants.iter().enumerate() {
+            let t = Target {
+                name: (*name).into(),
+                addr: s.addr.clone(),
+            };
+            for (c, (scenario, p)) in cases.iter().enumerate() {
+                let o = if *scenario == "send" {
+                    scenarios::send(&t, *p, CONNS, dur / 3).await
+                } else {
+                    scenarios::single(&t, *p, 8, dur / 3).await
+                };
+                rates[v * 3 + c].push(o.messages_per_s);
+            }
+        }
+    }
+    let median = |xs: &[f64]| {
+        let mut xs = xs.to_vec();
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    println!("\nablation: median msgs/s of {ROUNDS} interleaved rounds, and the share of sqsim with both SIMD paths on");
+    for (c, (scenario, p)) in cases.iter().enumerate() {
+        let full = median(&rates[c]);
+        for (v, (name, _)) in variants.iter().enumerate() {
+            let m = median(&rates[v * 3 + c]);
+            let (lo, hi) = rates[v * 3 + c]
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
             println!(
-                "{:<8} {:<6} {:<8} {:>12.0} vs {:>12.0}  {:.3}",
-                o.scenario,
-                o.protocol,
-                o.target,
-                o.messages_per_s,
-                full.messages_per_s,
-                o.messages_per_s / full.messages_per_s
+                "{scenario:<7} {:<6} {name:<10} {m:>10.0}  {:.3}  (rounds {lo:.0}..{hi:.0})",
+                p.name(),
+                m / full
             );
+            facts.push((
+                format!("ablation_{scenario}_{}_{name}_share", p.name()),
+                format!("{:.3}", m / full),
+            ));
         }
     }
 }
