@@ -10,7 +10,8 @@
 //!   (who asks, where), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`.
 //! - `protocol` — bytes in and out of both wire protocols: `form` (form decoding), `query`
-//!   (query keys rebuilt into JSON's shape), `xml` (the XML writer).
+//!   (query keys rebuilt into JSON's shape), `query_json` (query replies rendered as JSON when
+//!   asked), `xml` (the XML writer).
 //! - `engine` — queue semantics, no HTTP, time only from its clock: `mod` (the `Engine`:
 //!   every queue, move tasks), `queue` (one queue's lock and waiters), `state` (what is under
 //!   that lock), `slab` (stored messages), `fair` and `fifo` (delivery order), `ids`,

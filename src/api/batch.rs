@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::XmlWriter;
+use crate::protocol::{Empty, Member, Shape, XmlWriter};
 
 /// Most entries a batch may hold.
 pub(crate) const MAX_ENTRIES: usize = 10;
@@ -153,4 +153,26 @@ impl crate::protocol::XmlResult for IdBatchOutput {
         }
         write_failed(w, &self.failed);
     }
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[
+        FAILED,
+        Member::new(
+            "Successful",
+            Shape::List(&Shape::Struct(&[Member::scalar("Id")]), Empty::List),
+        ),
+    ]));
 }
+
+/// A batch result's `Failed` list. Unconfirmed (no capture of a batch reply in this
+/// rendering): the public member names, `SenderFault` a boolean, `[]` when empty.
+pub(crate) const FAILED: Member = Member::new(
+    "Failed",
+    Shape::List(
+        &Shape::Struct(&[
+            Member::scalar("Code"),
+            Member::scalar("Id"),
+            Member::scalar("Message"),
+            Member::scalar("SenderFault"),
+        ]),
+        Empty::List,
+    ),
+);

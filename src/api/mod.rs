@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{Params, Reply, XmlResult, XmlWriter};
+use crate::protocol::{Params, Reply, Shape, XmlResult, XmlWriter};
 pub(crate) use context::Context;
 
 /// The reply of actions that return nothing: `{}` in JSON, no `Result` element in XML.
@@ -22,9 +22,7 @@ pub(crate) struct Empty {}
 
 impl XmlResult for Empty {
     fn write_xml(&self, _: &mut XmlWriter) {}
-    fn has_result(&self) -> bool {
-        false
-    }
+    const SHAPE: Option<&'static Shape> = None;
 }
 
 fn boxed<T: Reply + 'static>(r: Result<T, SqsError>) -> Result<Box<dyn Reply>, SqsError> {

@@ -3,6 +3,7 @@
 
 pub(crate) mod form;
 pub(crate) mod query;
+pub(crate) mod query_json;
 pub(crate) mod xml;
 
 use bytes::Bytes;
@@ -10,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{ErrorCode, SqsError};
+pub(crate) use query_json::{Empty, Member, Shape};
 pub(crate) use xml::XmlWriter;
 
 /// The XML namespace of every query-protocol reply.
@@ -18,12 +20,37 @@ pub(crate) const XML_NAMESPACE: &str = "http://queue.amazonaws.com/doc/2012-11-0
 pub(crate) const JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 /// Content-Type of query-protocol replies.
 pub(crate) const XML_CONTENT_TYPE: &str = "text/xml";
+/// Content-Type of query-protocol replies rendered as JSON.
+pub(crate) const QUERY_JSON_CONTENT_TYPE: &str = "application/json";
 
 /// Which wire protocol a request used; replies go back in the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Protocol {
     Json,
     Query,
+}
+
+/// How a reply is written: JSON 1.0 requests get JSON 1.0, query requests get XML unless
+/// they ask for the JSON rendering of the query reply (see [`query_json`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Render {
+    Json,
+    Xml,
+    QueryJson,
+}
+
+impl Render {
+    /// The rendering of a query request with this `Accept` header and `ContentType`
+    /// parameter.
+    pub(crate) fn of_query(accept: Option<&str>, content_type_param: Option<&str>) -> Render {
+        if content_type_param.is_some_and(|c| c.eq_ignore_ascii_case("JSON"))
+            || accept.is_some_and(query_json::accepts_json)
+        {
+            Render::QueryJson
+        } else {
+            Render::Xml
+        }
+    }
 }
 
 /// A request's input members, not yet typed.
@@ -80,6 +107,7 @@ impl Params {
 #[derive(Debug)]
 pub(crate) struct Decoded {
     pub protocol: Protocol,
+    pub render: Render,
     pub action: String,
     pub params: Params,
 }
@@ -89,8 +117,8 @@ pub(crate) struct Decoded {
 pub(crate) enum DecodeError {
     /// A query request with no `Action` at all: AWS answers 404 `<UnknownOperationException/>`.
     NoAction,
-    /// Anything else, rendered in the given protocol.
-    Error(Protocol, SqsError),
+    /// Anything else, rendered as given.
+    Error(Render, SqsError),
 }
 
 /// The parts of an HTTP request the decoder looks at.
@@ -98,6 +126,7 @@ pub(crate) struct RawRequest<'a> {
     pub is_get: bool,
     pub target: Option<&'a str>,
     pub content_type: Option<&'a str>,
+    pub accept: Option<&'a str>,
     pub uri_query: Option<&'a str>,
     pub body: Bytes,
 }
@@ -110,12 +139,13 @@ pub(crate) fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
             .filter(|a| !a.is_empty())
             .ok_or_else(|| {
                 DecodeError::Error(
-                    Protocol::Json,
+                    Render::Json,
                     SqsError::new(ErrorCode::UnknownOperation, String::new()),
                 )
             })?;
         return Ok(Decoded {
             protocol: Protocol::Json,
+            render: Render::Json,
             action: action.to_string(),
             params: Params::Json(req.body),
         });
@@ -132,17 +162,16 @@ pub(crate) fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
         let body = form::parse(&req.body);
         pairs.extend(body);
     }
-    query::check_bounds(&pairs).map_err(|e| DecodeError::Error(Protocol::Query, e))?;
-    let Some(action) = pairs
-        .iter()
-        .find(|(k, _)| k == "Action")
-        .map(|(_, v)| v.to_string())
-    else {
+    let param = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let render = Render::of_query(req.accept, param("ContentType").map(|v| &**v));
+    query::check_bounds(&pairs).map_err(|e| DecodeError::Error(render, e))?;
+    let Some(action) = param("Action").map(|v| v.to_string()) else {
         return Err(DecodeError::NoAction);
     };
-    let shaped = query::shape_input(pairs).map_err(|e| DecodeError::Error(Protocol::Query, e))?;
+    let shaped = query::shape_input(pairs).map_err(|e| DecodeError::Error(render, e))?;
     Ok(Decoded {
         protocol: Protocol::Query,
+        render,
         action,
         params: Params::Query(shaped),
     })
@@ -154,20 +183,17 @@ pub(crate) trait Reply: Send {
     fn write_json(&self, out: &mut Vec<u8>);
     /// The children of `<{Action}Result>`.
     fn write_xml(&self, w: &mut XmlWriter);
-    /// False for actions whose XML reply has no `{Action}Result` element.
-    fn has_result(&self) -> bool {
-        true
-    }
+    /// The shape of the `{Action}Result` member; `None` for actions whose reply has none.
+    fn shape(&self) -> Option<&'static Shape>;
 }
 
-/// How an output type writes its XML result; its JSON comes from `Serialize`.
+/// How an output type writes its XML result and what shape its result has; its JSON
+/// comes from `Serialize`.
 pub(crate) trait XmlResult {
     /// The children of `<{Action}Result>`.
     fn write_xml(&self, w: &mut XmlWriter);
-    /// False for actions that return nothing.
-    fn has_result(&self) -> bool {
-        true
-    }
+    /// The shape of the result; `None` for actions that return nothing.
+    const SHAPE: Option<&'static Shape>;
 }
 
 impl<T: Serialize + XmlResult + Send> Reply for T {
@@ -178,8 +204,8 @@ impl<T: Serialize + XmlResult + Send> Reply for T {
     fn write_xml(&self, w: &mut XmlWriter) {
         XmlResult::write_xml(self, w)
     }
-    fn has_result(&self) -> bool {
-        XmlResult::has_result(self)
+    fn shape(&self) -> Option<&'static Shape> {
+        T::SHAPE
     }
 }
 
@@ -217,13 +243,13 @@ pub(crate) struct Encoded {
 
 /// Renders a successful reply.
 pub(crate) fn encode_reply(
-    protocol: Protocol,
+    render: Render,
     action: &str,
     request_id: &str,
     reply: &dyn Reply,
 ) -> Encoded {
-    match protocol {
-        Protocol::Json => {
+    match render {
+        Render::Json => {
             // A full SendMessageBatch or ReceiveMessage reply fits without regrowing.
             let mut body = Vec::with_capacity(4096);
             reply.write_json(&mut body);
@@ -234,14 +260,28 @@ pub(crate) fn encode_reply(
                 body,
             }
         }
-        Protocol::Query => {
+        Render::QueryJson => {
+            let result = reply.shape().map(|shape| {
+                let mut json = Vec::with_capacity(4096);
+                reply.write_json(&mut json);
+                let value = serde_json::from_slice(&json).unwrap_or_default();
+                query_json::render(Some(&value), shape)
+            });
+            Encoded {
+                status: 200,
+                content_type: QUERY_JSON_CONTENT_TYPE,
+                query_error: None,
+                body: query_json::reply(action, request_id, result),
+            }
+        }
+        Render::Xml => {
             let mut w = XmlWriter::with_capacity(4096);
             w.raw("<?xml version=\"1.0\"?><");
             w.raw(action);
             w.raw("Response xmlns=\"");
             w.raw(XML_NAMESPACE);
             w.raw("\">");
-            if reply.has_result() {
+            if reply.shape().is_some() {
                 // Written in place; an empty result becomes `<{Action}Result/>` afterwards.
                 w.raw("<");
                 w.raw(action);
@@ -273,10 +313,10 @@ pub(crate) fn encode_reply(
 }
 
 /// Renders an error in the protocol's shape.
-pub(crate) fn encode_error(protocol: Protocol, request_id: &str, err: &SqsError) -> Encoded {
+pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> Encoded {
     let code = err.code;
-    match protocol {
-        Protocol::Json => {
+    match render {
+        Render::Json => {
             #[derive(Serialize)]
             struct Body<'a> {
                 #[serde(rename = "__type")]
@@ -295,7 +335,18 @@ pub(crate) fn encode_error(protocol: Protocol, request_id: &str, err: &SqsError)
                 body,
             }
         }
-        Protocol::Query => {
+        Render::QueryJson => Encoded {
+            status: code.status(),
+            content_type: QUERY_JSON_CONTENT_TYPE,
+            query_error: None,
+            body: query_json::error(
+                code.query_code(),
+                err.query_message(),
+                code.fault(),
+                request_id,
+            ),
+        },
+        Render::Xml => {
             let mut w = XmlWriter::with_capacity(384);
             w.raw("<?xml version=\"1.0\"?><ErrorResponse xmlns=\"");
             w.raw(XML_NAMESPACE);

@@ -99,8 +99,8 @@ async fn serve_with<H, F>(
                 let _ = stream.set_nodelay(true);
                 let state = Arc::clone(&state);
                 let svc = hyper::service::service_fn(move |req: hyper::Request<_>| {
-                    let protocol = service::protocol_of(req.headers());
-                    service::guarded(protocol, handler(Arc::clone(&state), req))
+                    let render = service::render_of(req.headers(), req.uri().query());
+                    service::guarded(render, handler(Arc::clone(&state), req))
                 });
                 let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
                 let conn = graceful.watch(conn);

@@ -14,7 +14,7 @@ use super::faults::FaultEffect;
 use crate::api::{self, Context};
 use crate::config::UrlStyle;
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{self, DecodeError, Decoded, Encoded, Protocol, RawRequest};
+use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
 
 use super::auth::{self, AuthMode, SignedRequest};
 use super::{admin, AppState};
@@ -67,13 +67,17 @@ impl std::fmt::Display for DroppedConnection {
 
 impl std::error::Error for DroppedConnection {}
 
-/// Which protocol a request speaks, from its headers alone (for errors sent before decoding).
-pub(super) fn protocol_of(headers: &HeaderMap) -> Protocol {
+/// How to answer a request, from its headers and query string alone (for errors sent
+/// before its body is decoded).
+pub(super) fn render_of(headers: &HeaderMap, query: Option<&str>) -> Render {
     if headers.contains_key("x-amz-target") {
-        Protocol::Json
-    } else {
-        Protocol::Query
+        return Render::Json;
     }
+    let content_type_param = query.and_then(|q| {
+        q.split('&')
+            .find_map(|pair| pair.strip_prefix("ContentType="))
+    });
+    Render::of_query(header(headers, "accept"), content_type_param)
 }
 
 /// Whether the request announces a body above `max` bytes, so it can be refused before any
@@ -99,7 +103,7 @@ fn too_large(state: &AppState) -> SqsError {
 /// connection and every other request go on. The engine's locks ignore poisoning, so a
 /// panic while one was held leaves it usable.
 pub(super) async fn guarded<F>(
-    protocol: Protocol,
+    render: Render,
     handling: F,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection>
 where
@@ -117,7 +121,7 @@ where
             tracing::error!(panic = what, "request handling panicked; answered 500");
             let request_id = uuid::Uuid::new_v4().to_string();
             Ok(respond(
-                protocol::encode_error(protocol, &request_id, &SqsError::internal()),
+                protocol::encode_error(render, &request_id, &SqsError::internal()),
                 &request_id,
             ))
         }
@@ -132,8 +136,8 @@ enum Stop {
 }
 
 impl Stop {
-    fn error(protocol: Protocol, request_id: &str, err: &SqsError) -> Stop {
-        Stop::Reply(protocol::encode_error(protocol, request_id, err))
+    fn error(render: Render, request_id: &str, err: &SqsError) -> Stop {
+        Stop::Reply(protocol::encode_error(render, request_id, err))
     }
 }
 
@@ -152,7 +156,7 @@ pub(super) async fn handle(
         .to_owned();
     let (parts, body) = req.into_parts();
     let stages = async {
-        let body = read_body(&state, &parts.headers, body, &request_id).await?;
+        let body = read_body(&state, &parts, body, &request_id).await?;
         let signer = authenticate(&state, &parts, &body, &request_id)?;
         let decoded = decode(&parts, body, &request_id)?;
         apply_faults(&state, &parts, &decoded, &request_id).await?;
@@ -168,13 +172,13 @@ pub(super) async fn handle(
 /// Stage 1: the body, refused with 413 when it is (or announces itself) over the cap.
 async fn read_body(
     state: &AppState,
-    headers: &HeaderMap,
+    parts: &Parts,
     body: Incoming,
     request_id: &str,
 ) -> Result<Bytes, Stop> {
-    let protocol = protocol_of(headers);
-    if declared_too_large(headers, state.config.max_body_bytes) {
-        return Err(Stop::error(protocol, request_id, &too_large(state)));
+    let render = render_of(&parts.headers, parts.uri.query());
+    if declared_too_large(&parts.headers, state.config.max_body_bytes) {
+        return Err(Stop::error(render, request_id, &too_large(state)));
     }
     match Limited::new(body, state.config.max_body_bytes)
         .collect()
@@ -190,7 +194,7 @@ async fn read_body(
             } else {
                 SqsError::invalid("The request body could not be read.")
             };
-            Err(Stop::error(protocol, request_id, &err))
+            Err(Stop::error(render, request_id, &err))
         }
     }
 }
@@ -214,7 +218,11 @@ fn authenticate(
     };
     match auth::verify(&signed, keys, std::time::SystemTime::now()) {
         Ok(cred) => Ok(cred.account_id.clone()),
-        Err(err) => Err(Stop::error(protocol_of(&parts.headers), request_id, &err)),
+        Err(err) => Err(Stop::error(
+            render_of(&parts.headers, parts.uri.query()),
+            request_id,
+            &err,
+        )),
     }
 }
 
@@ -225,6 +233,7 @@ fn decode(parts: &Parts, body: Bytes, request_id: &str) -> Result<Decoded, Stop>
         is_get: parts.method == Method::GET,
         target: header(headers, "x-amz-target"),
         content_type: header(headers, "content-type"),
+        accept: header(headers, "accept"),
         uri_query: parts.uri.query(),
         body,
     })
@@ -261,7 +270,7 @@ async fn apply_faults(
         Some(FaultEffect::Error(e)) => {
             let err = SqsError::injected(&e)
                 .unwrap_or_else(|| SqsError::new(ErrorCode::InternalFailure, "Injected fault."));
-            Err(Stop::error(decoded.protocol, request_id, &err))
+            Err(Stop::error(decoded.render, request_id, &err))
         }
         None => Ok(()),
     }
@@ -316,14 +325,14 @@ fn context(
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
     match api::dispatch(ctx, &decoded.action, decoded.params).await {
         Ok(reply) => protocol::encode_reply(
-            decoded.protocol,
+            decoded.render,
             &decoded.action,
             &ctx.request_id,
             reply.as_ref(),
         ),
         Err(err) => {
             tracing::debug!(action = %decoded.action, code = ?err.code, message = %err.message, "request failed");
-            protocol::encode_error(decoded.protocol, &ctx.request_id, &err)
+            protocol::encode_error(decoded.render, &ctx.request_id, &err)
         }
     }
 }

@@ -1404,7 +1404,7 @@ export function defineSharedTests(ctx) {
 
   // ---------------------------------------------------------------------------------------
   // Dead-letter queues, redrive, move tasks, permissions, deleted queues (§3.4, §9, §11, §12).
-  // Error texts the reference marks UNVERIFIED are the ones sqsim chose (tests/redrive.rs).
+  // Error texts the reference marks UNVERIFIED are the ones sqsim chose (tests/it/redrive.rs).
 
   async function arnOf(url) {
     return (await attrs(url, ['QueueArn'])).QueueArn;
@@ -1693,7 +1693,7 @@ export function defineSharedTests(ctx) {
       assert.deepEqual(await counts(dlq.url), { visible: 0, inFlight: 0, delayed: 0 });
       const back = await receiveAll(src.url, { MessageSystemAttributeNames: ['All'] });
       assert.equal(back.length, N);
-      // sqsim keeps the MessageId (the reference leaves this UNVERIFIED; tests/redrive.rs relies on it).
+      // sqsim keeps the MessageId (the reference leaves this UNVERIFIED; tests/it/redrive.rs relies on it).
       assert.deepEqual(back.map((m) => m.MessageId).sort(), [...ids].sort());
       for (const m of back) {
         assert.equal(m.Attributes.ApproximateReceiveCount, '1', 'a moved-back message starts a fresh receive count');

@@ -6,110 +6,25 @@ Environment:
   SQSIM_EXPECT_PROTOCOL   "json" or "query": the protocol the installed botocore must speak
 """
 
-import json
 import os
 import re
-import subprocess
-import tempfile
-import threading
-import time
-import urllib.request
 import uuid
-from pathlib import Path
 
 import boto3
 import pytest
 from botocore.config import Config
 
-REPO = Path(__file__).resolve().parents[2]
-STARTUP_TIMEOUT_S = 20
-LISTEN_LINE = re.compile(r"sqsim listening on (http://[^\s]+):(\d+)")
-
-
-class Server:
-    """A running sqsim process."""
-
-    def __init__(self, proc, endpoint, log_path):
-        self.proc = proc
-        self.endpoint = endpoint
-        self.log_path = log_path
-
-    def admin(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            self.endpoint + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            assert resp.status == 200, resp.status
-            return json.loads(resp.read())
-
-
-def _read_listen_line(proc):
-    """Reads stdout lines until the listen line; gives up after STARTUP_TIMEOUT_S."""
-    found = {}
-
-    def reader():
-        for raw in proc.stdout:
-            m = LISTEN_LINE.search(raw.decode("utf-8", "replace"))
-            if m:
-                found["endpoint"] = f"{m.group(1)}:{m.group(2)}"
-                return
-
-    t = threading.Thread(target=reader, daemon=True)
-    t.start()
-    t.join(STARTUP_TIMEOUT_S)
-    return found.get("endpoint")
-
-
-def _wait_healthy(endpoint, proc):
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    last = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"sqsim exited with {proc.returncode} during startup")
-        try:
-            with urllib.request.urlopen(endpoint + "/_sqsim/health", timeout=2) as resp:
-                if resp.status == 200 and json.loads(resp.read()).get("status") == "ok":
-                    return
-        except OSError as e:  # not accepting yet
-            last = e
-        time.sleep(0.05)
-    raise RuntimeError(f"sqsim did not become healthy: {last}")
+import sqsim_process
 
 
 @pytest.fixture(scope="session")
 def server():
-    binary = os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
+    """The session's sqsim (started by sqsim_process, the one launcher of the suite)."""
+    binary = sqsim_process.binary()
     if not os.access(binary, os.X_OK):
         pytest.exit(f"SQSIM_BIN {binary!r} is not an executable; build sqsim first", 2)
-    log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False)
-    proc = subprocess.Popen(
-        [binary, "--host", "127.0.0.1", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        endpoint = _read_listen_line(proc)
-        if endpoint is None:
-            raise RuntimeError(f"sqsim printed no listen line (log: {log.name})")
-        _wait_healthy(endpoint, proc)
-        yield Server(proc, endpoint, log.name)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
-        log.close()
-    # A clean shutdown on SIGTERM is part of the contract.
-    assert proc.returncode == 0, f"sqsim exited with {proc.returncode} (log: {log.name})"
+    with sqsim_process.running() as proc:
+        yield proc
 
 
 @pytest.fixture(scope="session")

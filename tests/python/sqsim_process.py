@@ -1,6 +1,6 @@
-"""Starting sqsim processes with flags of their own (the session server in conftest.py takes
-none): --auth verify, --config, --url-style, and a private server for tests that reset,
-inject faults or move the clock. Used by test_controls.py and test_auth.py."""
+"""The one launcher of sqsim for the Python suites: the session server of conftest.py (no
+flags) and the servers tests start with flags of their own (--auth verify, --config,
+--url-style, or a private server for tests that reset, inject faults or move the clock)."""
 
 import contextlib
 import json

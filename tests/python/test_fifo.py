@@ -816,21 +816,26 @@ def test_long_poll_wakes_when_a_delete_unlocks_the_group(sqs, make_client, fifo)
     assert 0.8 <= time.monotonic() - start < 5
 
 
-def test_long_poll_ignores_sends_to_a_locked_group(sqs, make_client, fifo):
+def test_long_poll_ignores_sends_to_a_locked_group(sqs, make_client, fifo, advance):
     other = make_client()
     sqs.send_message(QueueUrl=fifo, MessageBody="m1", MessageGroupId="g")
     receive_one(sqs, fifo, VisibilityTimeout=600)
-    t = threading.Timer(
-        0.5, lambda: other.send_message(QueueUrl=fifo, MessageBody="m2", MessageGroupId="g")
-    )
-    start = time.monotonic()
+    result = {}
+
+    def long_poll():
+        result["got"] = receive(sqs, fifo, WaitTimeSeconds=20, MaxNumberOfMessages=10)
+
+    t = threading.Thread(target=long_poll, daemon=True)
     t.start()
-    try:
-        got = receive(sqs, fifo, WaitTimeSeconds=2, MaxNumberOfMessages=10)
-    finally:
-        t.join()
-    assert got == []
-    assert time.monotonic() - start >= 1.9
+    time.sleep(0.3)
+    other.send_message(QueueUrl=fifo, MessageBody="m2", MessageGroupId="g")
+    time.sleep(0.3)
+    assert t.is_alive(), f"a send to the locked group woke the long poll: {result}"
+    # The wait runs on the server clock: moving it 20 s on ends the poll, empty.
+    advance(20)
+    t.join(10)
+    assert not t.is_alive()
+    assert result["got"] == []
 
 
 # --- receipt handles (§6.2, §6.3) --------------------------------------------------------

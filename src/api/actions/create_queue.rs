@@ -9,7 +9,7 @@ use crate::api::attributes::{apply, check_redrive_target, setting_value};
 use crate::api::{engine_error, required, Context};
 use crate::engine::QueueSettings;
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{Member, Shape, XmlResult, XmlWriter};
 
 use super::tags::check_new_tags;
 
@@ -33,7 +33,10 @@ impl XmlResult for QueueUrlOutput {
     fn write_xml(&self, w: &mut XmlWriter) {
         w.elem("QueueUrl", &self.queue_url);
     }
+    const SHAPE: Option<&'static Shape> = Some(&QUEUE_URL);
 }
+
+static QUEUE_URL: Shape = Shape::Struct(&[Member::scalar("QueueUrl")]);
 
 /// Checks a queue name: its characters and length, and that a FIFO queue's ends in `.fifo`.
 pub(crate) fn check_queue_name(name: &str, fifo: bool) -> Result<(), SqsError> {

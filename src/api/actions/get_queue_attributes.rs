@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::api::attributes::render;
 use crate::api::Context;
 use crate::error::SqsError;
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{Member, Shape, XmlResult, XmlWriter};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -37,6 +37,12 @@ impl XmlResult for Output {
             self.attributes.iter().map(|(k, v)| (*k, v.as_str())),
         );
     }
+    /// A list of `{"Name","Value"}`, unlike a message's `Attributes` object (AWS.jl reads
+    /// it so against AWS; LocalStack's AWS-validated test agrees).
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[Member::new(
+        "Attributes",
+        Shape::Pairs("Name"),
+    )]));
 }
 
 pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {

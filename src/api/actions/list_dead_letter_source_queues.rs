@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::Context;
 use crate::error::SqsError;
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{Empty, Member, Shape, XmlResult, XmlWriter};
 
 use super::list_queues::{check_max_results, paginate, write_url_page};
 
@@ -29,6 +29,12 @@ impl XmlResult for Output {
     fn write_xml(&self, w: &mut XmlWriter) {
         write_url_page(w, &self.queue_urls, self.next_token.as_deref());
     }
+    /// `queueUrls` is the model's own name here; that it is `[]` rather than null when
+    /// empty (the member is required) is unconfirmed.
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[
+        Member::scalar("NextToken"),
+        Member::new("queueUrls", Shape::List(&Shape::Scalar, Empty::List)),
+    ]));
 }
 
 pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {

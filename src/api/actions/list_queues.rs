@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::api::{check_range, Context};
 use crate::engine::Queue;
 use crate::error::SqsError;
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{Empty, Member, Shape, XmlResult, XmlWriter};
 
 /// Most URLs one ListQueues reply holds.
 const MAX_RESULTS: i64 = 1000;
@@ -36,6 +36,17 @@ impl XmlResult for Output {
     fn write_xml(&self, w: &mut XmlWriter) {
         write_url_page(w, &self.queue_urls, self.next_token.as_deref());
     }
+    /// Captured from AWS: `queueUrls` (null when there are none) and an internal member
+    /// that is always null.
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[
+        Member::scalar("NextExclusiveStartQueueName"),
+        Member::scalar("NextToken"),
+        Member {
+            from: "QueueUrls",
+            name: "queueUrls",
+            shape: Shape::List(&Shape::Scalar, Empty::Null),
+        },
+    ]));
 }
 
 /// A page of queue URLs in XML (both listing actions spell it the same there).

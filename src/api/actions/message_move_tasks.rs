@@ -10,7 +10,7 @@ use crate::api::{check_range, required, Context};
 use crate::engine::move_task::{self, MoveTask, StartError, TaskFailure, TaskStatus};
 use crate::engine::{Queue, QueueId};
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{Empty, Member, Shape, XmlResult, XmlWriter};
 
 /// Fastest rate a task may be given.
 const MAX_RATE: i64 = 500;
@@ -52,6 +52,7 @@ impl XmlResult for StartOutput {
     fn write_xml(&self, w: &mut XmlWriter) {
         w.elem("TaskHandle", &self.task_handle);
     }
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[Member::scalar("TaskHandle")]));
 }
 
 pub(crate) fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, SqsError> {
@@ -176,6 +177,24 @@ impl XmlResult for ListOutput {
             w.close("ListMessageMoveTasksResultEntry");
         }
     }
+    /// Unconfirmed (no capture): the public member names, counts and times as numbers.
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[Member::new(
+        "Results",
+        Shape::List(
+            &Shape::Struct(&[
+                Member::scalar("ApproximateNumberOfMessagesMoved"),
+                Member::scalar("ApproximateNumberOfMessagesToMove"),
+                Member::scalar("DestinationArn"),
+                Member::scalar("FailureReason"),
+                Member::scalar("MaxNumberOfMessagesPerSecond"),
+                Member::scalar("SourceArn"),
+                Member::scalar("StartedTimestamp"),
+                Member::scalar("Status"),
+                Member::scalar("TaskHandle"),
+            ]),
+            Empty::List,
+        ),
+    )]));
 }
 
 pub(crate) fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {
@@ -218,6 +237,9 @@ impl XmlResult for CancelOutput {
             &self.approximate_number_of_messages_moved.to_string(),
         );
     }
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[Member::scalar(
+        "ApproximateNumberOfMessagesMoved",
+    )]));
 }
 
 pub(crate) fn cancel(ctx: &Context, input: CancelInput) -> Result<CancelOutput, SqsError> {

@@ -1,6 +1,7 @@
 //! ReceiveMessage: short and long polls. A long poll registers interest in its queue before
 //! looking, then sleeps until a send or visibility change wakes it, until the next message
-//! deadline, until its wait time ends, or until the server shuts down.
+//! deadline, until its wait time ends (on the engine clock or in real time, whichever comes
+//! first), or until the server shuts down.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use crate::engine::{
     AttributeData, AttributeValue, EngineError, Queue, ReceiveRequest, ReceivedMessage,
 };
 use crate::error::SqsError;
-use crate::protocol::{AsStr, XmlResult, XmlWriter};
+use crate::protocol::{AsStr, Empty, Member, Shape, XmlResult, XmlWriter};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -209,7 +210,33 @@ impl XmlResult for Output {
             w.close("Message");
         }
     }
+    const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[Member {
+        from: "Messages",
+        name: "messages",
+        shape: Shape::List(&MESSAGE, Empty::Null),
+    }]));
 }
+
+/// A received message, as captured from AWS: every member present, `Attributes` an object.
+static MESSAGE: Shape = Shape::Struct(&[
+    Member::new("Attributes", Shape::Map(&Shape::Scalar)),
+    Member::scalar("Body"),
+    Member::scalar("MD5OfBody"),
+    Member::scalar("MD5OfMessageAttributes"),
+    Member::new("MessageAttributes", Shape::Map(&ATTRIBUTE_VALUE)),
+    Member::scalar("MessageId"),
+    Member::scalar("ReceiptHandle"),
+]);
+
+/// A message attribute value. Unconfirmed (no capture): every member present, the list
+/// members `[]` as AWS's model defaults them (as in Lambda's SQS events).
+static ATTRIBUTE_VALUE: Shape = Shape::Struct(&[
+    Member::new("BinaryListValues", Shape::List(&Shape::Scalar, Empty::List)),
+    Member::scalar("BinaryValue"),
+    Member::scalar("DataType"),
+    Member::new("StringListValues", Shape::List(&Shape::Scalar, Empty::List)),
+    Member::scalar("StringValue"),
+]);
 
 pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
@@ -283,7 +310,9 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsErr
     })
 }
 
-/// Receives, waiting up to `wait` for messages to become available.
+/// Receives, waiting up to `wait` for messages to become available. The wait runs on the
+/// engine's clock and on real time, and ends with whichever is done first: a test that
+/// moves the clock forward ends a long poll at once, and a frozen clock still lets it end.
 async fn poll(
     ctx: &Context,
     queue: &Queue,
@@ -298,13 +327,15 @@ async fn poll(
             .map_err(engine_error);
     }
     let give_up = tokio::time::Instant::now() + wait;
+    let give_up_ms = engine.now_ms().saturating_add(wait.as_millis() as u64);
     let mut shutdown = engine.shutdown_signal();
     let _waiter = queue.register_waiter();
     loop {
         let changed = queue.changed().notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let next_deadline = match engine.receive(queue, req.clone(), engine.now_ms()) {
+        let now_ms = engine.now_ms();
+        let next_deadline = match engine.receive(queue, req.clone(), now_ms) {
             Ok(o) if !o.messages.is_empty() => return Ok(o.messages),
             Ok(o) => o.next_deadline_ms,
             // A long poll over the in-flight quota waits instead of failing.
@@ -315,15 +346,14 @@ async fn poll(
             return Ok(Vec::new());
         }
         let now = tokio::time::Instant::now();
-        if now >= give_up {
+        if now >= give_up || now_ms >= give_up_ms {
             return Ok(Vec::new());
         }
         let mut wake_at = give_up;
-        if let Some(deadline) = next_deadline {
-            if !engine.clock().is_frozen() {
-                let in_ms = deadline.saturating_sub(engine.now_ms());
-                wake_at = wake_at.min(now + Duration::from_millis(in_ms));
-            }
+        if !engine.clock().is_frozen() {
+            // The clock may have been moved: its deadlines are due after this much real time.
+            let due_ms = next_deadline.map_or(give_up_ms, |d| d.min(give_up_ms));
+            wake_at = wake_at.min(now + Duration::from_millis(due_ms.saturating_sub(now_ms)));
         }
         tokio::select! {
             _ = &mut changed => {}

@@ -10,7 +10,7 @@ use crate::api::{engine_error, Context};
 use crate::engine::digest::Digest16;
 use crate::engine::{NewMessage, SendReceipt};
 use crate::error::SqsError;
-use crate::protocol::{AsStr, XmlResult, XmlWriter};
+use crate::protocol::{AsStr, Member, Shape, XmlResult, XmlWriter};
 
 /// Longest per-message delay.
 pub(crate) const MAX_DELAY_SECONDS: i64 = 900;
@@ -248,7 +248,24 @@ impl XmlResult for Output {
     fn write_xml(&self, w: &mut XmlWriter) {
         self.write_members(w);
     }
+    const SHAPE: Option<&'static Shape> = Some(&SENT);
 }
+
+/// A sent message's members, as captured from AWS (also a SendMessageBatch entry's, with
+/// its `Id`).
+pub(crate) static SENT: Shape = Shape::Struct(&SENT_MEMBERS);
+const SENT_MEMBERS: [Member; 5] = [
+    Member::scalar("MD5OfMessageAttributes"),
+    Member::scalar("MD5OfMessageBody"),
+    Member::scalar("MD5OfMessageSystemAttributes"),
+    Member::scalar("MessageId"),
+    Member::scalar("SequenceNumber"),
+];
+/// A SendMessageBatch success entry: the sent members and its `Id`.
+pub(crate) static SENT_ENTRY: Shape = Shape::Struct(&{
+    let [a, b, c, d, e] = SENT_MEMBERS;
+    [Member::scalar("Id"), a, b, c, d, e]
+});
 
 pub(crate) fn handle(ctx: &Context, mut input: MessageInput) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.take().as_deref())?;

@@ -2,14 +2,16 @@
 
 use serde::Deserialize;
 
-use crate::api::batch::{check_entries, write_failed, BatchResultErrorEntry, MAX_BATCH_BYTES};
+use crate::api::batch::{
+    check_entries, write_failed, BatchResultErrorEntry, FAILED, MAX_BATCH_BYTES,
+};
 use crate::api::{engine_error, Context};
 use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{json_str, Reply, XmlWriter};
+use crate::protocol::{json_str, Empty, Member, Reply, Shape, XmlWriter};
 
 use super::send_message::{
-    build_message, check_fifo_ids, MessageInput, Output as SendOutput, QueueKind,
+    build_message, check_fifo_ids, MessageInput, Output as SendOutput, QueueKind, SENT_ENTRY,
 };
 
 #[derive(Debug, Deserialize)]
@@ -93,7 +95,16 @@ impl Reply for Output {
         }
         write_failed(w, &self.failed);
     }
+
+    fn shape(&self) -> Option<&'static Shape> {
+        Some(&RESULT)
+    }
 }
+
+static RESULT: Shape = Shape::Struct(&[
+    FAILED,
+    Member::new("Successful", Shape::List(&SENT_ENTRY, Empty::List)),
+]);
 
 /// `,"name":"value"` for values that never need escaping (digests, ids, digits).
 fn raw_field(out: &mut Vec<u8>, name: &str, value: &str) {

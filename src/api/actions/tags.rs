@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{Context, Empty};
 use crate::error::SqsError;
-use crate::protocol::{XmlResult, XmlWriter};
+use crate::protocol::{Member, Shape, XmlResult, XmlWriter};
 
 use super::get_queue_attributes::as_map;
 
@@ -117,6 +117,10 @@ impl XmlResult for ListOutput {
             self.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         );
     }
+    /// Unconfirmed: no capture of this reply exists. A list of `{"Key","Value"}`, as the
+    /// XML's `<Tag>` entries and GetQueueAttributes' `Attributes` suggest.
+    const SHAPE: Option<&'static Shape> =
+        Some(&Shape::Struct(&[Member::new("Tags", Shape::Pairs("Key"))]));
 }
 
 pub(crate) fn list(ctx: &Context, input: ListInput) -> Result<ListOutput, SqsError> {

@@ -1,7 +1,7 @@
 //! Dead-letter queues, redrive policies, message move tasks, permissions, tag limits and the
 //! deleted-queue cooldown, through the Rust SDK. Time-dependent cases use the server's clock.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `--auth verify`: SigV4 checked against configured keys, for header-signed requests from
 //! the Rust SDK and for presigned (query-string) requests.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -252,6 +252,29 @@ async fn presigned_query_string_requests_are_verified() {
     .await;
     assert_eq!(r.status, 403);
     assert_eq!(r.xml_text("Code").as_deref(), Some("SignatureDoesNotMatch"));
+
+    // The same signed URLs asking for JSON (the Accept header is not signed).
+    let accept_json = [("accept", "application/json")];
+    let good = presign("good-secret", Duration::from_secs(300), SystemTime::now());
+    let r = raw(&server, "GET", &good, &accept_json, b"").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let doc: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    let url = doc["GetQueueUrlResponse"]["GetQueueUrlResult"]["QueueUrl"]
+        .as_str()
+        .unwrap();
+    assert!(url.ends_with("/000000000000/presigned"), "{}", r.body);
+    assert_eq!(
+        doc["GetQueueUrlResponse"]["ResponseMetadata"]["RequestId"].as_str(),
+        r.header("x-amzn-requestid")
+    );
+    let bad = presign("bad-secret", Duration::from_secs(300), SystemTime::now());
+    let r = raw(&server, "GET", &bad, &accept_json, b"").await;
+    assert_eq!(r.status, 403);
+    let doc: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(doc["Error"]["Code"], "SignatureDoesNotMatch", "{}", r.body);
+    assert_eq!(doc["Error"]["Type"], "Sender");
+
     let stale = SystemTime::now() - Duration::from_secs(600);
     let r = raw(
         &server,

@@ -1,6 +1,6 @@
 //! End to end through the official Rust SDK (AWS JSON 1.0), against a real server on loopback.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -404,6 +404,49 @@ async fn long_poll_returns_soon_after_a_send() {
         lag < Duration::from_millis(100),
         "long poll woke after {lag:?}"
     );
+}
+
+/// A long poll's wait runs on the engine clock: a test that moves the clock past it gets
+/// its empty answer at once, running or frozen, with no real seconds spent.
+#[tokio::test]
+async fn moving_the_clock_ends_a_long_poll() {
+    let server = start().await;
+    let c = sdk(&server);
+    let url = create(&c, "clockpoll").await;
+    for frozen in [false, true] {
+        if frozen {
+            server.clock().freeze();
+        }
+        let poll = {
+            let (c, url) = (c.clone(), url.clone());
+            tokio::spawn(async move {
+                c.receive_message()
+                    .queue_url(&url)
+                    .wait_time_seconds(20)
+                    .send()
+                    .await
+                    .unwrap()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        server.advance_clock(Duration::from_secs(19));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            !poll.is_finished(),
+            "ended before its 20 s (frozen: {frozen})"
+        );
+        let moved_at = Instant::now();
+        server.advance_clock(Duration::from_secs(1));
+        let got = tokio::time::timeout(Duration::from_secs(5), poll)
+            .await
+            .expect("the long poll outlived its wait on the engine clock")
+            .unwrap();
+        assert!(got.messages.is_none());
+        assert!(
+            moved_at.elapsed() < Duration::from_millis(500),
+            "frozen: {frozen}"
+        );
+    }
 }
 
 #[tokio::test]

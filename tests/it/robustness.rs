@@ -2,7 +2,7 @@
 //! SQS error (or success), never a 5xx, a hang or a dropped connection, and the server must
 //! keep serving afterwards.
 
-mod common;
+use crate::common;
 
 use common::{json, raw, raw_url, start};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! The TOML config file: queues declared at start with attributes, tags and dead-letter
 //! wiring by name; idempotent re-application; errors that name the line and key.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! receive attempts, and a concurrency check with many consumers and groups. Time-dependent
 //! cases run on the server's clock.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -1,13 +1,17 @@
 //! Golden wire exchanges: each file in `fixtures/wire/` is a sequence of raw requests and the
 //! exact responses sqsim must give, after replacing what varies between runs (request and
-//! message ids, receipt handles, timestamps, FIFO sequence numbers) with placeholders. `SQSIM_BLESS=1` rewrites the
-//! files from the current output; review the diff before committing it.
+//! message ids, receipt handles, move-task handles, timestamps and SigV4 dates, FIFO sequence
+//! numbers) with placeholders. `SQSIM_BLESS=1` rewrites the files from the current output;
+//! review the diff before committing it.
+//!
+//! A file's leading comment may configure its server: `# server: max_body_bytes=N` or
+//! `# server: auth=ACCESS_KEY:SECRET` (signatures verified against that key).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
-use common::{raw, start, RawResponse};
+use common::{raw, start_with, RawResponse};
 
 struct Exchange {
     method: String,
@@ -72,6 +76,41 @@ fn is_uuid_at(b: &[u8], i: usize) -> bool {
     j == b.len() || !b[j].is_ascii_hexdigit()
 }
 
+/// Whether a SigV4 date (`20240101T000000Z`) starts at `i`.
+fn is_amz_date_at(b: &[u8], i: usize) -> bool {
+    let Some(d) = b.get(i..i + 16) else {
+        return false;
+    };
+    d[..8].iter().all(u8::is_ascii_digit)
+        && d[8] == b'T'
+        && d[9..15].iter().all(u8::is_ascii_digit)
+        && d[15] == b'Z'
+}
+
+/// How every move-task handle starts: base64 of `{"sourceArn":`.
+const TASK_HANDLE: &str = "eyJzb3VyY2VBcm4iOi";
+
+/// The server a fixture asks for in its `# server:` lines.
+fn config_of(preamble: &[String]) -> sqsim::Config {
+    let mut config = sqsim::Config::default();
+    for line in preamble {
+        let Some(setting) = line.strip_prefix("# server: ") else {
+            continue;
+        };
+        match setting.split_once('=') {
+            Some(("max_body_bytes", n)) => config.max_body_bytes = n.parse().unwrap(),
+            Some(("auth", key)) => {
+                let cred = sqsim::config::Credential::parse(key).unwrap();
+                config.auth = sqsim::config::AuthMode::Verify(
+                    [(cred.access_key.clone(), cred)].into_iter().collect(),
+                );
+            }
+            _ => panic!("unknown fixture setting {setting:?}"),
+        }
+    }
+    config
+}
+
 /// Replaces run-dependent values with placeholders.
 fn normalize(s: &str) -> String {
     let b = s.as_bytes();
@@ -82,6 +121,14 @@ fn normalize(s: &str) -> String {
         if boundary && is_uuid_at(b, i) {
             out.push_str("<UUID>");
             i += 36;
+        } else if boundary && s[i..].starts_with(TASK_HANDLE) {
+            // base64 of `{"sourceArn":…,"taskId":"<uuid>"}`: the id varies, so the handle does.
+            out.push_str("<TASK>");
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'+' | b'/' | b'='))
+            {
+                i += 1;
+            }
         } else if boundary && s[i..].starts_with("AQEB") {
             out.push_str("<HANDLE>");
             i += 4;
@@ -90,6 +137,9 @@ fn normalize(s: &str) -> String {
             {
                 i += 1;
             }
+        } else if boundary && is_amz_date_at(b, i) {
+            out.push_str("<AMZDATE>");
+            i += 16;
         } else if boundary && b[i].is_ascii_digit() {
             let start = i;
             while i < b.len() && b[i].is_ascii_digit() {
@@ -151,7 +201,7 @@ async fn wire_fixtures() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let (preamble, exchanges) = parse(&text);
-        let server = start().await;
+        let server = start_with(config_of(&preamble)).await;
         let mut blessed: Vec<String> = preamble.clone();
         for (i, (ex, expected)) in exchanges.iter().enumerate() {
             let headers: Vec<(&str, &str)> = ex

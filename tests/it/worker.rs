@@ -1,6 +1,6 @@
 //! `sqsim worker` against a real sqsim and a real HTTP application on loopback.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::convert::Infallible;

@@ -2,7 +2,7 @@
 //! query code, HTTP status, `x-amzn-query-error` header and JSON `__type` must match the
 //! reference table, and the XML `ErrorResponse` must carry the same code.
 
-mod common;
+use crate::common;
 
 use common::{json, query, query_at, raw, raw_url, start, RawResponse};
 use serde_json::{json, Value};

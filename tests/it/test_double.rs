@@ -1,7 +1,7 @@
 //! The test-double controls: the admin clock, reset, peek, stats, fault injection,
 //! at-least-once mode and per-credential isolation, driven over HTTP and the Rust SDK.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

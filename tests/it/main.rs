@@ -1,0 +1,20 @@
+//! sqsim's Rust integration tests, one crate (each test crate links aws-sdk-sqs, so one
+//! crate instead of fourteen saves most of the link time on two cores). Each module is one
+//! area; `common` starts servers and builds clients for all of them.
+
+mod common;
+
+mod auth;
+mod config_file;
+mod errors;
+mod fifo;
+mod golden;
+mod readme;
+mod readme_example;
+mod redrive;
+mod robustness;
+mod sdk;
+mod shutdown;
+mod test_double;
+mod visibility;
+mod worker;
