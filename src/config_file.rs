@@ -26,10 +26,9 @@ use toml::Spanned;
 use crate::api::actions::create_queue::check_queue_name;
 use crate::api::actions::tags::check_new_tags;
 use crate::api::attributes::{apply, check_redrive_target};
-use crate::config::{Config, UrlStyle};
+use crate::config::{AuthMode, Config, Credential, UrlStyle};
 use crate::engine::redrive::RedrivePolicy;
 use crate::engine::{Engine, QueueId, QueueSettings};
-use crate::server::auth::{AuthMode, Credential};
 
 /// A config file problem, worded for a person: where, which key, what is wrong.
 #[derive(Debug, thiserror::Error)]
