@@ -2,8 +2,10 @@
 //! from its defaults, the config file and then its flags ([`Flags`]), in that order.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use crate::engine::EngineSettings;
+pub use crate::store::SyncMode;
 
 /// Port `make run` serves on (ElasticMQ's, so existing local setups keep working).
 pub const DEFAULT_PORT: u16 = 9324;
@@ -51,6 +53,30 @@ pub struct Config {
     pub auth: AuthMode,
     /// Engine knobs.
     pub engine: EngineSettings,
+    /// Durable mode: `None` keeps everything in memory and never touches the disk.
+    pub durability: Option<Durability>,
+}
+
+/// Durable mode: where queues and messages are kept across restarts, and what "kept" means
+/// before a change is acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durability {
+    /// The data directory (created if missing; one process at a time).
+    pub data_dir: PathBuf,
+    pub sync: SyncMode,
+    /// Start past a corrupt record with everything before it, instead of refusing to start.
+    pub salvage: bool,
+}
+
+impl Durability {
+    /// Durable mode in `data_dir` with the default (fsync) promise.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Durability {
+        Durability {
+            data_dir: data_dir.into(),
+            sync: SyncMode::Fsync,
+            salvage: false,
+        }
+    }
 }
 
 impl Default for Config {
@@ -65,6 +91,7 @@ impl Default for Config {
             url_style: UrlStyle::Path,
             auth: AuthMode::Off,
             engine: EngineSettings::default(),
+            durability: None,
         }
     }
 }
@@ -120,6 +147,12 @@ pub struct Flags {
     pub verify: Option<bool>,
     /// `ACCESS_KEY:SECRET[:ACCOUNT_ID]` texts, added to the config file's keys.
     pub credentials: Vec<String>,
+    /// `--data-dir`: turns durable mode on.
+    pub data_dir: Option<PathBuf>,
+    /// `--sync`: what durable mode promises before it answers.
+    pub sync: Option<SyncMode>,
+    /// `--salvage`: start past a corrupt record.
+    pub salvage: bool,
 }
 
 impl Config {
@@ -149,6 +182,27 @@ impl Flags {
         set!(host, port, region, account_id, url_style);
         if let Some(v) = self.advertised_url {
             config.advertised_url = Some(v);
+        }
+        if let Some(dir) = self.data_dir {
+            let sync = config
+                .durability
+                .as_ref()
+                .map(|d| d.sync)
+                .unwrap_or_default();
+            config.durability = Some(Durability {
+                sync,
+                ..Durability::new(dir)
+            });
+        }
+        match &mut config.durability {
+            Some(d) => {
+                d.sync = self.sync.unwrap_or(d.sync);
+                d.salvage |= self.salvage;
+            }
+            None if self.sync.is_some() || self.salvage => {
+                return Err("--sync and --salvage need durable mode: give --data-dir DIR".into());
+            }
+            None => {}
         }
         let file_verifies = matches!(config.auth, AuthMode::Verify(_));
         let mut keys = match std::mem::take(&mut config.auth) {

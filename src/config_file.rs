@@ -100,6 +100,10 @@ pub struct ServerSection {
     pub deleted_queue_cooldown: Option<bool>,
     /// `"off"` or `"verify"`.
     pub auth: Option<Spanned<String>>,
+    /// Turns durable mode on, keeping queues and messages in this directory.
+    pub data_dir: Option<String>,
+    /// `"fsync"` (the default) or `"os"`: what durable mode promises before it answers.
+    pub sync: Option<Spanned<String>>,
 }
 
 /// `[queues.<name>]`.
@@ -202,6 +206,25 @@ impl LoadedConfig {
         }
         if let Some(v) = s.purge_cooldown {
             config.engine.purge_cooldown = v;
+        }
+        if let Some(dir) = &s.data_dir {
+            config.durability = Some(crate::config::Durability::new(dir));
+        }
+        if let Some(v) = &s.sync {
+            let sync = v
+                .get_ref()
+                .parse()
+                .map_err(|e| self.error(v.span().start, "server.sync", e))?;
+            match &mut config.durability {
+                Some(d) => d.sync = sync,
+                None => {
+                    return Err(self.error(
+                        v.span().start,
+                        "server.sync",
+                        "needs durable mode: set server.data_dir too",
+                    ))
+                }
+            }
         }
         if let Some(v) = s.deleted_queue_cooldown {
             config.engine.deleted_queue_cooldown = v;

@@ -38,9 +38,10 @@ pub(crate) mod error;
 pub(crate) mod protocol;
 pub mod server;
 mod simd;
+pub(crate) mod store;
 pub mod worker;
 
-pub use config::Config;
+pub use config::{Config, Durability, SyncMode};
 pub use engine::clock::MAX_EPOCH_MS;
 pub use engine::{Clock, EngineSettings};
 pub use server::{Server, ServerBuilder};

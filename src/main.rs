@@ -49,6 +49,19 @@ struct Args {
     /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID]; repeatable.
     #[arg(long = "credentials", env = "SQSIM_CREDENTIALS", value_delimiter = ',')]
     credentials: Vec<String>,
+    /// Durable mode: keep queues and messages in this directory across restarts (created if
+    /// missing; one process per directory). Without it nothing touches the disk.
+    #[arg(long, env = "SQSIM_DATA_DIR")]
+    data_dir: Option<std::path::PathBuf>,
+    /// What durable mode promises before answering: `fsync` (on disk; survives a power cut)
+    /// or `os` (handed to the OS; survives a crash of sqsim, not of the machine)
+    /// [default: fsync].
+    #[arg(long, env = "SQSIM_SYNC", value_parser = ["fsync", "os"])]
+    sync: Option<String>,
+    /// Start even if the data directory holds a corrupt record: keep everything before it
+    /// (the damaged file is kept aside as *.salvaged).
+    #[arg(long, env = "SQSIM_SALVAGE")]
+    salvage: bool,
     /// Log filter (tracing syntax); RUST_LOG wins when set.
     #[arg(long, env = "SQSIM_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -100,6 +113,9 @@ fn main() -> ExitCode {
         }),
         verify: args.auth.map(|a| a == "verify"),
         credentials: args.credentials,
+        data_dir: args.data_dir,
+        sync: args.sync.and_then(|s| s.parse().ok()),
+        salvage: args.salvage,
     };
     // The file's keys were validated by apply_server.
     let file_keys = file

@@ -1,7 +1,7 @@
 //! Message attributes as the engine keeps them: a data type and a string or binary value.
 
 /// The value of one message attribute.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum AttributeData {
     /// `String` and `Number` types (and their custom subtypes).
     String(String),
@@ -10,7 +10,7 @@ pub(crate) enum AttributeData {
 }
 
 /// One message attribute: its full data type (e.g. `Number.int`) and value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct AttributeValue {
     pub data_type: String,
     pub data: AttributeData,

@@ -119,6 +119,23 @@ impl Clock {
     pub fn is_frozen(&self) -> bool {
         self.frozen_at.load(Ordering::Acquire) != NOT_FROZEN
     }
+
+    /// What a restart must keep: the virtual time added to real time, and the reading it is
+    /// frozen at, if frozen.
+    pub(crate) fn virtual_state(&self) -> (i64, Option<u64>) {
+        let frozen = self.frozen_at.load(Ordering::Acquire);
+        (
+            self.offset_ms.load(Ordering::Acquire),
+            (frozen != NOT_FROZEN).then_some(frozen),
+        )
+    }
+
+    /// Puts back what [`Clock::virtual_state`] returned before a restart.
+    pub(crate) fn restore_virtual(&self, offset_ms: i64, frozen_at: Option<u64>) {
+        self.offset_ms.store(offset_ms, Ordering::Release);
+        self.frozen_at
+            .store(frozen_at.unwrap_or(NOT_FROZEN), Ordering::Release);
+    }
 }
 
 #[cfg(test)]

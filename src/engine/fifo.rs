@@ -175,6 +175,26 @@ impl FifoIndex {
         );
     }
 
+    /// Remembered deduplication keys: (key, when the memory expires, the original).
+    pub(crate) fn dedup_entries(&self) -> impl Iterator<Item = (&str, u64, &Original)> {
+        self.dedup.iter().map(|(k, (e, o))| (k.as_str(), *e, o))
+    }
+
+    /// Remembered receive attempts.
+    pub(crate) fn attempt_entries(&self) -> impl Iterator<Item = (&str, &Attempt)> {
+        self.attempts.iter().map(|(k, a)| (k.as_str(), a))
+    }
+
+    /// The last sequence number handed out.
+    pub(crate) fn last_sequence(&self) -> u128 {
+        self.last_sequence
+    }
+
+    /// Makes later sequence numbers larger than `n` (one handed out before a restart).
+    pub(crate) fn observe_sequence(&mut self, n: u128) {
+        self.last_sequence = self.last_sequence.max(n);
+    }
+
     /// Forgets messages, groups and the deduplication cache (purge). Sequence numbers keep
     /// increasing.
     pub(crate) fn clear(&mut self) {

@@ -3,14 +3,16 @@
 
 /// Names a stored message: when it entered the queue, and its arrival number there.
 /// Ordering by it is oldest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub(crate) struct MessageKey {
     pub sent_ms: u64,
     pub seq: u64,
 }
 
 /// Where a queue lives and what it is called.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub(crate) struct QueueId {
     pub region: String,
     pub account: String,

@@ -3,12 +3,14 @@
 //! Everything here is synchronous except waiting for a queue to change, which long polls use.
 
 pub(crate) mod attribute;
+pub(crate) mod change;
 pub(crate) mod clock;
 pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod fair;
 pub(crate) mod fifo;
 pub(crate) mod ids;
+pub(crate) mod journal;
 pub(crate) mod md5_lanes;
 pub(crate) mod message;
 pub(crate) mod move_task;
@@ -17,11 +19,14 @@ pub(crate) mod random;
 pub(crate) mod receipt;
 pub(crate) mod receive;
 pub(crate) mod redrive;
+mod replay;
+mod restore;
 pub(crate) mod settings;
 pub(crate) mod slab;
 mod state;
 pub(crate) mod view;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -51,6 +56,8 @@ pub(crate) struct Engine {
     pub(crate) move_tasks: Mutex<Vec<Arc<move_task::MoveTask>>>,
     next_uid: AtomicU64,
     shutdown: watch::Sender<bool>,
+    /// Where changes are recorded (nowhere in the in-memory default).
+    journal: journal::Journal,
 }
 
 impl Engine {
@@ -65,7 +72,13 @@ impl Engine {
             move_tasks: Mutex::new(Vec::new()),
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
+            journal: journal::Journal::default(),
         }
+    }
+
+    /// The engine's journal (its durable store, if any).
+    pub(crate) fn journal(&self) -> &journal::Journal {
+        &self.journal
     }
 
     /// The engine's clock.
@@ -107,7 +120,21 @@ impl Engine {
             }
         }
         let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
-        let q = Arc::new(Queue::new(id.clone(), uid, settings, self.now_ms()));
+        let now = self.now_ms();
+        // Recorded under the registry's lock: before any change to the new queue.
+        self.journal.record(&[change::Change::QueueCreated {
+            id: Cow::Borrowed(&id),
+            uid,
+            created_ms: now,
+            settings: Cow::Borrowed(&settings),
+        }]);
+        let q = Arc::new(Queue::new(
+            id.clone(),
+            uid,
+            settings,
+            now,
+            self.journal.clone(),
+        ));
         queues.insert(id, Arc::clone(&q));
         Ok((q, true))
     }
@@ -124,13 +151,14 @@ impl Engine {
     /// Deletes a queue with its messages; false if it did not exist. Its name stays
     /// unavailable for 60 seconds (when the cooldown is on).
     pub(crate) fn delete_queue(&self, id: &QueueId) -> bool {
-        if !self.reset_queue(id) {
+        let now = self.now_ms();
+        if !self.remove_queue(id, Some(now)) {
             return false;
         }
         self.deleted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), self.now_ms());
+            .insert(id.clone(), now);
         true
     }
 
@@ -204,8 +232,18 @@ impl Engine {
     /// Removes queues, their messages, move tasks and deleted-name cooldowns: a fresh engine.
     /// `namespace` limits it to one (region, account).
     pub(crate) fn reset(&self, namespace: Option<(&str, &str)>) {
+        self.forget(namespace, true);
+    }
+
+    /// [`Engine::reset`], recording it or (replaying it) not.
+    fn forget(&self, namespace: Option<(&str, &str)>, record: bool) {
         let removed: Vec<Arc<Queue>> = {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+            if record {
+                self.journal.record(&[change::Change::Reset {
+                    namespace: namespace.map(|(r, a)| (r.into(), a.into())),
+                }]);
+            }
             let ids: Vec<QueueId> = queues
                 .keys()
                 .filter(|id| namespace.is_none_or(|(r, a)| id.region == r && id.account == a))
@@ -245,11 +283,21 @@ impl Engine {
 
     /// Removes one queue without leaving a deleted-name cooldown behind.
     pub(crate) fn reset_queue(&self, id: &QueueId) -> bool {
-        let removed = self
-            .queues
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        self.remove_queue(id, None)
+    }
+
+    fn remove_queue(&self, id: &QueueId, cooldown_from: Option<u64>) -> bool {
+        let removed = {
+            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+            let removed = queues.remove(id);
+            if let Some(q) = &removed {
+                self.journal.record(&[change::Change::QueueDeleted {
+                    uid: q.uid,
+                    cooldown_from,
+                }]);
+            }
+            removed
+        };
         match removed {
             Some(q) => {
                 q.mark_deleted();
@@ -281,7 +329,26 @@ impl Engine {
     /// Moves the clock forward and lets every long poll re-check its queue.
     pub(crate) fn advance_clock(&self, by: Duration) {
         self.clock.advance(by);
+        self.record_clock();
         self.wake_all();
+    }
+
+    /// Freezes (true) or unfreezes the clock.
+    pub(crate) fn set_clock_frozen(&self, frozen: bool) {
+        if frozen {
+            self.clock.freeze();
+        } else {
+            self.clock.unfreeze();
+        }
+        self.record_clock();
+    }
+
+    fn record_clock(&self) {
+        let (offset_ms, frozen_at) = self.clock.virtual_state();
+        self.journal.record(&[change::Change::Clock {
+            offset_ms,
+            frozen_at,
+        }]);
     }
 
     /// Like [`Engine::advance_clock`], but refuses (false, clock unchanged) a move past
@@ -289,6 +356,7 @@ impl Engine {
     pub(crate) fn try_advance_clock(&self, by: Duration) -> bool {
         let moved = self.clock.try_advance(by);
         if moved {
+            self.record_clock();
             self.wake_all();
         }
         moved

@@ -179,7 +179,7 @@ fn deliver(
     engine: &Engine,
     source: &Queue,
     destination: Option<&Queue>,
-    batch: Vec<super::message::StoredMessage>,
+    batch: Vec<super::receive::Taken>,
     now: u64,
 ) -> (u64, Option<TaskFailure>) {
     const GONE: TaskFailure = TaskFailure::QueueGone;
@@ -195,6 +195,7 @@ fn deliver(
     let mut failed = Vec::new();
     for m in batch {
         let target = m
+            .message
             .payload
             .dead_letter_source_arn()
             .and_then(QueueId::from_arn)

@@ -2,17 +2,20 @@
 //! [`QueueState`], and the notification its long polls wait on. Every operation takes the
 //! lock once, catches the state up to "now", and wakes waiters after releasing it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
+use super::change::Change;
 use super::error::EngineError;
 use super::ids::QueueId;
-use super::message::{NewMessage, SendReceipt, StoredMessage};
+use super::journal::Journal;
+use super::message::{NewMessage, SendReceipt};
 use super::receipt::Receipt;
-use super::receive::{ReceiveOutcome, ReceiveRequest, Transfer};
+use super::receive::{ReceiveOutcome, ReceiveRequest, Taken, Transfer};
 use super::settings::{QueueSettings, PURGE_COOLDOWN_MS};
 use super::state::QueueState;
 use super::view::{PeekedMessage, QueueCounts, QueueSnapshot};
@@ -29,20 +32,28 @@ pub(crate) struct Queue {
     changed: Notify,
     waiters: AtomicUsize,
     deleted: AtomicBool,
+    journal: Journal,
 }
 
 impl Queue {
-    /// A new, empty queue.
-    pub(crate) fn new(id: QueueId, uid: u64, settings: QueueSettings, now_ms: u64) -> Queue {
+    /// A new, empty queue whose changes go to `journal`.
+    pub(crate) fn new(
+        id: QueueId,
+        uid: u64,
+        settings: QueueSettings,
+        now_ms: u64,
+        journal: Journal,
+    ) -> Queue {
         let arn = id.arn();
         Queue {
             id,
             arn,
             uid,
-            state: Mutex::new(QueueState::new(settings, uid, now_ms)),
+            state: Mutex::new(QueueState::new(settings, uid, now_ms, journal.is_on())),
             changed: Notify::new(),
             waiters: AtomicUsize::new(0),
             deleted: AtomicBool::new(false),
+            journal,
         }
     }
 
@@ -51,7 +62,7 @@ impl Queue {
         &self.id.name
     }
 
-    fn lock(&self) -> MutexGuard<'_, QueueState> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, QueueState> {
         // A panic while holding the lock cannot leave the indexes half-updated in a way
         // that matters more than refusing all further service, so keep going.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -63,6 +74,12 @@ impl Queue {
             let mut st = self.lock();
             let now = st.catch_up(now_ms);
             let r = f(&mut st, now, self.uid);
+            if !st.rec.frame.is_empty() {
+                // Appended under the lock, so the log holds this queue's changes in the
+                // order they were made.
+                self.journal.append(&st.rec.frame);
+                st.rec.frame.clear();
+            }
             (r, std::mem::take(&mut st.wake))
         };
         if wake {
@@ -121,6 +138,11 @@ impl Queue {
             let r = f(&mut settings)?;
             st.settings = settings;
             st.last_modified_s = now / 1000;
+            st.rec.add(&Change::Settings {
+                uid: st.uid,
+                settings: Cow::Borrowed(&st.settings),
+                last_modified_s: st.last_modified_s,
+            });
             st.expire(now);
             st.wake = true;
             Ok(r)
@@ -149,7 +171,14 @@ impl Queue {
 
     /// Edits the tags in place.
     pub(crate) fn update_tags<R>(&self, f: impl FnOnce(&mut BTreeMap<String, String>) -> R) -> R {
-        f(&mut self.lock().tags)
+        self.with_state(0, |st, _, _| {
+            let r = f(&mut st.tags);
+            st.rec.add(&Change::Tags {
+                uid: st.uid,
+                tags: Cow::Borrowed(&st.tags),
+            });
+            r
+        })
     }
 
     /// Stores a message. Validation of content is the caller's; size is checked here
@@ -182,7 +211,7 @@ impl Queue {
     }
 
     /// Takes in messages from another queue (or back into this one), visible at once.
-    pub(crate) fn accept(&self, messages: Vec<StoredMessage>, transfer: Transfer<'_>, now_ms: u64) {
+    pub(crate) fn accept(&self, messages: Vec<Taken>, transfer: Transfer<'_>, now_ms: u64) {
         self.with_state(now_ms, |st, now, _| {
             for m in messages {
                 st.accept(m, transfer, now);
@@ -191,7 +220,7 @@ impl Queue {
     }
 
     /// Removes up to `n` visible messages, in delivery order, for a message move task.
-    pub(crate) fn take_for_move(&self, n: usize, now_ms: u64) -> Vec<StoredMessage> {
+    pub(crate) fn take_for_move(&self, n: usize, now_ms: u64) -> Vec<Taken> {
         self.with_state(now_ms, |st, _, _| st.take_for_move(n))
     }
 
@@ -296,7 +325,7 @@ mod tests {
             fifo_queue: fifo,
             ..QueueSettings::default()
         };
-        Queue::new(id, 1, settings, 1_000_000)
+        Queue::new(id, 1, settings, 1_000_000, Journal::default())
     }
 
     fn msg(body: &str, delay: Option<u32>) -> NewMessage {

@@ -1,7 +1,7 @@
 //! The values a receive takes and gives, and how messages move between queues (dead
 //! letters, redrives).
 
-use super::ids::QueueId;
+use super::ids::{MessageKey, QueueId};
 use super::message::{ReceivedMessage, StoredMessage};
 
 /// Parameters of one receive.
@@ -30,7 +30,17 @@ pub(crate) struct ReceiveOutcome {
 #[derive(Debug)]
 pub(crate) struct DeadLetters {
     pub target: QueueId,
-    pub messages: Vec<StoredMessage>,
+    pub messages: Vec<Taken>,
+}
+
+/// A message taken out of one queue on its way to another (or back). Its removal is
+/// recorded together with its arrival, so a crash cannot leave it in both queues or neither.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    /// The queue (uid) it left, and the key it had there.
+    pub from: u64,
+    pub key: MessageKey,
+    pub message: StoredMessage,
 }
 
 /// Why messages arrive from another queue.

@@ -6,7 +6,7 @@
 use super::ids::QueueId;
 
 /// A parsed RedrivePolicy.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RedrivePolicy {
     /// The document as it was set.
     pub raw: String,
@@ -26,7 +26,7 @@ impl RedrivePolicy {
 }
 
 /// Who may use a queue as a dead-letter queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum RedrivePermission {
     AllowAll,
     DenyAll,
@@ -35,7 +35,7 @@ pub(crate) enum RedrivePermission {
 }
 
 /// A parsed RedriveAllowPolicy.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RedriveAllowPolicy {
     /// The document as it was set.
     pub raw: String,

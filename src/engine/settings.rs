@@ -15,21 +15,21 @@ pub(crate) const PURGE_COOLDOWN_MS: u64 = 60_000;
 pub(crate) const DELETED_QUEUE_COOLDOWN_MS: u64 = 60_000;
 
 /// How a FIFO queue scopes deduplication.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum DeduplicationScope {
     Queue,
     MessageGroup,
 }
 
 /// How a FIFO queue's throughput quota is counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum FifoThroughputLimit {
     PerQueue,
     PerMessageGroupId,
 }
 
 /// The settable attributes of one queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct QueueSettings {
     pub delay_seconds: u32,
     pub maximum_message_size: u32,

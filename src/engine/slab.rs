@@ -178,6 +178,49 @@ impl MessageSlab {
         self.len += 1;
     }
 
+    /// Leaves the `seq`s below `seq` unused, so the next push gets `seq` (recovery restores
+    /// messages under their original keys, with gaps where others were deleted).
+    pub(crate) fn skip_to(&mut self, seq: u64) {
+        if seq <= self.next {
+            return;
+        }
+        if self.len == 0 {
+            self.chunks.clear();
+            self.base = seq;
+            self.next = seq;
+            return;
+        }
+        while self.next < seq {
+            let d = (self.next - self.base) as usize;
+            if d / CHUNK == self.chunks.len() {
+                if seq - self.next >= CHUNK as u64 {
+                    // A whole chunk of gaps costs an empty list.
+                    self.chunks.push_back(Chunk::Sparse(Vec::new()));
+                    self.next += CHUNK as u64;
+                    continue;
+                }
+                self.chunks.push_back(Chunk::Dense {
+                    slots: Vec::new(),
+                    live: 0,
+                    head: 0,
+                });
+            }
+            let Some(Chunk::Dense { slots, live, head }) = self.chunks.back_mut() else {
+                unreachable!("the newest chunk is always dense");
+            };
+            let n = (CHUNK - d % CHUNK).min((seq - self.next) as usize);
+            slots.extend(std::iter::repeat_with(|| None).take(n));
+            if *live == 0 {
+                *head = slots.len();
+            }
+            self.next += n as u64;
+        }
+        let last = self.chunks.len() - 1;
+        for c in self.chunks.range_mut(..last) {
+            c.compact();
+        }
+    }
+
     /// Where the message stored under `key` is, if it is still there (the slot must hold
     /// the message that entered at `key.sent_ms`, not just any message).
     fn find(&self, key: &MessageKey) -> Option<(usize, usize)> {
@@ -285,6 +328,27 @@ mod tests {
         };
         s.push(key, msg(ms));
         key
+    }
+
+    #[test]
+    fn skipping_leaves_gaps_and_keeps_lookups_and_order() {
+        for gap in [1u64, 5, 1023, 1024, 1025, 5000] {
+            let mut s = MessageSlab::default();
+            let a = push(&mut s, 1);
+            s.skip_to(s.next_seq() + gap);
+            let b = push(&mut s, 2);
+            assert_eq!(b.seq, a.seq + 1 + gap);
+            assert!(s.get(&a).is_some() && s.get(&b).is_some(), "gap {gap}");
+            let keys: Vec<MessageKey> = s.iter().map(|(k, _)| k).collect();
+            assert_eq!(keys, vec![a, b]);
+            assert!(s.remove(&a).is_some());
+            assert_eq!(s.first().map(|(k, _)| k), Some(b), "gap {gap}");
+            assert!(s.remove(&b).is_some());
+            assert_eq!(s.len(), 0);
+            s.skip_to(s.next_seq() + gap);
+            let c = push(&mut s, 3);
+            assert_eq!(s.first().map(|(k, _)| k), Some(c));
+        }
     }
 
     #[test]

@@ -8,13 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
+use super::change::{self, Change, MessageRecord, Progress};
 use super::error::EngineError;
 use super::fair::FairIndex;
 use super::fifo::{FifoIndex, Original};
 use super::ids::{MessageKey, QueueId};
 use super::message::{Delivery, PreparedMessage, ReceivedMessage, SendReceipt, StoredMessage};
 use super::receipt::Receipt;
-use super::receive::{DeadLetters, ReceiveOutcome, ReceiveRequest, Transfer};
+use super::receive::{DeadLetters, ReceiveOutcome, ReceiveRequest, Taken, Transfer};
 use super::settings::{DeduplicationScope, QueueSettings, MAX_VISIBILITY_TIMEOUT_S};
 use super::slab::MessageSlab;
 use super::view::Traffic;
@@ -26,8 +27,26 @@ pub(super) enum Order {
     Fifo(Box<FifoIndex>),
 }
 
+/// The changes one operation made, for a durable store: encoded as they happen (only when
+/// a store is attached) and handed over as one frame before the queue's lock is released.
+#[derive(Debug, Default)]
+pub(super) struct Recorder {
+    pub(super) on: bool,
+    pub(super) frame: Vec<u8>,
+}
+
+impl Recorder {
+    pub(super) fn add(&mut self, c: &Change<'_>) {
+        if self.on {
+            change::encode(&mut self.frame, c);
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(super) struct QueueState {
+    /// The queue incarnation this state belongs to (names it in recorded changes).
+    pub(super) uid: u64,
     pub(super) settings: QueueSettings,
     pub(super) created_s: u64,
     pub(super) last_modified_s: u64,
@@ -56,11 +75,17 @@ pub(super) struct QueueState {
     pub(super) rng: u64,
     /// Set by operations that should wake long polls once the lock is released.
     pub(super) wake: bool,
+    pub(super) rec: Recorder,
 }
 
 impl QueueState {
     /// The state of a new, empty queue.
-    pub(super) fn new(settings: QueueSettings, uid: u64, now_ms: u64) -> QueueState {
+    pub(super) fn new(
+        settings: QueueSettings,
+        uid: u64,
+        now_ms: u64,
+        recorded: bool,
+    ) -> QueueState {
         let order = if settings.fifo_queue {
             Order::Fifo(Box::default())
         } else {
@@ -68,6 +93,7 @@ impl QueueState {
         };
         let dedup_scope = settings.deduplication_scope;
         QueueState {
+            uid,
             settings,
             created_s: now_ms / 1000,
             last_modified_s: now_ms / 1000,
@@ -87,6 +113,10 @@ impl QueueState {
             redeliver_probability: 0.0,
             rng: uid | 1,
             wake: false,
+            rec: Recorder {
+                on: recorded,
+                frame: Vec::new(),
+            },
         }
     }
 
@@ -232,11 +262,19 @@ impl QueueState {
             last_receive_ms: 0,
             redelivered: false,
         });
+        self.record_put(key);
         if let (Order::Fifo(fifo), Some(k)) = (&mut self.order, dedup_key) {
             let original = Original {
                 message_id: receipt.message_id,
                 sequence_number: receipt.sequence_number.clone().unwrap_or_default(),
             };
+            self.rec.add(&Change::Dedup {
+                uid: self.uid,
+                dedup_key: k.as_str().into(),
+                message_id: *original.message_id.as_bytes(),
+                sequence_number: original.sequence_number.as_str().into(),
+                at_ms: now,
+            });
             fifo.remember(k, original, now);
             fifo.insert(key, &fifo_group(group_id.as_ref()));
         }
@@ -249,6 +287,30 @@ impl QueueState {
             self.make_visible(key);
         }
         receipt
+    }
+
+    /// Records a stored message whole (it just entered the queue).
+    pub(super) fn record_put(&mut self, key: MessageKey) {
+        if let (true, Some(m)) = (self.rec.on, self.messages.get(&key)) {
+            let c = Change::Put {
+                uid: self.uid,
+                key,
+                message: MessageRecord::of(m),
+            };
+            change::encode(&mut self.rec.frame, &c);
+        }
+    }
+
+    /// Records a message's delivery state after a receive or a visibility change.
+    pub(super) fn record_progress(&mut self, key: MessageKey) {
+        if let (true, Some(m)) = (self.rec.on, self.messages.get(&key)) {
+            let c = Change::Progress {
+                uid: self.uid,
+                key,
+                progress: Progress::of(m),
+            };
+            change::encode(&mut self.rec.frame, &c);
+        }
     }
 
     /// Wakes waiters if `deadline` is now the earliest, so they re-plan their sleep.
@@ -311,8 +373,14 @@ impl QueueState {
                         && !(to_self && msg.payload.dead_letter_source_arn().is_some())
                 });
                 if moves {
-                    if let Some(m) = self.remove(&key) {
-                        dead.push(m);
+                    // Not recorded here: the dead-letter queue records the removal with
+                    // the arrival.
+                    if let Some(message) = self.remove(&key) {
+                        dead.push(Taken {
+                            from: self.uid,
+                            key,
+                            message,
+                        });
                     }
                     continue;
                 }
@@ -332,6 +400,12 @@ impl QueueState {
         };
         if let (Some(id), Order::Fifo(f)) = (req.attempt_id, &mut self.order) {
             if !taken.is_empty() {
+                self.rec.add(&Change::Attempt {
+                    uid: self.uid,
+                    attempt_id: id.as_str().into(),
+                    messages: taken.clone(),
+                    at_ms: now,
+                });
                 f.remember_attempt(id, taken, now);
             }
         }
@@ -375,10 +449,12 @@ impl QueueState {
         self.visible -= 1;
         self.in_flight += 1;
         self.traffic.received += 1;
+        self.record_progress(key);
         received
     }
 
-    pub(super) fn take_for_move(&mut self, n: usize) -> Vec<StoredMessage> {
+    /// Takes messages out for a move; the receiving queue records their removal.
+    pub(super) fn take_for_move(&mut self, n: usize) -> Vec<Taken> {
         let mut out = Vec::new();
         while out.len() < n {
             let keys = self.pick(n - out.len());
@@ -386,15 +462,30 @@ impl QueueState {
                 break;
             }
             for key in keys {
-                if let Some(m) = self.remove(&key) {
-                    out.push(m);
+                if let Some(message) = self.remove(&key) {
+                    out.push(Taken {
+                        from: self.uid,
+                        key,
+                        message,
+                    });
                 }
             }
         }
         out
     }
 
-    pub(super) fn accept(&mut self, mut m: StoredMessage, transfer: Transfer<'_>, now: u64) {
+    /// Takes in a message from another queue (or back into this one), recording its
+    /// removal there with its arrival here.
+    pub(super) fn accept(&mut self, taken: Taken, transfer: Transfer<'_>, now: u64) {
+        let Taken {
+            from,
+            key: old_key,
+            message: mut m,
+        } = taken;
+        self.rec.add(&Change::Removed {
+            uid: from,
+            key: old_key,
+        });
         let fifo = matches!(self.order, Order::Fifo(_));
         match transfer {
             Transfer::DeadLetter { source_arn } => {
@@ -418,6 +509,7 @@ impl QueueState {
         let group = fifo_group(m.payload.group_id.as_ref());
         m.enqueued_ms = sent_ms;
         let key = self.store(m);
+        self.record_put(key);
         if let Order::Fifo(f) = &mut self.order {
             f.insert(key, &group);
         }
@@ -464,6 +556,7 @@ impl QueueState {
             debug_assert_eq!(msg.receive_count, n);
             let first = msg.first_receive_ms.map_or(now, NonZeroU64::get);
             out.push(issue(msg, key, uid, first));
+            self.record_progress(key);
         }
         Some(out)
     }
@@ -477,10 +570,15 @@ impl QueueState {
             }
         }
         if self.lose_delete(&receipt.key) {
+            self.record_progress(receipt.key);
             return Ok(());
         }
         if self.remove(&receipt.key).is_some() {
             self.traffic.deleted += 1;
+            self.rec.add(&Change::Removed {
+                uid: self.uid,
+                key: receipt.key,
+            });
         }
         Ok(())
     }
@@ -560,6 +658,7 @@ impl QueueState {
             self.in_flight += 1;
             self.note_deadline(until_ms);
         }
+        self.record_progress(key);
         Ok(())
     }
 
@@ -605,6 +704,10 @@ impl QueueState {
             Order::Fifo(fifo) => fifo.clear(),
         }
         self.last_purge_ms = Some(now);
+        self.rec.add(&Change::Purged {
+            uid: self.uid,
+            at_ms: now,
+        });
     }
 
     /// The counters always agree with the indexes (tests call this after every step).

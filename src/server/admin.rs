@@ -158,10 +158,26 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
             })
         })
         .collect();
+    let store = state.engine.journal().store().map(|s| s.stats());
     reply(
         StatusCode::OK,
-        json!({"queues": queues, "faults": faults, "workers": workers}),
+        json!({"queues": queues, "faults": faults, "workers": workers, "store": store}),
     )
+}
+
+/// Up, and (in durable mode) whether the store takes writes: 503 while it does not.
+fn health(state: &AppState) -> Response<Full<Bytes>> {
+    match state.engine.journal().store().map(|s| s.stats()) {
+        None => reply(StatusCode::OK, json!({"status": "ok"})),
+        Some(s) if s.writable => reply(
+            StatusCode::OK,
+            json!({"status": "ok", "store": {"writable": true}}),
+        ),
+        Some(s) => reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"status": "degraded", "store": {"writable": false, "error": s.last_error}}),
+        ),
+    }
 }
 
 fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
@@ -352,11 +368,8 @@ fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> 
             );
         }
     }
-    let clock = state.engine.clock();
-    match change.freeze {
-        Some(true) => clock.freeze(),
-        Some(false) => clock.unfreeze(),
-        None => {}
+    if let Some(frozen) = change.freeze {
+        state.engine.set_clock_frozen(frozen);
     }
     reply(StatusCode::OK, clock_state(state))
 }
@@ -365,7 +378,7 @@ fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> 
 pub(super) async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     match (req.method().clone(), path.as_str()) {
-        (Method::GET, "/_sqsim/health") => reply(StatusCode::OK, json!({"status": "ok"})),
+        (Method::GET, "/_sqsim/health") => health(state),
         (Method::POST, "/_sqsim/reset") => match read_json::<ResetRequest>(req).await {
             Ok(r) => reset(state, r),
             Err(resp) => resp,

@@ -37,15 +37,38 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
-    /// State for a server bound to `local_addr`, with a fresh engine on `clock`.
-    pub(crate) fn new(config: Config, clock: Arc<Clock>, local_addr: SocketAddr) -> AppState {
-        AppState {
-            engine: Arc::new(Engine::new(clock, config.engine.clone())),
+    /// State for a server bound to `local_addr`, with an engine on `clock`: a fresh one in
+    /// memory, or in durable mode the one its data directory holds.
+    pub(crate) fn open(
+        config: Config,
+        clock: Arc<Clock>,
+        local_addr: SocketAddr,
+    ) -> Result<AppState, crate::store::StoreError> {
+        let engine = match &config.durability {
+            None => Engine::new(clock, config.engine.clone()),
+            Some(d) => {
+                let started = std::time::Instant::now();
+                let store = crate::store::log::LogStore::open(&d.data_dir, d.sync, d.salvage)?;
+                let (engine, report) = Engine::open(clock, config.engine.clone(), Arc::new(store))?;
+                tracing::info!(
+                    data_dir = %d.data_dir.display(),
+                    sync = %d.sync,
+                    records = report.records,
+                    torn_bytes = report.torn_bytes,
+                    salvaged = ?report.salvaged,
+                    millis = started.elapsed().as_millis() as u64,
+                    "durable state recovered"
+                );
+                engine
+            }
+        };
+        Ok(AppState {
+            engine: Arc::new(engine),
             faults: faults::FaultSet::default(),
             config,
             local_addr,
             workers: Default::default(),
-        }
+        })
     }
 
     /// Everything back to a fresh server: queues, messages, move tasks, cooldowns and fault
@@ -195,7 +218,7 @@ pub async fn run(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
     let local_addr = listener.local_addr()?;
-    let state = Arc::new(AppState::new(config, Arc::new(Clock::new()), local_addr));
+    let state = Arc::new(AppState::open(config, Arc::new(Clock::new()), local_addr)?);
     if let Some(f) = &file {
         f.apply_queues(
             &state.engine,
@@ -253,7 +276,9 @@ impl ServerBuilder {
         let local_addr = listener.local_addr()?;
         let (region, account_id) = (self.config.region.clone(), self.config.account_id.clone());
         let clock = self.clock.unwrap_or_default();
-        let state = Arc::new(AppState::new(self.config, clock, local_addr));
+        let state = AppState::open(self.config, clock, local_addr)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let state = Arc::new(state);
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(listener, Arc::clone(&state), async {
             let _ = rx.await;
@@ -368,7 +393,7 @@ mod tests {
     async fn a_panicking_request_ends_only_itself() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let state = Arc::new(AppState::new(Config::default(), Arc::default(), addr));
+        let state = Arc::new(AppState::open(Config::default(), Arc::default(), addr).unwrap());
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(serve_with(
             listener,

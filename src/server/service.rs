@@ -13,8 +13,10 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::faults::FaultEffect;
 use crate::api::{self, Context};
 use crate::config::UrlStyle;
+use crate::engine::journal;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
+use crate::store;
 
 use super::auth::{self, AuthMode, SignedRequest};
 use super::{admin, AppState};
@@ -323,7 +325,20 @@ fn context(
 
 /// Stage 6: the action, its reply or error encoded in the request's protocol.
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
-    match api::dispatch(ctx, &decoded.action, decoded.params).await {
+    let (result, appended) =
+        journal::tracking(api::dispatch(ctx, &decoded.action, decoded.params)).await;
+    // Acknowledged means durable: the answer waits until what this request changed is kept.
+    let result = match (appended, ctx.engine.journal().store()) {
+        (Some(lsn), Some(store)) => match store::durable(store.as_ref(), lsn).await {
+            Ok(()) => result,
+            Err(e) => {
+                tracing::error!(error = %e, action = %decoded.action, "change not kept");
+                Err(SqsError::internal())
+            }
+        },
+        _ => result,
+    };
+    match result {
         Ok(reply) => protocol::encode_reply(
             decoded.render,
             &decoded.action,

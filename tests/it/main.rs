@@ -6,6 +6,7 @@ mod common;
 
 mod auth;
 mod config_file;
+mod durable;
 mod errors;
 mod fifo;
 mod golden;

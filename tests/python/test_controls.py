@@ -180,7 +180,12 @@ def test_reset_leaves_a_fresh_server(fresh, sqs):
 
     assert faults(fresh) == [], "reset clears faults"
     assert sqs.list_queues().get("QueueUrls", []) == [], "no queues, and ListQueues works again"
-    assert fresh.admin("GET", "/_sqsim/stats") == {"queues": [], "faults": [], "workers": []}
+    assert fresh.admin("GET", "/_sqsim/stats") == {
+        "queues": [],
+        "faults": [],
+        "workers": [],
+        "store": None,
+    }
     expect_error(sqs.get_queue_url, QUERY_ERRORS["nonexistent"], QueueName="gone")
     # A deleted name is usable at once, and a re-created queue starts empty.
     assert sqs.create_queue(QueueName="deleted")["QueueUrl"] == doomed

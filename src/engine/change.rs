@@ -1,0 +1,325 @@
+//! The changes the engine records for a durable store, and their encoding. Each record is
+//! absolute ("message K is now in flight until T, received N times"), never relative, so
+//! replaying it over a state that already has it changes nothing. A frame handed to the
+//! store is one or more changes back to back (postcard is self-delimiting) and is applied
+//! whole: a dead-letter move's removal and arrival travel together.
+//!
+//! Derived state is not recorded: a delay or visibility that ran out, and retention expiry,
+//! follow from the recorded deadlines and the clock.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::num::NonZeroU64;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::attribute::AttributeValue;
+use super::digest::Digest16;
+use super::ids::{MessageKey, QueueId};
+use super::message::{Delivery, Payload, PayloadExtra, StoredMessage};
+use super::settings::QueueSettings;
+
+/// Where a message is in its life, as recorded.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum DeliveryRecord {
+    Delayed(u64),
+    Visible,
+    InFlight(u64),
+}
+
+impl From<Delivery> for DeliveryRecord {
+    fn from(d: Delivery) -> Self {
+        match d {
+            Delivery::Delayed { until_ms } => DeliveryRecord::Delayed(until_ms),
+            Delivery::Visible => DeliveryRecord::Visible,
+            Delivery::InFlight { until_ms } => DeliveryRecord::InFlight(until_ms),
+        }
+    }
+}
+
+impl From<DeliveryRecord> for Delivery {
+    fn from(d: DeliveryRecord) -> Self {
+        match d {
+            DeliveryRecord::Delayed(until_ms) => Delivery::Delayed { until_ms },
+            DeliveryRecord::Visible => Delivery::Visible,
+            DeliveryRecord::InFlight(until_ms) => Delivery::InFlight { until_ms },
+        }
+    }
+}
+
+/// A message's mutable part.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct Progress {
+    pub delivery: DeliveryRecord,
+    pub receive_count: u32,
+    pub first_receive_ms: Option<u64>,
+    pub last_receive_ms: u64,
+    pub redelivered: bool,
+}
+
+impl Progress {
+    pub(crate) fn of(m: &StoredMessage) -> Progress {
+        Progress {
+            delivery: m.delivery.into(),
+            receive_count: m.receive_count,
+            first_receive_ms: m.first_receive_ms.map(NonZeroU64::get),
+            last_receive_ms: m.last_receive_ms,
+            redelivered: m.redelivered,
+        }
+    }
+
+    /// Writes this progress into `m`; the caller fixes the indexes.
+    pub(crate) fn apply(&self, m: &mut StoredMessage) {
+        m.delivery = self.delivery.into();
+        m.receive_count = self.receive_count;
+        m.first_receive_ms = self.first_receive_ms.and_then(NonZeroU64::new);
+        m.last_receive_ms = self.last_receive_ms;
+        m.redelivered = self.redelivered;
+    }
+}
+
+/// A whole stored message.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct MessageRecord<'a> {
+    pub message_id: [u8; 16],
+    pub md5_of_body: [u8; 16],
+    pub sent_ms: u64,
+    pub body: Cow<'a, str>,
+    pub sender_id: Cow<'a, str>,
+    pub group_id: Option<Cow<'a, str>>,
+    pub attributes: Cow<'a, [(String, AttributeValue)]>,
+    pub md5_of_attributes: Option<[u8; 16]>,
+    pub aws_trace_header: Option<Cow<'a, str>>,
+    pub deduplication_id: Option<Cow<'a, str>>,
+    pub sequence_number: Option<Cow<'a, str>>,
+    pub dead_letter_source_arn: Option<Cow<'a, str>>,
+    pub enqueued_ms: u64,
+    pub progress: Progress,
+}
+
+impl<'a> MessageRecord<'a> {
+    /// The record of a stored message, borrowing its text.
+    pub(crate) fn of(m: &'a StoredMessage) -> MessageRecord<'a> {
+        let p = &*m.payload;
+        MessageRecord {
+            message_id: *p.message_id.as_bytes(),
+            md5_of_body: p.md5_of_body.0,
+            sent_ms: p.sent_ms,
+            body: Cow::Borrowed(&p.body),
+            sender_id: Cow::Borrowed(&p.sender_id),
+            group_id: p.group_id.as_deref().map(Cow::Borrowed),
+            attributes: Cow::Borrowed(p.attributes()),
+            md5_of_attributes: p.md5_of_attributes().map(|d| d.0),
+            aws_trace_header: p.aws_trace_header().map(Cow::Borrowed),
+            deduplication_id: p.deduplication_id().map(Cow::Borrowed),
+            sequence_number: p.sequence_number().map(Cow::Borrowed),
+            dead_letter_source_arn: p.dead_letter_source_arn().map(Cow::Borrowed),
+            enqueued_ms: m.enqueued_ms,
+            progress: Progress::of(m),
+        }
+    }
+
+    /// The stored message this record describes.
+    pub(crate) fn into_stored(self) -> StoredMessage {
+        let extra = PayloadExtra {
+            attributes: self.attributes.into_owned(),
+            md5_of_attributes: self.md5_of_attributes.map(Digest16),
+            aws_trace_header: self.aws_trace_header.map(Cow::into_owned),
+            deduplication_id: self.deduplication_id.map(Cow::into_owned),
+            sequence_number: self.sequence_number.map(Cow::into_owned),
+            dead_letter_source_arn: self.dead_letter_source_arn.map(Cow::into_owned),
+        };
+        let mut payload = Payload::new(
+            uuid::Uuid::from_bytes(self.message_id),
+            self.body.into_owned(),
+            Digest16(self.md5_of_body),
+            Arc::from(&*self.sender_id),
+            self.group_id.as_deref().map(Arc::from),
+            extra,
+        );
+        payload.sent_ms = self.sent_ms;
+        let mut m = StoredMessage {
+            payload: Arc::new(payload),
+            delivery: Delivery::Visible,
+            enqueued_ms: self.enqueued_ms,
+            receive_count: 0,
+            first_receive_ms: None,
+            last_receive_ms: 0,
+            redelivered: false,
+        };
+        self.progress.apply(&mut m);
+        m
+    }
+}
+
+/// Counters of a queue that recovery cannot always infer from the messages left.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct QueueCounters {
+    /// The `seq` the next message gets.
+    pub next_seq: u64,
+    /// The last FIFO sequence number handed out.
+    pub last_sequence: u128,
+    pub last_purge_ms: Option<u64>,
+    pub last_modified_s: u64,
+}
+
+/// One recorded change; see the module documentation.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Change<'a> {
+    /// A queue came into being (also how a snapshot starts each queue).
+    QueueCreated {
+        id: Cow<'a, QueueId>,
+        uid: u64,
+        created_ms: u64,
+        settings: Cow<'a, QueueSettings>,
+    },
+    /// A queue went away; with `cooldown_from`, its name stays taken for the cooldown.
+    QueueDeleted {
+        uid: u64,
+        cooldown_from: Option<u64>,
+    },
+    /// A deleted name's cooldown, as a snapshot keeps it.
+    Cooldown {
+        id: Cow<'a, QueueId>,
+        at_ms: u64,
+    },
+    Settings {
+        uid: u64,
+        settings: Cow<'a, QueueSettings>,
+        last_modified_s: u64,
+    },
+    Tags {
+        uid: u64,
+        tags: Cow<'a, BTreeMap<String, String>>,
+    },
+    Purged {
+        uid: u64,
+        at_ms: u64,
+    },
+    /// A message entered the queue under `key`.
+    Put {
+        uid: u64,
+        key: MessageKey,
+        message: MessageRecord<'a>,
+    },
+    /// A message's delivery state changed (received, visibility changed, redelivered).
+    Progress {
+        uid: u64,
+        key: MessageKey,
+        progress: Progress,
+    },
+    Removed {
+        uid: u64,
+        key: MessageKey,
+    },
+    /// A FIFO deduplication id was seen at `at_ms`.
+    Dedup {
+        uid: u64,
+        dedup_key: Cow<'a, str>,
+        message_id: [u8; 16],
+        sequence_number: Cow<'a, str>,
+        at_ms: u64,
+    },
+    /// A FIFO receive attempt id handed out these messages at `at_ms`.
+    Attempt {
+        uid: u64,
+        attempt_id: Cow<'a, str>,
+        messages: Vec<(MessageKey, u32)>,
+        at_ms: u64,
+    },
+    Counters {
+        uid: u64,
+        counters: QueueCounters,
+    },
+    /// Queues (of one namespace, or all) were reset.
+    Reset {
+        namespace: Option<(Cow<'a, str>, Cow<'a, str>)>,
+    },
+    Clock {
+        offset_ms: i64,
+        frozen_at: Option<u64>,
+    },
+}
+
+/// Appends `change` to a frame being built.
+pub(crate) fn encode(frame: &mut Vec<u8>, change: &Change<'_>) {
+    // Writing into a Vec cannot fail; a change that cannot be encoded is a bug.
+    let taken = std::mem::take(frame);
+    *frame = postcard::to_extend(change, taken).expect("engine changes always encode");
+}
+
+/// The changes of one frame, in order.
+pub(crate) fn decode(mut frame: &[u8]) -> Result<Vec<Change<'_>>, String> {
+    let mut out = Vec::new();
+    while !frame.is_empty() {
+        let (c, rest) =
+            postcard::take_from_bytes::<Change<'_>>(frame).map_err(|e| e.to_string())?;
+        out.push(c);
+        frame = rest;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_survives_encoding_whole() {
+        let attrs = vec![(
+            "a".to_string(),
+            AttributeValue {
+                data_type: "Binary".into(),
+                data: super::super::attribute::AttributeData::Binary(vec![0, 255]),
+            },
+        )];
+        let mut payload = Payload::new(
+            uuid::Uuid::new_v4(),
+            "héllo".into(),
+            Digest16([7; 16]),
+            Arc::from("AIDA"),
+            Some(Arc::from("g")),
+            PayloadExtra {
+                attributes: attrs,
+                md5_of_attributes: Some(Digest16([9; 16])),
+                aws_trace_header: Some("Root=1".into()),
+                deduplication_id: Some("d".into()),
+                sequence_number: Some("123".into()),
+                dead_letter_source_arn: Some("arn:aws:sqs:r:a:q".into()),
+            },
+        );
+        payload.sent_ms = 42;
+        let m = StoredMessage {
+            payload: Arc::new(payload),
+            delivery: Delivery::InFlight { until_ms: 99 },
+            enqueued_ms: 41,
+            receive_count: 3,
+            first_receive_ms: NonZeroU64::new(50),
+            last_receive_ms: 60,
+            redelivered: true,
+        };
+        let key = MessageKey {
+            sent_ms: 41,
+            seq: 5,
+        };
+        let mut frame = Vec::new();
+        encode(
+            &mut frame,
+            &Change::Put {
+                uid: 1,
+                key,
+                message: MessageRecord::of(&m),
+            },
+        );
+        encode(&mut frame, &Change::Removed { uid: 1, key });
+        let changes = decode(&frame).unwrap();
+        assert_eq!(changes.len(), 2);
+        let Some(Change::Put { message, .. }) = changes.into_iter().next() else {
+            panic!("a put first")
+        };
+        let back = message.into_stored();
+        assert_eq!(format!("{:?}", back), format!("{:?}", m));
+        assert!(decode(&frame[..frame.len() - 1]).is_err());
+    }
+}

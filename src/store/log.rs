@@ -1,0 +1,468 @@
+//! The embedded durable store: a data directory holding an append-only log split into
+//! segments (`log-<first lsn>.wal`) and at most one snapshot (`snapshot-<lsn>.snap`) that
+//! replaces the log before it. One writer thread takes whatever requests appended since its
+//! last write, writes it in one call and (in fsync mode) syncs it once: concurrent requests
+//! share the fsync (group commit). A `LOCK` file keeps a second process out.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::frame::{self, FileKind, Next, Reader};
+use super::{Lsn, Progress, Recovered, Store, StoreError, StoreStats, SyncMode};
+
+/// How long the writer waits before retrying after the disk refused a write.
+const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Records appended but not yet handed to the writer.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Framed records.
+    buf: Vec<u8>,
+    /// The position the next append gets.
+    next: Lsn,
+    /// Set once recovery is done; appends before that are a bug.
+    open: bool,
+    closing: bool,
+}
+
+/// The segment the writer appends to.
+#[derive(Debug)]
+struct Segment {
+    file: File,
+    /// Bytes written so far (a failed write is cut back to this).
+    len: u64,
+    /// The position after the last record written to it.
+    end: Lsn,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    appended: AtomicU64,
+    syncs: AtomicU64,
+    sync_micros: AtomicU64,
+    snapshots: AtomicU64,
+    log_bytes: AtomicU64,
+    snapshot_bytes: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    sync: SyncMode,
+    salvage: bool,
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    segment: Mutex<Option<Segment>>,
+    progress: watch::Sender<Progress>,
+    counters: Counters,
+    last_error: Mutex<Option<String>>,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub(crate) struct LogStore {
+    inner: Arc<Inner>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    /// Held (locked) for the life of the store.
+    _lock: File,
+}
+
+fn segment_name(lsn: Lsn) -> String {
+    format!("log-{lsn:020}.wal")
+}
+
+fn snapshot_name(lsn: Lsn) -> String {
+    format!("snapshot-{lsn:020}.snap")
+}
+
+/// Files of the data directory named `<prefix><lsn><suffix>`, oldest first.
+fn numbered(dir: &Path, prefix: &str, suffix: &str) -> Result<Vec<(Lsn, PathBuf)>, StoreError> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(n) = name
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix(suffix))
+        else {
+            continue;
+        };
+        if let Ok(lsn) = n.parse::<Lsn>() {
+            out.push((lsn, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+impl LogStore {
+    /// Opens (creating it if needed) and locks the data directory. Call [`Store::recover`]
+    /// before appending. `salvage` starts past a corrupt record with everything before it.
+    pub(crate) fn open(dir: &Path, sync: SyncMode, salvage: bool) -> Result<LogStore, StoreError> {
+        fs::create_dir_all(dir)?;
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("LOCK"))?;
+        if lock_file.try_lock().is_err() {
+            return Err(StoreError::Locked(dir.to_path_buf()));
+        }
+        Ok(LogStore {
+            inner: Arc::new(Inner {
+                dir: dir.to_path_buf(),
+                sync,
+                salvage,
+                pending: Mutex::new(Pending::default()),
+                wake: Condvar::new(),
+                segment: Mutex::new(None),
+                progress: watch::Sender::new(Progress::default()),
+                counters: Counters::default(),
+                last_error: Mutex::new(None),
+            }),
+            writer: Mutex::new(None),
+            _lock: lock_file,
+        })
+    }
+
+    /// Plays one file's records from position `from` on; returns the position after its last
+    /// record and whether it ended torn (the rest is cut off and the file truncated).
+    fn replay_file(
+        &self,
+        path: &Path,
+        kind: FileKind,
+        from: Lsn,
+        apply: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+        report: &mut Recovered,
+    ) -> Result<(Lsn, bool), StoreError> {
+        let mut r = Reader::open(path, kind)?;
+        let mut lsn = r.lsn;
+        loop {
+            let at = r.offset();
+            match r.next() {
+                Ok(Next::Record) => {
+                    if lsn >= from {
+                        apply(&r.buf).map_err(|reason| StoreError::Replay { lsn, reason })?;
+                        report.records += 1;
+                        if kind == FileKind::Snapshot {
+                            report.from_snapshot += 1;
+                        }
+                    }
+                    lsn += 1;
+                }
+                Ok(Next::EndMarker) if kind == FileKind::Snapshot => return Ok((lsn, false)),
+                Ok(Next::End) if kind == FileKind::Log => return Ok((lsn, false)),
+                Ok(Next::Torn { offset }) if kind == FileKind::Log => {
+                    let len = fs::metadata(path)?.len();
+                    report.torn_bytes += len - offset;
+                    OpenOptions::new().write(true).open(path)?.set_len(offset)?;
+                    return Ok((lsn, true));
+                }
+                Ok(_) => {
+                    // A snapshot without its end marker, or an end marker in a log.
+                    let e = StoreError::Corrupt {
+                        file: path.to_path_buf(),
+                        offset: at,
+                        reason: "the file does not end where its format says".into(),
+                    };
+                    return self.salvaged(e, lsn, report);
+                }
+                Err(e @ StoreError::Corrupt { .. }) => {
+                    let ended = self.salvaged(e, lsn, report)?;
+                    // Keep the damaged file aside for inspection; the live one ends before
+                    // the damage so that the next start reads cleanly.
+                    fs::copy(path, path.with_extension("salvaged"))?;
+                    let cut = if kind == FileKind::Log { at } else { 0 };
+                    OpenOptions::new().write(true).open(path)?.set_len(cut)?;
+                    if kind == FileKind::Snapshot {
+                        fs::remove_file(path)?;
+                    }
+                    return Ok(ended);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// With `--salvage`, a corrupt record ends recovery there; otherwise it stops start-up.
+    fn salvaged(
+        &self,
+        e: StoreError,
+        lsn: Lsn,
+        report: &mut Recovered,
+    ) -> Result<(Lsn, bool), StoreError> {
+        if !self.inner.salvage {
+            return Err(e);
+        }
+        tracing::warn!(error = %e, "salvage: starting with the records before it");
+        report.salvaged = Some(e.to_string());
+        Ok((lsn, true))
+    }
+
+    /// Starts a new segment at `lsn` (the writer must not be writing).
+    fn start_segment(&self, slot: &mut Option<Segment>, lsn: Lsn) -> Result<(), StoreError> {
+        let path = self.inner.dir.join(segment_name(lsn));
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&path)?;
+        file.write_all(&frame::header(FileKind::Log, lsn))?;
+        file.sync_all()?;
+        sync_dir(&self.inner.dir)?;
+        *slot = Some(Segment {
+            file,
+            len: frame::HEADER_LEN,
+            end: lsn,
+        });
+        Ok(())
+    }
+
+    fn refresh_sizes(&self) -> Result<(), StoreError> {
+        let sum = |files: Vec<(Lsn, PathBuf)>| {
+            files
+                .iter()
+                .filter_map(|(_, p)| fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum::<u64>()
+        };
+        let c = &self.inner.counters;
+        c.log_bytes.store(
+            sum(numbered(&self.inner.dir, "log-", ".wal")?),
+            Ordering::Relaxed,
+        );
+        c.snapshot_bytes.store(
+            sum(numbered(&self.inner.dir, "snapshot-", ".snap")?),
+            Ordering::Relaxed,
+        );
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// The writer thread: hands each batch of appended records to the disk.
+    fn write_loop(&self) {
+        loop {
+            let (bytes, upto) = {
+                let mut p = lock(&self.pending);
+                while p.buf.is_empty() && !p.closing {
+                    p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
+                }
+                if p.buf.is_empty() {
+                    return;
+                }
+                (std::mem::take(&mut p.buf), p.next)
+            };
+            match self.write(&bytes, upto) {
+                Ok(()) => {
+                    *lock(&self.last_error) = None;
+                    self.progress.send_modify(|p| {
+                        p.durable = upto;
+                        p.failure = None;
+                    });
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "writing the log failed; retrying");
+                    let msg: Arc<str> = Arc::from(e.to_string());
+                    *lock(&self.last_error) = Some(e.to_string());
+                    {
+                        // Put the records back in front of what arrived since, in order.
+                        let mut p = lock(&self.pending);
+                        let mut again = bytes;
+                        again.extend_from_slice(&p.buf);
+                        p.buf = again;
+                    }
+                    self.progress
+                        .send_modify(|p| p.failure = Some((upto, Arc::clone(&msg))));
+                    std::thread::sleep(RETRY_AFTER);
+                }
+            }
+        }
+    }
+
+    fn write(&self, bytes: &[u8], upto: Lsn) -> Result<(), StoreError> {
+        let mut slot = lock(&self.segment);
+        let seg = slot
+            .as_mut()
+            .ok_or_else(|| StoreError::Io(Arc::from("no open log segment")))?;
+        let started = Instant::now();
+        let written = seg.file.write_all(bytes).and_then(|()| match self.sync {
+            SyncMode::Fsync => seg.file.sync_data(),
+            SyncMode::Os => Ok(()),
+        });
+        if let Err(e) = written {
+            // Cut off whatever part of the batch reached the file, so the retry appends
+            // after whole frames only.
+            let _ = seg.file.set_len(seg.len);
+            let _ = std::io::Seek::seek(&mut seg.file, std::io::SeekFrom::Start(seg.len));
+            return Err(e.into());
+        }
+        seg.len += bytes.len() as u64;
+        seg.end = upto;
+        let c = &self.counters;
+        c.syncs.fetch_add(1, Ordering::Relaxed);
+        c.sync_micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        c.log_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Store for LogStore {
+    fn recover(
+        &self,
+        apply: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<Recovered, StoreError> {
+        let dir = &self.inner.dir;
+        let mut report = Recovered::default();
+        let mut next: Lsn = 0;
+        let mut stopped = false;
+        if let Some((lsn, path)) = numbered(dir, "snapshot-", ".snap")?.pop() {
+            let (end, cut) = self.replay_file(&path, FileKind::Snapshot, 0, apply, &mut report)?;
+            next = lsn;
+            if cut {
+                // Salvaged: the snapshot's later records are lost, and the log after it
+                // cannot be applied on top of a partial state.
+                next = end.min(lsn);
+                stopped = true;
+            }
+        }
+        for (first, path) in numbered(dir, "log-", ".wal")? {
+            if stopped {
+                fs::rename(&path, path.with_extension("wal.salvaged"))?;
+                continue;
+            }
+            if first > next {
+                return Err(StoreError::Corrupt {
+                    file: path,
+                    offset: 0,
+                    reason: format!("records {next} to {} are missing", first - 1),
+                });
+            }
+            let (end, cut) = self.replay_file(&path, FileKind::Log, next, apply, &mut report)?;
+            next = next.max(end);
+            stopped = cut && report.salvaged.is_some();
+        }
+        {
+            let mut slot = lock(&self.inner.segment);
+            self.start_segment(&mut slot, next)?;
+        }
+        {
+            let mut p = lock(&self.inner.pending);
+            p.next = next;
+            p.open = true;
+        }
+        self.inner.progress.send_modify(|p| p.durable = next);
+        self.refresh_sizes()?;
+        let inner = Arc::clone(&self.inner);
+        let handle = std::thread::Builder::new()
+            .name("sqsim-log-writer".into())
+            .spawn(move || inner.write_loop())?;
+        *lock(&self.writer) = Some(handle);
+        Ok(report)
+    }
+
+    fn append(&self, record: &[u8]) -> Lsn {
+        let mut p = lock(&self.inner.pending);
+        debug_assert!(p.open, "append before recover");
+        frame::encode(&mut p.buf, record);
+        let lsn = p.next;
+        p.next += 1;
+        drop(p);
+        self.inner.counters.appended.fetch_add(1, Ordering::Relaxed);
+        self.inner.wake.notify_one();
+        lsn
+    }
+
+    fn progress(&self) -> watch::Receiver<Progress> {
+        self.inner.progress.subscribe()
+    }
+
+    fn next_lsn(&self) -> Lsn {
+        lock(&self.inner.pending).next
+    }
+
+    fn snapshot(
+        &self,
+        at: Lsn,
+        records: &mut dyn Iterator<Item = Vec<u8>>,
+    ) -> Result<(), StoreError> {
+        let dir = &self.inner.dir;
+        let tmp = dir.join(format!("{}.tmp", snapshot_name(at)));
+        let mut w = BufWriter::new(File::create(&tmp)?);
+        frame::write_all(&mut w, FileKind::Snapshot, at, records)?;
+        let file = w
+            .into_inner()
+            .map_err(|e| StoreError::from(e.into_error()))?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, dir.join(snapshot_name(at)))?;
+        sync_dir(dir)?;
+        // Start a new segment so the ones holding only records before `at` can go.
+        {
+            let mut slot = lock(&self.inner.segment);
+            let end = slot.as_ref().map_or(at, |s| s.end);
+            self.start_segment(&mut slot, end)?;
+        }
+        let segments = numbered(dir, "log-", ".wal")?;
+        for pair in segments.windows(2) {
+            let ((_, path), (next_first, _)) = (&pair[0], &pair[1]);
+            if *next_first <= at {
+                fs::remove_file(path)?;
+            }
+        }
+        for (lsn, path) in numbered(dir, "snapshot-", ".snap")? {
+            if lsn < at {
+                fs::remove_file(path)?;
+            }
+        }
+        sync_dir(dir)?;
+        self.inner
+            .counters
+            .snapshots
+            .fetch_add(1, Ordering::Relaxed);
+        self.refresh_sizes()
+    }
+
+    fn stats(&self) -> StoreStats {
+        let c = &self.inner.counters;
+        let last_error = lock(&self.inner.last_error).clone();
+        StoreStats {
+            log_bytes: c.log_bytes.load(Ordering::Relaxed),
+            snapshot_bytes: c.snapshot_bytes.load(Ordering::Relaxed),
+            appended_records: c.appended.load(Ordering::Relaxed),
+            syncs: c.syncs.load(Ordering::Relaxed),
+            sync_micros: c.sync_micros.load(Ordering::Relaxed),
+            snapshots: c.snapshots.load(Ordering::Relaxed),
+            writable: last_error.is_none(),
+            last_error,
+        }
+    }
+}
+
+impl Drop for LogStore {
+    fn drop(&mut self) {
+        lock(&self.inner.pending).closing = true;
+        self.inner.wake.notify_all();
+        if let Some(h) = lock(&self.writer).take() {
+            let _ = h.join();
+        }
+    }
+}

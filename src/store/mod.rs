@@ -1,0 +1,183 @@
+//! Durability: the seam between the engine, which stays the in-memory truth while running,
+//! and whatever keeps its changes across restarts. A [`Store`] takes opaque records in order
+//! (the engine encodes them), says when each is durable, replaces a prefix of the log with a
+//! snapshot, and plays everything back on start-up. Every implementation passes the one suite
+//! in `suite.rs`.
+//!
+//! - [`log::LogStore`]: an append-only log of checksummed frames in a data directory, with
+//!   group commit and snapshots (the embedded durable store).
+//! - [`memory::MemoryStore`]: keeps records in memory; for tests of the suite and of replay.
+
+pub(crate) mod frame;
+pub(crate) mod log;
+#[cfg(test)]
+pub(crate) mod memory;
+#[cfg(test)]
+mod suite;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+/// A record's position in the log: the first record ever appended is 0.
+pub(crate) type Lsn = u64;
+
+/// What "durable" means before a change is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// Written and fsynced before the answer (concurrent requests share one fsync): survives
+    /// a power cut.
+    #[default]
+    Fsync,
+    /// Written to the operating system before the answer: survives a crash of the process,
+    /// not of the machine.
+    Os,
+}
+
+impl std::str::FromStr for SyncMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fsync" => Ok(SyncMode::Fsync),
+            "os" => Ok(SyncMode::Os),
+            _ => Err(format!(
+                "unknown sync mode {s:?} (expected \"fsync\" or \"os\")"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for SyncMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SyncMode::Fsync => "fsync",
+            SyncMode::Os => "os",
+        })
+    }
+}
+
+/// Why the store could not do what was asked.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum StoreError {
+    /// The disk refused a read or write (full, gone, read-only).
+    #[error("{0}")]
+    Io(Arc<str>),
+    /// A record in the middle of a file fails its checksum or cannot be framed.
+    #[error("corrupt record in {file} at byte offset {offset}: {reason} (start with --salvage to keep everything before it)")]
+    Corrupt {
+        file: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+    /// Written by a newer sqsim.
+    #[error("{file} has format version {found}; this sqsim reads up to version {supported}: upgrade sqsim or use another data directory")]
+    NewerFormat {
+        file: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// Another process holds the data directory.
+    #[error("data directory {0} is in use by another sqsim process")]
+    Locked(PathBuf),
+    /// A record could not be applied on recovery.
+    #[error("record {lsn} cannot be applied: {reason}")]
+    Replay { lsn: Lsn, reason: String },
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError::Io(Arc::from(e.to_string()))
+    }
+}
+
+/// How far the log is durable, as a store publishes it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Progress {
+    /// Every record below this position is durable.
+    pub durable: Lsn,
+    /// The last write failed: records from `durable` up to (not including) `through` are not
+    /// durable yet, and waiters for them are told so. Cleared once a retry succeeds.
+    pub failure: Option<(Lsn, Arc<str>)>,
+}
+
+/// What recovery found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Recovered {
+    /// Records handed to the callback (snapshot and log).
+    pub records: u64,
+    /// Of those, records from the snapshot.
+    pub from_snapshot: u64,
+    /// Bytes dropped from the end of the log: a write the crash tore.
+    pub torn_bytes: u64,
+    /// `--salvage` skipped a corrupt record and everything after it.
+    pub salvaged: Option<String>,
+}
+
+/// Sizes and counters for `/_sqsim/stats`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub(crate) struct StoreStats {
+    pub log_bytes: u64,
+    pub snapshot_bytes: u64,
+    pub appended_records: u64,
+    pub syncs: u64,
+    /// Total time spent in write + fsync, in microseconds.
+    pub sync_micros: u64,
+    pub snapshots: u64,
+    pub writable: bool,
+    pub last_error: Option<String>,
+}
+
+/// Where engine changes go to survive a restart; see the module documentation.
+pub(crate) trait Store: Send + Sync + fmt::Debug {
+    /// Plays every stored record to `apply`, in order: the newest snapshot's, then the log's
+    /// after it. Called once, before the first append.
+    fn recover(
+        &self,
+        apply: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<Recovered, StoreError>;
+
+    /// Queues `record` after every record appended before it and returns its position.
+    /// Never waits for I/O: [`Store::progress`] tells when it is durable.
+    fn append(&self, record: &[u8]) -> Lsn;
+
+    /// Durability as it advances.
+    fn progress(&self) -> watch::Receiver<Progress>;
+
+    /// Replaces every record before `at` (all of them appended and durable) with `records`,
+    /// which must rebuild the same state. Older log and snapshot files are removed.
+    fn snapshot(
+        &self,
+        at: Lsn,
+        records: &mut dyn Iterator<Item = Vec<u8>>,
+    ) -> Result<(), StoreError>;
+
+    /// The position the next append gets.
+    fn next_lsn(&self) -> Lsn;
+
+    /// Sizes and counters.
+    fn stats(&self) -> StoreStats;
+}
+
+/// Waits until the record at `lsn` is durable, or the store reports that writing it failed.
+pub(crate) async fn durable(store: &dyn Store, lsn: Lsn) -> Result<(), StoreError> {
+    let mut rx = store.progress();
+    loop {
+        {
+            let p = rx.borrow_and_update();
+            if p.durable > lsn {
+                return Ok(());
+            }
+            if let Some((through, e)) = &p.failure {
+                if lsn < *through {
+                    return Err(StoreError::Io(Arc::clone(e)));
+                }
+            }
+        }
+        if rx.changed().await.is_err() {
+            return Err(StoreError::Io(Arc::from("the store has shut down")));
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The one test suite every [`Store`] implementation passes: order, positions, snapshots,
+//! restarts, concurrency and durability notices. Implementation-specific damage tests
+//! (torn writes, corruption, versions) live beside each implementation.
+
+use std::sync::Arc;
+
+use super::log::LogStore;
+use super::memory::MemoryStore;
+use super::{durable, Lsn, Store, SyncMode};
+
+/// Opens a store, and opens it again "after a restart" on the same records.
+pub(super) trait Harness {
+    fn fresh(&mut self) -> Arc<dyn Store>;
+    /// Drops `old` (as a stopped process would) and opens the same records again.
+    fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store>;
+}
+
+struct Memory(Option<MemoryStore>);
+
+impl Harness for Memory {
+    fn fresh(&mut self) -> Arc<dyn Store> {
+        let s = MemoryStore::new();
+        self.0 = Some(s.clone());
+        Arc::new(s)
+    }
+    fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
+        drop(old);
+        Arc::new(self.0.as_ref().expect("fresh first").reopen())
+    }
+}
+
+struct Log(tempfile::TempDir, SyncMode);
+
+impl Log {
+    fn new(sync: SyncMode) -> Log {
+        Log(tempfile::tempdir().unwrap(), sync)
+    }
+    fn open(&self) -> Arc<dyn Store> {
+        Arc::new(LogStore::open(self.0.path(), self.1, false).unwrap())
+    }
+}
+
+impl Harness for Log {
+    fn fresh(&mut self) -> Arc<dyn Store> {
+        self.open()
+    }
+    fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
+        drop(old);
+        self.open()
+    }
+}
+
+fn recover_all(s: &dyn Store) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    s.recover(&mut |r| {
+        out.push(r.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn wait(s: &dyn Store, lsn: Lsn) {
+    block_on(durable(s, lsn)).unwrap();
+}
+
+fn records(n: usize, tag: &str) -> Vec<Vec<u8>> {
+    (0..n).map(|i| format!("{tag}-{i}").into_bytes()).collect()
+}
+
+pub(super) fn empty_store_recovers_nothing(h: &mut dyn Harness) {
+    let s = h.fresh();
+    assert!(recover_all(&*s).is_empty());
+    assert_eq!(s.next_lsn(), 0);
+}
+
+pub(super) fn records_come_back_in_order_after_a_restart(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    let want = records(100, "r");
+    let mut last = 0;
+    for (i, r) in want.iter().enumerate() {
+        last = s.append(r);
+        assert_eq!(last, i as Lsn, "positions count from 0");
+    }
+    wait(&*s, last);
+    let s = h.reopen(s);
+    assert_eq!(recover_all(&*s), want);
+    assert_eq!(s.next_lsn(), 100, "positions continue after a restart");
+    let more = s.append(b"after");
+    assert_eq!(more, 100);
+    wait(&*s, more);
+    let s = h.reopen(s);
+    let got = recover_all(&*s);
+    assert_eq!(got.len(), 101);
+    assert_eq!(got[100], b"after");
+}
+
+pub(super) fn a_snapshot_replaces_the_records_before_it(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    for r in records(5, "old") {
+        s.append(&r);
+    }
+    wait(&*s, 4);
+    s.snapshot(3, &mut records(2, "snap").into_iter()).unwrap();
+    let l = s.append(b"new");
+    wait(&*s, l);
+    let s = h.reopen(s);
+    let got = recover_all(&*s);
+    let want: Vec<Vec<u8>> = records(2, "snap")
+        .into_iter()
+        .chain([b"old-3".to_vec(), b"old-4".to_vec(), b"new".to_vec()])
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(s.next_lsn(), 6);
+    // A second snapshot replaces the first.
+    s.snapshot(6, &mut records(1, "only").into_iter()).unwrap();
+    let s = h.reopen(s);
+    assert_eq!(recover_all(&*s), records(1, "only"));
+    assert_eq!(s.next_lsn(), 6);
+}
+
+pub(super) fn concurrent_appends_keep_each_writers_order(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let mut last = 0;
+                for r in records(500, &format!("t{t}")) {
+                    last = s.append(&r);
+                }
+                last
+            })
+        })
+        .collect();
+    let lasts: Vec<Lsn> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    wait(&*s, *lasts.iter().max().unwrap());
+    let s = h.reopen(s);
+    let got = recover_all(&*s);
+    assert_eq!(got.len(), 2000);
+    for t in 0..4 {
+        let tag = format!("t{t}-");
+        let mine: Vec<&Vec<u8>> = got
+            .iter()
+            .filter(|r| r.starts_with(tag.as_bytes()))
+            .collect();
+        assert_eq!(
+            mine,
+            records(500, &format!("t{t}")).iter().collect::<Vec<_>>()
+        );
+    }
+}
+
+pub(super) fn large_and_binary_records_round_trip(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    let big: Vec<u8> = (0..(1 << 20) + 17).map(|i| (i * 31 % 256) as u8).collect();
+    let zeros = vec![0u8; 4096];
+    s.append(&big);
+    let l = s.append(&zeros);
+    wait(&*s, l);
+    let s = h.reopen(s);
+    assert_eq!(recover_all(&*s), vec![big, zeros]);
+}
+
+pub(super) fn a_failed_apply_stops_recovery(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    s.append(b"fine");
+    let l = s.append(b"bad");
+    wait(&*s, l);
+    let s = h.reopen(s);
+    let err = s
+        .recover(&mut |r| {
+            if r == b"bad" {
+                Err("no".into())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("record 1"), "{err}");
+}
+
+macro_rules! suite {
+    ($name:ident, $harness:expr) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn empty_store_recovers_nothing() {
+                super::empty_store_recovers_nothing(&mut $harness);
+            }
+            #[test]
+            fn records_come_back_in_order_after_a_restart() {
+                super::records_come_back_in_order_after_a_restart(&mut $harness);
+            }
+            #[test]
+            fn a_snapshot_replaces_the_records_before_it() {
+                super::a_snapshot_replaces_the_records_before_it(&mut $harness);
+            }
+            #[test]
+            fn concurrent_appends_keep_each_writers_order() {
+                super::concurrent_appends_keep_each_writers_order(&mut $harness);
+            }
+            #[test]
+            fn large_and_binary_records_round_trip() {
+                super::large_and_binary_records_round_trip(&mut $harness);
+            }
+            #[test]
+            fn a_failed_apply_stops_recovery() {
+                super::a_failed_apply_stops_recovery(&mut $harness);
+            }
+        }
+    };
+}
+
+suite!(memory, Memory(None));
+suite!(log_fsync, Log::new(SyncMode::Fsync));
+suite!(log_os, Log::new(SyncMode::Os));

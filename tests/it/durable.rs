@@ -1,0 +1,528 @@
+//! Durable mode through the SDK: everything a client can observe survives a restart on the
+//! same data directory, and damaged files are handled as the README promises.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use aws_sdk_sqs::types::{
+    MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName as N,
+};
+use sqsim::{Config, Durability, Server, SyncMode};
+
+use crate::common::{self, create, create_with, queue_url, receive_msgs, sdk};
+
+async fn open(dir: &Path) -> Server {
+    open_with(Durability::new(dir)).await
+}
+
+async fn open_with(d: Durability) -> Server {
+    common::start_with(Config {
+        durability: Some(d),
+        ..Config::default()
+    })
+    .await
+}
+
+/// Stops `server` and starts another on the same data directory.
+async fn restart(server: Server, dir: &Path) -> Server {
+    server.shutdown().await;
+    open(dir).await
+}
+
+async fn all_attrs(c: &aws_sdk_sqs::Client, url: &str) -> HashMap<N, String> {
+    common::queue_attrs(c, url, &[N::All]).await
+}
+
+#[tokio::test]
+async fn queues_with_attributes_tags_policies_and_redrive_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let dlq = create(&c, "dlq").await;
+    let dlq_arn = common::queue_attr(&c, &dlq, N::QueueArn).await;
+    let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"*"}]}"#;
+    let redrive = format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":3}}"#);
+    let src = create_with(
+        &c,
+        "src",
+        &[
+            (N::VisibilityTimeout, "77"),
+            (N::DelaySeconds, "2"),
+            (N::MessageRetentionPeriod, "7200"),
+            (N::Policy, policy),
+            (N::RedrivePolicy, &redrive),
+        ],
+    )
+    .await;
+    let fifo = create_with(
+        &c,
+        "f.fifo",
+        &[
+            (N::FifoQueue, "true"),
+            (N::ContentBasedDeduplication, "true"),
+            (N::DeduplicationScope, "messageGroup"),
+            (N::FifoThroughputLimit, "perMessageGroupId"),
+        ],
+    )
+    .await;
+    c.tag_queue()
+        .queue_url(&src)
+        .tags("team", "core")
+        .tags("env", "dev")
+        .send()
+        .await
+        .unwrap();
+    // A later change bumps LastModifiedTimestamp; it must survive too.
+    server.advance_clock(Duration::from_secs(5));
+    common::set_attr(&c, &src, N::ReceiveMessageWaitTimeSeconds, "3").await;
+    let before: Vec<_> = [&dlq, &src, &fifo]
+        .iter()
+        .map(|u| all_attrs(&c, u))
+        .collect();
+    let mut attrs_before = Vec::new();
+    for f in before {
+        attrs_before.push(f.await);
+    }
+    let tags_before = common::queue_tags(&c, &src).await;
+
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let mut names: Vec<String> = c
+        .list_queues()
+        .send()
+        .await
+        .unwrap()
+        .queue_urls()
+        .iter()
+        .map(|u| u.rsplit('/').next().unwrap().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["dlq", "f.fifo", "src"]);
+    for (name, before) in ["dlq", "src", "f.fifo"].iter().zip(attrs_before) {
+        let url = queue_url(&c, name).await;
+        assert_eq!(all_attrs(&c, &url).await, before, "{name}");
+    }
+    let src = queue_url(&c, "src").await;
+    assert_eq!(common::queue_tags(&c, &src).await, tags_before);
+    let dlq = queue_url(&c, "dlq").await;
+    let sources = c
+        .list_dead_letter_source_queues()
+        .queue_url(&dlq)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sources.queue_urls().len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn messages_handles_and_in_flight_deadlines_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let url = create(&c, "q").await;
+    let mut sent = Vec::new();
+    for i in 0..4 {
+        let out = c
+            .send_message()
+            .queue_url(&url)
+            .message_body(format!("body {i} ✓"))
+            .message_attributes(
+                "n",
+                MessageAttributeValue::builder()
+                    .data_type("Number.int")
+                    .string_value(i.to_string())
+                    .build()
+                    .unwrap(),
+            )
+            .message_attributes(
+                "b",
+                MessageAttributeValue::builder()
+                    .data_type("Binary")
+                    .binary_value(aws_sdk_sqs::primitives::Blob::new(vec![0, 1, 255]))
+                    .build()
+                    .unwrap(),
+            )
+            .message_system_attributes(
+                aws_sdk_sqs::types::MessageSystemAttributeNameForSends::AwsTraceHeader,
+                aws_sdk_sqs::types::MessageSystemAttributeValue::builder()
+                    .data_type("String")
+                    .string_value("Root=1-5759e988-bd862e3fe1be46a994272793")
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .unwrap();
+        sent.push(out);
+    }
+    // One message delayed past the restart.
+    c.send_message()
+        .queue_url(&url)
+        .message_body("late")
+        .delay_seconds(600)
+        .send()
+        .await
+        .unwrap();
+    // Two received: one stays in flight across the restart, one is deleted before it.
+    let got = receive_msgs(&c, &url, 2, Some(300)).await;
+    assert_eq!(got.len(), 2);
+    c.delete_message()
+        .queue_url(&url)
+        .receipt_handle(got[1].receipt_handle().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let held = got[0].clone();
+
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "q").await;
+    assert_eq!(
+        common::message_counts(&c, &url).await,
+        ["2".to_string(), "1".to_string()],
+        "two visible, one in flight; the deleted one never comes back"
+    );
+    let delayed = common::queue_attr(&c, &url, N::ApproximateNumberOfMessagesDelayed).await;
+    assert_eq!(delayed, "1");
+    let rest = c
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(10)
+        .message_attribute_names("All")
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .visibility_timeout(300)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(rest.len(), 2, "the in-flight one stays hidden");
+    for m in &rest {
+        let original = sent
+            .iter()
+            .find(|s| s.message_id() == m.message_id())
+            .expect("a message sent before the restart");
+        assert_eq!(m.md5_of_body(), original.md5_of_message_body());
+        assert_eq!(
+            m.md5_of_message_attributes(),
+            original.md5_of_message_attributes()
+        );
+        let attrs = m.attributes().unwrap();
+        assert_eq!(
+            attrs[&MessageSystemAttributeName::ApproximateReceiveCount],
+            "1"
+        );
+        assert_eq!(
+            attrs[&MessageSystemAttributeName::AwsTraceHeader],
+            "Root=1-5759e988-bd862e3fe1be46a994272793"
+        );
+        let b = &m.message_attributes().unwrap()["b"];
+        assert_eq!(b.binary_value().unwrap().as_ref(), &[0, 1, 255]);
+        assert!(m.body().unwrap().ends_with('✓'));
+    }
+    // The handle from before the restart still changes and deletes its message.
+    let old = held.receipt_handle().unwrap();
+    c.change_message_visibility()
+        .queue_url(&url)
+        .receipt_handle(old)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .expect("an old handle changes visibility");
+    let again = receive_msgs(&c, &url, 10, Some(300)).await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].message_id(), held.message_id());
+    let attrs = again[0].attributes().unwrap();
+    assert_eq!(
+        attrs[&MessageSystemAttributeName::ApproximateReceiveCount],
+        "2"
+    );
+    assert_eq!(
+        attrs[&MessageSystemAttributeName::SentTimestamp],
+        held.attributes().unwrap()[&MessageSystemAttributeName::SentTimestamp]
+    );
+    assert_eq!(
+        attrs[&MessageSystemAttributeName::ApproximateFirstReceiveTimestamp],
+        held.attributes().unwrap()[&MessageSystemAttributeName::ApproximateFirstReceiveTimestamp]
+    );
+    c.delete_message()
+        .queue_url(&url)
+        .receipt_handle(old)
+        .send()
+        .await
+        .expect("an old handle deletes");
+    assert_eq!(common::message_counts(&c, &url).await[1], "2");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn fifo_dedup_group_locks_and_attempts_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let url = create_with(&c, "o.fifo", &[(N::FifoQueue, "true")]).await;
+    let mut first = None;
+    for (i, body) in ["a1", "a2"].iter().enumerate() {
+        let out = c
+            .send_message()
+            .queue_url(&url)
+            .message_body(*body)
+            .message_group_id("a")
+            .message_deduplication_id(format!("d{i}"))
+            .send()
+            .await
+            .unwrap();
+        first.get_or_insert(out);
+    }
+    let first = first.unwrap();
+    let got = c
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(1)
+        .receive_request_attempt_id("attempt-1")
+        .send()
+        .await
+        .unwrap();
+    let handle = got.messages()[0].receipt_handle().unwrap().to_string();
+
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "o.fifo").await;
+    let dup = c
+        .send_message()
+        .queue_url(&url)
+        .message_body("a1")
+        .message_group_id("a")
+        .message_deduplication_id("d0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dup.message_id(), first.message_id(), "dedup still blocks");
+    assert_eq!(dup.sequence_number(), first.sequence_number());
+    // The group is locked by the in-flight a1: nothing else comes out of it.
+    assert!(common::receives_nothing(&c, &url).await);
+    // The same attempt id gets the same message and handle.
+    let retry = c
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(1)
+        .receive_request_attempt_id("attempt-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.messages()[0].receipt_handle(), Some(handle.as_str()));
+    c.delete_message()
+        .queue_url(&url)
+        .receipt_handle(&handle)
+        .send()
+        .await
+        .expect("the current handle from before the restart deletes");
+    let next = receive_msgs(&c, &url, 10, None).await;
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].body(), Some("a2"), "group order holds");
+    // New sequence numbers keep increasing across the restart.
+    let later = c
+        .send_message()
+        .queue_url(&url)
+        .message_body("b")
+        .message_group_id("b")
+        .message_deduplication_id("d9")
+        .send()
+        .await
+        .unwrap();
+    let seq = |s: Option<&str>| s.unwrap().parse::<u128>().unwrap();
+    assert!(seq(later.sequence_number()) > seq(first.sequence_number()));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn dead_letters_purges_deleted_queues_and_the_clock_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let dlq = create(&c, "dead").await;
+    let dlq_arn = common::queue_attr(&c, &dlq, N::QueueArn).await;
+    let src = create(&c, "work").await;
+    common::set_redrive(&c, &src, &dlq_arn, 1).await;
+    common::send(&c, &src, "poison").await;
+    assert_eq!(receive_msgs(&c, &src, 1, Some(0)).await.len(), 1);
+    // The second receive moves it to the dead-letter queue.
+    assert!(receive_msgs(&c, &src, 1, Some(0)).await.is_empty());
+    let purged = create(&c, "purged").await;
+    common::send(&c, &purged, "gone").await;
+    c.purge_queue().queue_url(&purged).send().await.unwrap();
+    let doomed = create(&c, "doomed").await;
+    c.delete_queue().queue_url(&doomed).send().await.unwrap();
+    server.advance_clock(Duration::from_secs(3600));
+    let clock_before = server.clock().now_ms();
+
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    assert!(
+        server.clock().now_ms() >= clock_before,
+        "the clock's offset survives"
+    );
+    assert!(server.clock().now_ms() < clock_before + 60_000);
+    let src = queue_url(&c, "work").await;
+    let dlq = queue_url(&c, "dead").await;
+    assert_eq!(
+        common::message_counts(&c, &src).await,
+        ["0", "0"].map(String::from)
+    );
+    let dead = receive_msgs(&c, &dlq, 10, None).await;
+    assert_eq!(dead.len(), 1, "the dead letter is in exactly one queue");
+    assert_eq!(
+        dead[0].attributes().unwrap()[&MessageSystemAttributeName::DeadLetterQueueSourceArn],
+        common::queue_attr(&c, &src, N::QueueArn).await
+    );
+    let purged = queue_url(&c, "purged").await;
+    assert!(
+        common::receives_nothing(&c, &purged).await,
+        "a purge stays done"
+    );
+    // The clock moved an hour on, so the deleted name's cooldown has run out; a fresh
+    // delete's cooldown still holds across a restart.
+    let again = create(&c, "doomed").await;
+    c.delete_queue().queue_url(&again).send().await.unwrap();
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let err = c
+        .create_queue()
+        .queue_name("doomed")
+        .send()
+        .await
+        .unwrap_err();
+    let code = err.into_service_error().meta().code().map(str::to_string);
+    assert_eq!(
+        code.as_deref(),
+        Some("AWS.SimpleQueueService.QueueDeletedRecently")
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_process_per_data_dir_and_os_sync_also_keeps_acknowledged_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open_with(Durability {
+        sync: SyncMode::Os,
+        ..Durability::new(dir.path())
+    })
+    .await;
+    let second = Server::builder()
+        .config(Config {
+            durability: Some(Durability::new(dir.path())),
+            ..Config::default()
+        })
+        .start()
+        .await;
+    let err = second
+        .expect_err("the data directory is locked")
+        .to_string();
+    assert!(err.contains("in use by another sqsim process"), "{err}");
+    let c = sdk(&server);
+    let url = create(&c, "q").await;
+    common::send(&c, &url, "kept").await;
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "q").await;
+    assert_eq!(receive_msgs(&c, &url, 10, None).await.len(), 1);
+    server.shutdown().await;
+}
+
+fn newest_log(dir: &Path) -> std::path::PathBuf {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wal"))
+        .collect();
+    logs.sort();
+    logs.pop().expect("a log segment")
+}
+
+#[tokio::test]
+async fn a_torn_final_write_is_dropped_and_a_corrupt_record_stops_start_up_unless_salvaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let url = create(&c, "q").await;
+    for i in 0..3 {
+        common::send(&c, &url, format!("m{i}")).await;
+    }
+    server.shutdown().await;
+    // A crash in the middle of the next append: half a frame at the end.
+    let log = newest_log(dir.path());
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3]);
+    std::fs::write(&log, &bytes).unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "q").await;
+    assert_eq!(common::message_counts(&c, &url).await[0], "3");
+    common::send(&c, &url, "m3").await;
+    common::send(&c, &url, "m4").await;
+    server.shutdown().await;
+
+    // Damage in the middle of the newest log: the first of its two records (m3, after the
+    // start-up snapshot), with a whole record (m4) after it.
+    let log = newest_log(dir.path());
+    let mut bytes = std::fs::read(&log).unwrap();
+    let first = 24;
+    bytes[first + 8] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    let err = Server::builder()
+        .config(Config {
+            durability: Some(Durability::new(dir.path())),
+            ..Config::default()
+        })
+        .start()
+        .await
+        .expect_err("a corrupt record stops start-up")
+        .to_string();
+    assert!(err.contains(&log.display().to_string()), "{err}");
+    assert!(err.contains(&format!("offset {first}")), "{err}");
+    assert!(err.contains("--salvage"), "{err}");
+
+    let server = open_with(Durability {
+        salvage: true,
+        ..Durability::new(dir.path())
+    })
+    .await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "q").await;
+    let bodies: Vec<String> = receive_msgs(&c, &url, 10, None)
+        .await
+        .iter()
+        .map(|m| m.body().unwrap().to_string())
+        .collect();
+    assert_eq!(bodies.len(), 3, "everything before the damage: {bodies:?}");
+    assert!(!bodies.iter().any(|b| b == "m3" || b == "m4"));
+    server.shutdown().await;
+    // The salvaged start wrote a clean state; a normal start reads it.
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "q").await;
+    assert_eq!(common::message_counts(&c, &url).await[1], "3");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_data_dir_from_a_newer_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    open(dir.path()).await.shutdown().await;
+    let log = newest_log(dir.path());
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&log, &bytes).unwrap();
+    let err = Server::builder()
+        .config(Config {
+            durability: Some(Durability::new(dir.path())),
+            ..Config::default()
+        })
+        .start()
+        .await
+        .expect_err("refused")
+        .to_string();
+    assert!(err.contains("format version 99"), "{err}");
+}
