@@ -10,7 +10,7 @@ SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
 
-.PHONY: bench run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -56,6 +56,13 @@ test-cli: build $(VENV)/.installed
 test-node: build tests/node/node_modules/.installed
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node --test
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) npx --no jest
+
+## Durable mode's crash test at full length: 100 SIGKILL/restart cycles in each sync mode
+## (`make test` runs 5 of each). CRASH_CYCLES=N to change.
+CRASH_CYCLES ?= 100
+crash: build $(VENV)/.installed
+	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/python/crash.py --cycles $(CRASH_CYCLES) --sync fsync
+	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/python/crash.py --cycles $(CRASH_CYCLES) --sync os
 
 $(VENV_BENCH)/.installed:
 	$(PYTHON) -m venv $(VENV_BENCH)

@@ -66,7 +66,13 @@ pub struct Durability {
     pub sync: SyncMode,
     /// Start past a corrupt record with everything before it, instead of refusing to start.
     pub salvage: bool,
+    /// Once the log passes this many bytes (and the last snapshot's size), a snapshot of the
+    /// current state replaces it, so steady traffic keeps the data directory bounded.
+    pub compact_after_bytes: u64,
 }
+
+/// Log size that triggers a snapshot by default.
+pub const DEFAULT_COMPACT_AFTER_BYTES: u64 = 64 << 20;
 
 impl Durability {
     /// Durable mode in `data_dir` with the default (fsync) promise.
@@ -75,6 +81,7 @@ impl Durability {
             data_dir: data_dir.into(),
             sync: SyncMode::Fsync,
             salvage: false,
+            compact_after_bytes: DEFAULT_COMPACT_AFTER_BYTES,
         }
     }
 }
@@ -153,6 +160,8 @@ pub struct Flags {
     pub sync: Option<SyncMode>,
     /// `--salvage`: start past a corrupt record.
     pub salvage: bool,
+    /// `--compact-after`: log bytes that trigger a snapshot.
+    pub compact_after_bytes: Option<u64>,
 }
 
 impl Config {
@@ -198,9 +207,13 @@ impl Flags {
             Some(d) => {
                 d.sync = self.sync.unwrap_or(d.sync);
                 d.salvage |= self.salvage;
+                d.compact_after_bytes = self.compact_after_bytes.unwrap_or(d.compact_after_bytes);
             }
-            None if self.sync.is_some() || self.salvage => {
-                return Err("--sync and --salvage need durable mode: give --data-dir DIR".into());
+            None if self.sync.is_some() || self.salvage || self.compact_after_bytes.is_some() => {
+                return Err(
+                    "--sync, --salvage and --compact-after need durable mode: give --data-dir DIR"
+                        .into(),
+                );
             }
             None => {}
         }

@@ -62,6 +62,10 @@ struct Args {
     /// (the damaged file is kept aside as *.salvaged).
     #[arg(long, env = "SQSIM_SALVAGE")]
     salvage: bool,
+    /// Durable mode: once the log passes this many bytes (and the last snapshot's size), a
+    /// snapshot replaces it [default: 67108864].
+    #[arg(long, env = "SQSIM_COMPACT_AFTER")]
+    compact_after: Option<u64>,
     /// Log filter (tracing syntax); RUST_LOG wins when set.
     #[arg(long, env = "SQSIM_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
         data_dir: args.data_dir,
         sync: args.sync.and_then(|s| s.parse().ok()),
         salvage: args.salvage,
+        compact_after_bytes: args.compact_after,
     };
     // The file's keys were validated by apply_server.
     let file_keys = file

@@ -164,6 +164,16 @@ pub(crate) struct QueueCounters {
     pub last_modified_s: u64,
 }
 
+/// What a snapshot's cut position covers.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+pub(crate) enum Scope {
+    /// Which queues exist, deleted-name cooldowns, resets.
+    Registry,
+    Clock,
+    /// One queue's settings, tags, messages and FIFO windows.
+    Queue(u64),
+}
+
 /// One recorded change; see the module documentation.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Change<'a> {
@@ -240,6 +250,34 @@ pub(crate) enum Change<'a> {
         offset_ms: i64,
         frozen_at: Option<u64>,
     },
+    /// In a snapshot taken while traffic ran: the snapshot holds every change of `scope`
+    /// logged before `lsn` and none after, so replay skips that scope's older log records.
+    Cut {
+        scope: Scope,
+        lsn: u64,
+    },
+}
+
+impl Change<'_> {
+    /// Which cut decides whether a logged change is already in the snapshot.
+    pub(crate) fn scope(&self) -> Scope {
+        match self {
+            Change::QueueCreated { .. }
+            | Change::QueueDeleted { .. }
+            | Change::Cooldown { .. }
+            | Change::Reset { .. } => Scope::Registry,
+            Change::Clock { .. } | Change::Cut { .. } => Scope::Clock,
+            Change::Settings { uid, .. }
+            | Change::Tags { uid, .. }
+            | Change::Purged { uid, .. }
+            | Change::Put { uid, .. }
+            | Change::Progress { uid, .. }
+            | Change::Removed { uid, .. }
+            | Change::Dedup { uid, .. }
+            | Change::Attempt { uid, .. }
+            | Change::Counters { uid, .. } => Scope::Queue(*uid),
+        }
+    }
 }
 
 /// Appends `change` to a frame being built.

@@ -151,15 +151,7 @@ impl Engine {
     /// Deletes a queue with its messages; false if it did not exist. Its name stays
     /// unavailable for 60 seconds (when the cooldown is on).
     pub(crate) fn delete_queue(&self, id: &QueueId) -> bool {
-        let now = self.now_ms();
-        if !self.remove_queue(id, Some(now)) {
-            return false;
-        }
-        self.deleted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), now);
-        true
+        self.remove_queue(id, Some(self.now_ms()))
     }
 
     /// Queues of one namespace whose names start with `prefix`, sorted by name.
@@ -249,6 +241,11 @@ impl Engine {
                 .filter(|id| namespace.is_none_or(|(r, a)| id.region == r && id.account == a))
                 .cloned()
                 .collect();
+            // Under the registry's lock, with the record: a snapshot sees both or neither.
+            self.deleted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|id, _| namespace.is_some_and(|(r, a)| id.region != r || id.account != a));
             ids.iter().filter_map(|id| queues.remove(id)).collect()
         };
         for q in &removed {
@@ -263,10 +260,6 @@ impl Engine {
             t.request_cancel();
         }
         tasks.retain(|t| !arns.contains(&t.source_arn.as_str()));
-        self.deleted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|id, _| namespace.is_some_and(|(r, a)| id.region != r || id.account != a));
     }
 
     /// Turns at-least-once redelivery off on every queue.
@@ -295,6 +288,13 @@ impl Engine {
                     uid: q.uid,
                     cooldown_from,
                 }]);
+                // Under the registry's lock, with the record: a snapshot sees both or neither.
+                if let Some(at) = cooldown_from {
+                    self.deleted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(id.clone(), at);
+                }
             }
             removed
         };

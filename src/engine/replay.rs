@@ -1,15 +1,20 @@
-//! Durable start-up: an engine rebuilt from its store's records, and the snapshot records
-//! that describe an engine's whole state (written after recovery, so the next start reads
-//! one compact file instead of the whole log).
+//! Durable start-up and compaction: an engine rebuilt from its store's records, and the
+//! snapshot that describes an engine's whole state, taken while traffic runs.
+//!
+//! A snapshot is taken one scope at a time (the registry of queues, the clock, then each
+//! queue under its own lock), and each scope notes the log position it was taken at (a
+//! [`Change::Cut`]): every change of that scope logged before it is in the snapshot, none
+//! after it is. Replay applies a logged change only if it is not older than its scope's cut,
+//! so no request has to stop while a snapshot is written.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::store::{Recovered, Store, StoreError};
+use crate::store::{Lsn, Recovered, Store, StoreError};
 
-use super::change::{self, Change, MessageRecord};
+use super::change::{self, Change, MessageRecord, Scope};
 use super::fifo::{Original, DEDUP_WINDOW_MS};
 use super::journal::Journal;
 use super::state::Order;
@@ -17,6 +22,15 @@ use super::{Clock, Engine, EngineSettings, Queue};
 
 /// Snapshot frames are cut at about this size.
 const FRAME_BYTES: usize = 64 << 10;
+
+/// What replay keeps between records.
+#[derive(Default)]
+struct Replay {
+    /// The queues replay has created, by uid.
+    by_uid: HashMap<u64, Arc<Queue>>,
+    /// The snapshot's cut per scope.
+    cuts: HashMap<Scope, Lsn>,
+}
 
 impl Engine {
     /// An engine holding everything `store` kept, recording into it from now on.
@@ -27,19 +41,37 @@ impl Engine {
     ) -> Result<(Engine, Recovered), StoreError> {
         let mut engine = Engine::new(clock, settings);
         engine.journal = Journal::to(Arc::clone(&store));
-        let mut by_uid: HashMap<u64, Arc<Queue>> = HashMap::new();
-        let report = store.recover(&mut |frame| engine.apply(frame, &mut by_uid))?;
-        let max_uid = by_uid.keys().max().copied().unwrap_or(0);
+        let mut replay = Replay::default();
+        let report = store.recover(&mut |lsn, frame| engine.apply(lsn, frame, &mut replay))?;
+        let max_uid = replay.by_uid.keys().max().copied().unwrap_or(0);
         engine.next_uid.fetch_max(max_uid + 1, Ordering::Relaxed);
-        let at = store.next_lsn();
-        store.snapshot(at, &mut engine.snapshot_frames().into_iter())?;
+        // The next start reads one snapshot instead of the log just replayed.
+        engine.compact()?;
         Ok((engine, report))
     }
 
-    /// Applies one recorded frame. `by_uid` tracks the queues replay has created.
-    fn apply(&self, frame: &[u8], by_uid: &mut HashMap<u64, Arc<Queue>>) -> Result<(), String> {
+    /// Writes a snapshot of the current state and lets the store drop the log before it.
+    /// Traffic goes on meanwhile; each queue is locked only while it is copied.
+    pub(crate) fn compact(&self) -> Result<(), StoreError> {
+        let Some(store) = self.journal.store() else {
+            return Ok(());
+        };
+        let (at, frames) = self.snapshot_frames(store.as_ref());
+        store.snapshot(at, &mut frames.into_iter())
+    }
+
+    /// Applies one recorded frame (`lsn` is `None` for a snapshot's).
+    fn apply(&self, lsn: Option<Lsn>, frame: &[u8], replay: &mut Replay) -> Result<(), String> {
         for c in change::decode(frame)? {
-            self.apply_one(c, by_uid);
+            if let Change::Cut { scope, lsn } = c {
+                replay.cuts.insert(scope, lsn);
+                continue;
+            }
+            let covered =
+                lsn.is_some_and(|l| replay.cuts.get(&c.scope()).is_some_and(|cut| l < *cut));
+            if !covered {
+                self.apply_one(c, &mut replay.by_uid);
+            }
         }
         Ok(())
     }
@@ -96,7 +128,9 @@ impl Engine {
                 frozen_at,
             } => self.clock.restore_virtual(offset_ms, frozen_at),
             other => {
-                let Some(uid) = queue_uid(&other) else { return };
+                let Scope::Queue(uid) = other.scope() else {
+                    return;
+                };
                 let Some(q) = queue_of(uid) else { return };
                 let mut st = q.lock();
                 match other {
@@ -153,23 +187,73 @@ impl Engine {
         self.deleted.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Frames that rebuild this engine's whole state: the clock, each queue with its
-    /// settings, tags, counters, messages and FIFO windows, and the deleted-name cooldowns.
-    pub(crate) fn snapshot_frames(&self) -> Vec<Vec<u8>> {
+    /// Frames that rebuild this engine's whole state, and the log position they replace the
+    /// log up to: the clock, each queue with its settings, tags, messages, counters and FIFO
+    /// windows, and the deleted-name cooldowns, each scope with its cut.
+    fn snapshot_frames(&self, store: &dyn Store) -> (Lsn, Vec<Vec<u8>>) {
+        self.begin_snapshot(store).finish(store)
+    }
+
+    /// The first part of a snapshot: the clock and the registry.
+    fn begin_snapshot(&self, store: &dyn Store) -> Snapshot {
         let mut out = Frames::default();
+        // Read before the state it covers: a clock change logged after this may or may not
+        // be in the reading, and replaying it again is harmless.
+        let at = store.next_lsn();
         let (offset_ms, frozen_at) = self.clock.virtual_state();
         out.add(&Change::Clock {
             offset_ms,
             frozen_at,
         });
-        for q in self.all_queues() {
+        out.add(&Change::Cut {
+            scope: Scope::Clock,
+            lsn: at,
+        });
+        // Queues are created and deleted (and cooldowns set) under the registry's write
+        // lock, so nothing of the registry's is logged while this read lock is held.
+        let registry = self.queues.read().unwrap_or_else(|p| p.into_inner());
+        out.add(&Change::Cut {
+            scope: Scope::Registry,
+            lsn: store.next_lsn(),
+        });
+        for (id, at_ms) in self.cooldowns().iter() {
+            out.add(&Change::Cooldown {
+                id: Cow::Borrowed(id),
+                at_ms: *at_ms,
+            });
+        }
+        let mut queues: Vec<Arc<Queue>> = registry.values().cloned().collect();
+        queues.sort_by_key(|q| q.uid);
+        Snapshot { at, out, queues }
+    }
+}
+
+/// A snapshot being taken: the registry is done, the queues follow one by one.
+struct Snapshot {
+    at: Lsn,
+    out: Frames,
+    queues: Vec<Arc<Queue>>,
+}
+
+impl Snapshot {
+    /// Copies each queue under its own lock, and returns where the snapshot stands in the
+    /// log with its frames.
+    fn finish(mut self, store: &dyn Store) -> (Lsn, Vec<Vec<u8>>) {
+        let out = &mut self.out;
+        for q in &self.queues {
             let st = q.lock();
+            // Every change to this queue is logged under this lock.
+            let cut = store.next_lsn();
             let uid = q.uid;
             out.add(&Change::QueueCreated {
                 id: Cow::Borrowed(&q.id),
                 uid,
                 created_ms: st.created_s * 1000,
                 settings: Cow::Borrowed(&st.settings),
+            });
+            out.add(&Change::Cut {
+                scope: Scope::Queue(uid),
+                lsn: cut,
             });
             out.add(&Change::Tags {
                 uid,
@@ -208,29 +292,7 @@ impl Engine {
                 }
             }
         }
-        for (id, at_ms) in self.cooldowns().iter() {
-            out.add(&Change::Cooldown {
-                id: Cow::Borrowed(id),
-                at_ms: *at_ms,
-            });
-        }
-        out.finish()
-    }
-}
-
-/// The queue a per-queue change names.
-fn queue_uid(c: &Change<'_>) -> Option<u64> {
-    match c {
-        Change::Settings { uid, .. }
-        | Change::Tags { uid, .. }
-        | Change::Purged { uid, .. }
-        | Change::Put { uid, .. }
-        | Change::Progress { uid, .. }
-        | Change::Removed { uid, .. }
-        | Change::Dedup { uid, .. }
-        | Change::Attempt { uid, .. }
-        | Change::Counters { uid, .. } => Some(*uid),
-        _ => None,
+        (self.at, self.out.finish())
     }
 }
 
@@ -401,7 +463,7 @@ mod tests {
                     }
                 }
                 7 => e.advance_clock(Duration::from_millis((r >> 16) % 3_000)),
-                8 if r.is_multiple_of(97) => {
+                8 if r.is_multiple_of(7) => {
                     let _ = q.purge(now, false);
                 }
                 8 => {
@@ -461,6 +523,70 @@ mod tests {
                 .collect();
             assert!(keys[0].is_some());
             assert_eq!(keys[0], keys[1], "seed {seed}");
+        }
+    }
+
+    /// A purge and sends logged after the snapshot began but before their queue was copied
+    /// are in the snapshot; replaying them again would purge the sends.
+    #[test]
+    fn changes_between_a_snapshots_start_and_its_queue_copy_are_not_replayed() {
+        let store = MemoryStore::new();
+        let live = engine_on(&store);
+        let q = live
+            .create_queue(id("q"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let send = |body: &str| {
+            let m = NewMessage {
+                body: body.into(),
+                ..NewMessage::default()
+            };
+            q.send(m, live.now_ms()).unwrap();
+        };
+        send("before");
+        let started = live.begin_snapshot(&store);
+        q.purge(live.now_ms(), false).unwrap();
+        send("after the purge");
+        let (at, frames) = started.finish(&store);
+        store.snapshot(at, &mut frames.into_iter()).unwrap();
+        send("after the snapshot");
+        let recovered = engine_on(&store);
+        same(&fingerprint(&recovered), &fingerprint(&live), 0, "cut");
+        let q = recovered.queue(&id("q")).unwrap();
+        assert_eq!(q.stored(recovered.now_ms()), 2);
+    }
+
+    #[test]
+    fn snapshots_taken_while_traffic_runs_lose_and_repeat_nothing() {
+        for round in 0..3u64 {
+            let store = MemoryStore::new();
+            let live = engine_on(&store);
+            random_traffic(&live, 5 + round, 0);
+            let done = std::sync::atomic::AtomicBool::new(false);
+            let mut compactions = 0;
+            std::thread::scope(|s| {
+                for t in 0..3u64 {
+                    let (live, done) = (&live, &done);
+                    s.spawn(move || {
+                        random_traffic(live, 1000 * round + t + 1, 2_000 + 500 * t as usize);
+                        // Snapshots stop when the first worker is done, so the last one
+                        // overlapped traffic and the log after it holds the rest.
+                        done.store(true, Ordering::Release);
+                    });
+                }
+                while !done.load(Ordering::Acquire) {
+                    live.compact().unwrap();
+                    compactions += 1;
+                }
+            });
+            assert!(compactions > 1, "snapshots ran during the traffic");
+            let recovered = engine_on(&store);
+            same(
+                &fingerprint(&recovered),
+                &fingerprint(&live),
+                round,
+                "concurrent snapshots",
+            );
         }
     }
 

@@ -62,8 +62,12 @@ impl AppState {
                 engine
             }
         };
+        let engine = Arc::new(engine);
+        if let Some(d) = &config.durability {
+            spawn_compactor(Arc::downgrade(&engine), d.compact_after_bytes);
+        }
         Ok(AppState {
-            engine: Arc::new(engine),
+            engine,
             faults: faults::FaultSet::default(),
             config,
             local_addr,
@@ -76,6 +80,37 @@ impl AppState {
     pub(crate) fn reset_all(&self) {
         self.engine.reset(None);
         self.faults.clear();
+    }
+}
+
+/// Snapshots the engine whenever its log has grown past `after` bytes and past the last
+/// snapshot's size (so the snapshots written stay at most about as large as the log they
+/// replace). Ends when the engine is dropped.
+fn spawn_compactor(engine: std::sync::Weak<Engine>, after: u64) {
+    let spawned = std::thread::Builder::new()
+        .name("sqsim-compactor".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(25));
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            let Some(stats) = engine.journal().store().map(|s| s.stats()) else {
+                return;
+            };
+            if stats.log_bytes >= after.max(stats.snapshot_bytes) {
+                let started = std::time::Instant::now();
+                match engine.compact() {
+                    Ok(()) => tracing::debug!(
+                        log_bytes = stats.log_bytes,
+                        millis = started.elapsed().as_millis() as u64,
+                        "snapshot written"
+                    ),
+                    Err(e) => tracing::error!(error = %e, "snapshot failed; the log keeps growing"),
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the compactor; the log keeps growing");
     }
 }
 

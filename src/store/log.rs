@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::frame::{self, FileKind, Next, Reader};
-use super::{Lsn, Progress, Recovered, Store, StoreError, StoreStats, SyncMode};
+use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats, SyncMode};
 
 /// How long the writer waits before retrying after the disk refused a write.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
@@ -149,7 +149,7 @@ impl LogStore {
         path: &Path,
         kind: FileKind,
         from: Lsn,
-        apply: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+        apply: &mut Apply<'_>,
         report: &mut Recovered,
     ) -> Result<(Lsn, bool), StoreError> {
         let mut r = Reader::open(path, kind)?;
@@ -159,7 +159,9 @@ impl LogStore {
             match r.next() {
                 Ok(Next::Record) => {
                     if lsn >= from {
-                        apply(&r.buf).map_err(|reason| StoreError::Replay { lsn, reason })?;
+                        let position = (kind == FileKind::Log).then_some(lsn);
+                        apply(position, &r.buf)
+                            .map_err(|reason| StoreError::Replay { lsn, reason })?;
                         report.records += 1;
                         if kind == FileKind::Snapshot {
                             report.from_snapshot += 1;
@@ -326,10 +328,7 @@ impl Inner {
 }
 
 impl Store for LogStore {
-    fn recover(
-        &self,
-        apply: &mut dyn FnMut(&[u8]) -> Result<(), String>,
-    ) -> Result<Recovered, StoreError> {
+    fn recover(&self, apply: &mut Apply<'_>) -> Result<Recovered, StoreError> {
         let dir = &self.inner.dir;
         let mut report = Recovered::default();
         let mut next: Lsn = 0;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use super::{Lsn, Progress, Recovered, Store, StoreError, StoreStats};
+use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats};
 
 #[derive(Debug, Default)]
 struct Kept {
@@ -48,15 +48,14 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn recover(
-        &self,
-        apply: &mut dyn FnMut(&[u8]) -> Result<(), String>,
-    ) -> Result<Recovered, StoreError> {
+    fn recover(&self, apply: &mut Apply<'_>) -> Result<Recovered, StoreError> {
         let k = self.kept();
         let mut report = Recovered::default();
-        for (i, r) in k.snapshot.iter().chain(&k.log).enumerate() {
-            apply(r).map_err(|reason| StoreError::Replay {
-                lsn: i as Lsn,
+        let snapshot = k.snapshot.iter().map(|r| (None, r));
+        let log = (k.snapshot_at..).map(Some).zip(&k.log);
+        for (lsn, r) in snapshot.chain(log) {
+            apply(lsn, r).map_err(|reason| StoreError::Replay {
+                lsn: lsn.unwrap_or(k.snapshot_at),
                 reason,
             })?;
             report.records += 1;

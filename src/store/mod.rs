@@ -130,14 +130,14 @@ pub(crate) struct StoreStats {
     pub last_error: Option<String>,
 }
 
+/// What recovery hands each record to: its log position (`None` for a snapshot's) and bytes.
+pub(crate) type Apply<'a> = dyn FnMut(Option<Lsn>, &[u8]) -> Result<(), String> + 'a;
+
 /// Where engine changes go to survive a restart; see the module documentation.
 pub(crate) trait Store: Send + Sync + fmt::Debug {
-    /// Plays every stored record to `apply`, in order: the newest snapshot's, then the log's
-    /// after it. Called once, before the first append.
-    fn recover(
-        &self,
-        apply: &mut dyn FnMut(&[u8]) -> Result<(), String>,
-    ) -> Result<Recovered, StoreError>;
+    /// Plays every stored record to `apply`, in order: the newest snapshot's (without a
+    /// position), then the log's after it (with theirs). Called once, before the first append.
+    fn recover(&self, apply: &mut Apply<'_>) -> Result<Recovered, StoreError>;
 
     /// Queues `record` after every record appended before it and returns its position.
     /// Never waits for I/O: [`Store::progress`] tells when it is durable.

@@ -50,13 +50,24 @@ impl Harness for Log {
     }
 }
 
+/// Every record recovered, checking that log records come with consecutive positions.
 fn recover_all(s: &dyn Store) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    s.recover(&mut |r| {
+    let mut last: Option<Lsn> = None;
+    s.recover(&mut |lsn, r| {
+        if let Some(l) = lsn {
+            assert!(last.is_none_or(|p| p + 1 == l), "{last:?} then {l}");
+            last = Some(l);
+        } else {
+            assert!(last.is_none(), "snapshot records come first");
+        }
         out.push(r.to_vec());
         Ok(())
     })
     .unwrap();
+    if let Some(l) = last {
+        assert_eq!(s.next_lsn(), l + 1);
+    }
     out
 }
 
@@ -182,7 +193,7 @@ pub(super) fn a_failed_apply_stops_recovery(h: &mut dyn Harness) {
     wait(&*s, l);
     let s = h.reopen(s);
     let err = s
-        .recover(&mut |r| {
+        .recover(&mut |_, r| {
             if r == b"bad" {
                 Err("no".into())
             } else {
