@@ -78,9 +78,9 @@ bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
 	  $(VENV_BENCH)/bin/moto_server -H 127.0.0.1 -p $(MOTO_PORT) >/dev/null 2>&1 & moto=$$!; \
 	  trap "kill $$moto 2>/dev/null" EXIT; \
 	  for i in $$(seq 50); do curl -s -o /dev/null http://127.0.0.1:$(MOTO_PORT)/ && break; sleep 0.2; done; \
-	  target/release/sqsim-bench --ablation --seconds $(BENCH_SECONDS) --moto http://127.0.0.1:$(MOTO_PORT); \
+	  target/release/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS) --moto http://127.0.0.1:$(MOTO_PORT); \
 	else \
-	  target/release/sqsim-bench --ablation --seconds $(BENCH_SECONDS); \
+	  target/release/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS); \
 	fi
 
 lint:

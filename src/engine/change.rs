@@ -172,6 +172,24 @@ pub(crate) enum Scope {
     Clock,
     /// One queue's settings, tags, messages and FIFO windows.
     Queue(u64),
+    /// Message move tasks.
+    MoveTasks,
+}
+
+/// A message move task as recorded: all of it, each time it changes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct TaskRecord {
+    pub task_id: String,
+    pub source_arn: String,
+    pub destination_arn: Option<String>,
+    pub max_per_second: Option<u32>,
+    pub started_ms: u64,
+    pub to_move: u64,
+    pub moved: u64,
+    /// 0 running, 1 cancelling, 2 cancelled, 3 completed, 4 failed.
+    pub status: u8,
+    /// Failed because a queue is gone.
+    pub queue_gone: bool,
 }
 
 /// One recorded change; see the module documentation.
@@ -250,6 +268,8 @@ pub(crate) enum Change<'a> {
         offset_ms: i64,
         frozen_at: Option<u64>,
     },
+    /// A message move task's whole state.
+    MoveTask(TaskRecord),
     /// In a snapshot taken while traffic ran: the snapshot holds every change of `scope`
     /// logged before `lsn` and none after, so replay skips that scope's older log records.
     Cut {
@@ -267,6 +287,7 @@ impl Change<'_> {
             | Change::Cooldown { .. }
             | Change::Reset { .. } => Scope::Registry,
             Change::Clock { .. } | Change::Cut { .. } => Scope::Clock,
+            Change::MoveTask(_) => Scope::MoveTasks,
             Change::Settings { uid, .. }
             | Change::Tags { uid, .. }
             | Change::Purged { uid, .. }

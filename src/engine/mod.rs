@@ -209,6 +209,16 @@ impl Engine {
             .collect()
     }
 
+    /// Records a move task's current state (under the task list's lock, which a snapshot
+    /// copies the tasks under).
+    pub(crate) fn record_task(&self, task: &move_task::MoveTask) {
+        if self.journal.is_on() {
+            let _tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+            self.journal
+                .record(&[change::Change::MoveTask(task.record())]);
+        }
+    }
+
     /// Move tasks of one source queue, newest first.
     pub(crate) fn move_tasks_of(&self, source_arn: &str) -> Vec<Arc<move_task::MoveTask>> {
         self.move_tasks
@@ -378,6 +388,11 @@ impl Engine {
     /// Tells waiting long polls to return: the server is stopping.
     pub(crate) fn begin_shutdown(&self) {
         self.shutdown.send_replace(true);
+    }
+
+    /// Whether the server has started shutting down.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
     }
 
     /// A receiver that turns true when the server starts shutting down.

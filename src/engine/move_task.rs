@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::change::{Change, TaskRecord};
 use super::ids::QueueId;
 use super::queue::Queue;
 use super::receive::Transfer;
@@ -59,8 +60,53 @@ impl MoveTask {
         *self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn set(&self, status: TaskStatus, reason: Option<TaskFailure>) {
+    fn set(&self, engine: &Engine, status: TaskStatus, reason: Option<TaskFailure>) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = (status, reason);
+        engine.record_task(self);
+    }
+
+    /// The task as a durable store records it.
+    pub(crate) fn record(&self) -> TaskRecord {
+        let (status, failure) = self.status();
+        TaskRecord {
+            task_id: self.task_id.clone(),
+            source_arn: self.source_arn.clone(),
+            destination_arn: self.destination_arn.clone(),
+            max_per_second: self.max_per_second,
+            started_ms: self.started_ms,
+            to_move: self.to_move,
+            moved: self.moved(),
+            status: match status {
+                TaskStatus::Running => 0,
+                TaskStatus::Cancelling => 1,
+                TaskStatus::Cancelled => 2,
+                TaskStatus::Completed => 3,
+                TaskStatus::Failed => 4,
+            },
+            queue_gone: failure == Some(TaskFailure::QueueGone),
+        }
+    }
+
+    /// A task as recorded before a restart.
+    pub(crate) fn from_record(r: TaskRecord) -> MoveTask {
+        let status = match r.status {
+            0 => TaskStatus::Running,
+            1 => TaskStatus::Cancelling,
+            2 => TaskStatus::Cancelled,
+            3 => TaskStatus::Completed,
+            _ => TaskStatus::Failed,
+        };
+        MoveTask {
+            task_id: r.task_id,
+            source_arn: r.source_arn,
+            destination_arn: r.destination_arn,
+            max_per_second: r.max_per_second,
+            started_ms: r.started_ms,
+            to_move: r.to_move,
+            moved: AtomicU64::new(r.moved),
+            cancel: AtomicBool::new(status == TaskStatus::Cancelling),
+            state: Mutex::new((status, r.queue_gone.then_some(TaskFailure::QueueGone))),
+        }
     }
 
     /// Asks a running task to stop; false if it is not running.
@@ -112,6 +158,7 @@ pub(crate) fn start(
             state: Mutex::new((TaskStatus::Running, None)),
         });
         tasks.push(Arc::clone(&task));
+        engine.journal().record(&[Change::MoveTask(task.record())]);
         task
     };
     tokio::spawn(run(
@@ -123,6 +170,37 @@ pub(crate) fn start(
     Ok(task)
 }
 
+/// Starts again the tasks a restart interrupted (durable mode): a running task goes on
+/// from the count it had reached, a cancelling one ends cancelled, and one whose queues are
+/// gone fails.
+pub(crate) fn resume(engine: &Arc<Engine>) {
+    let tasks: Vec<Arc<MoveTask>> = engine
+        .move_tasks
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let queue = |arn: &str| QueueId::from_arn(arn).and_then(|id| engine.queue(&id));
+    for task in tasks {
+        match task.status().0 {
+            TaskStatus::Cancelling => task.set(engine, TaskStatus::Cancelled, None),
+            TaskStatus::Running => {
+                let source = queue(&task.source_arn);
+                let destination = task.destination_arn.as_deref().map(queue);
+                match (source, destination) {
+                    (Some(s), None) => {
+                        tokio::spawn(run(Arc::clone(engine), task, s, None));
+                    }
+                    (Some(s), Some(Some(d))) => {
+                        tokio::spawn(run(Arc::clone(engine), task, s, Some(d)));
+                    }
+                    _ => task.set(engine, TaskStatus::Failed, Some(TaskFailure::QueueGone)),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 async fn run(
     engine: Arc<Engine>,
     task: Arc<MoveTask>,
@@ -130,18 +208,22 @@ async fn run(
     destination: Option<Arc<Queue>>,
 ) {
     loop {
+        if engine.is_shutting_down() {
+            // Stays RUNNING: in durable mode the next start resumes it.
+            return;
+        }
         if task.cancel.load(Ordering::Acquire) {
-            task.set(TaskStatus::Cancelled, None);
+            task.set(&engine, TaskStatus::Cancelled, None);
             return;
         }
         if source.is_deleted() {
-            task.set(TaskStatus::Failed, Some(TaskFailure::QueueGone));
+            task.set(&engine, TaskStatus::Failed, Some(TaskFailure::QueueGone));
             return;
         }
         let now = engine.now_ms();
         let moved = task.moved();
         if moved >= task.to_move {
-            task.set(TaskStatus::Completed, None);
+            task.set(&engine, TaskStatus::Completed, None);
             return;
         }
         let allowance = match task.max_per_second {
@@ -160,15 +242,18 @@ async fn run(
         let batch = source.take_for_move(allowance, now);
         if batch.is_empty() {
             // Nothing visible is left to move.
-            task.set(TaskStatus::Completed, None);
+            task.set(&engine, TaskStatus::Completed, None);
             return;
         }
         let (delivered, failure) = deliver(&engine, &source, destination.as_deref(), batch, now);
         task.moved.fetch_add(delivered, Ordering::AcqRel);
         if let Some(reason) = failure {
-            task.set(TaskStatus::Failed, Some(reason));
+            task.set(&engine, TaskStatus::Failed, Some(reason));
             return;
         }
+        // The count is recorded after the messages: a crash between the two leaves it up
+        // to one step behind, and the resumed task moves at most that many more.
+        engine.record_task(&task);
         tokio::task::yield_now().await;
     }
 }

@@ -127,6 +127,14 @@ impl Engine {
                 offset_ms,
                 frozen_at,
             } => self.clock.restore_virtual(offset_ms, frozen_at),
+            Change::MoveTask(r) => {
+                let mut tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+                let task = Arc::new(super::move_task::MoveTask::from_record(r));
+                match tasks.iter_mut().find(|t| t.task_id == task.task_id) {
+                    Some(t) => *t = task,
+                    None => tasks.push(task),
+                }
+            }
             other => {
                 let Scope::Queue(uid) = other.scope() else {
                     return;
@@ -223,7 +231,19 @@ impl Engine {
             });
         }
         let mut queues: Vec<Arc<Queue>> = registry.values().cloned().collect();
+        drop(registry);
         queues.sort_by_key(|q| q.uid);
+        {
+            // Tasks are recorded under this lock.
+            let tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+            out.add(&Change::Cut {
+                scope: Scope::MoveTasks,
+                lsn: store.next_lsn(),
+            });
+            for t in tasks.iter() {
+                out.add(&Change::MoveTask(t.record()));
+            }
+        }
         Snapshot { at, out, queues }
     }
 }

@@ -65,6 +65,7 @@ impl AppState {
         let engine = Arc::new(engine);
         if let Some(d) = &config.durability {
             spawn_compactor(Arc::downgrade(&engine), d.compact_after_bytes);
+            crate::engine::move_task::resume(&engine);
         }
         Ok(AppState {
             engine,
@@ -87,10 +88,14 @@ impl AppState {
 /// snapshot's size (so the snapshots written stay at most about as large as the log they
 /// replace). Ends when the engine is dropped.
 fn spawn_compactor(engine: std::sync::Weak<Engine>, after: u64) {
+    let mut retry_at: Option<std::time::Instant> = None;
     let spawned = std::thread::Builder::new()
         .name("sqsim-compactor".into())
         .spawn(move || loop {
             std::thread::sleep(Duration::from_millis(25));
+            if retry_at.is_some_and(|t| std::time::Instant::now() < t) {
+                continue;
+            }
             let Some(engine) = engine.upgrade() else {
                 return;
             };
@@ -100,12 +105,18 @@ fn spawn_compactor(engine: std::sync::Weak<Engine>, after: u64) {
             if stats.log_bytes >= after.max(stats.snapshot_bytes) {
                 let started = std::time::Instant::now();
                 match engine.compact() {
-                    Ok(()) => tracing::debug!(
-                        log_bytes = stats.log_bytes,
-                        millis = started.elapsed().as_millis() as u64,
-                        "snapshot written"
-                    ),
-                    Err(e) => tracing::error!(error = %e, "snapshot failed; the log keeps growing"),
+                    Ok(()) => {
+                        retry_at = None;
+                        tracing::debug!(
+                            log_bytes = stats.log_bytes,
+                            millis = started.elapsed().as_millis() as u64,
+                            "snapshot written"
+                        );
+                    }
+                    Err(e) => {
+                        retry_at = Some(std::time::Instant::now() + Duration::from_secs(5));
+                        tracing::error!(error = %e, "snapshot failed; the log keeps everything; retrying in 5 s");
+                    }
                 }
             }
         });
@@ -178,6 +189,11 @@ async fn serve_with<H, F>(
         .is_err()
     {
         tracing::warn!("connections still open after the drain timeout");
+    }
+    // Durable mode: everything acknowledged is written; release the data directory now,
+    // not when the last background task lets go of the engine.
+    if let Some(store) = state.engine.journal().store() {
+        store.close();
     }
 }
 

@@ -74,8 +74,11 @@ struct Inner {
 pub(crate) struct LogStore {
     inner: Arc<Inner>,
     writer: Mutex<Option<JoinHandle<()>>>,
-    /// Held (locked) for the life of the store.
-    _lock: File,
+    /// Held while a snapshot is written: closing waits for it, so no file is touched after
+    /// the data directory is released.
+    snapshotting: Mutex<()>,
+    /// Locked (flock) until the store is closed.
+    lock_file: File,
 }
 
 fn segment_name(lsn: Lsn) -> String {
@@ -138,7 +141,8 @@ impl LogStore {
                 last_error: Mutex::new(None),
             }),
             writer: Mutex::new(None),
-            _lock: lock_file,
+            snapshotting: Mutex::new(()),
+            lock_file,
         })
     }
 
@@ -285,8 +289,17 @@ impl Inner {
                     let msg: Arc<str> = Arc::from(e.to_string());
                     *lock(&self.last_error) = Some(e.to_string());
                     {
-                        // Put the records back in front of what arrived since, in order.
                         let mut p = lock(&self.pending);
+                        if p.closing {
+                            // Stopping with the disk still refusing: these records were never
+                            // acknowledged, and waiting on would keep the process alive.
+                            tracing::error!(
+                                records = p.next.saturating_sub(self.progress.borrow().durable),
+                                "stopping with changes the disk refused; none was acknowledged"
+                            );
+                            return;
+                        }
+                        // Put the records back in front of what arrived since, in order.
                         let mut again = bytes;
                         again.extend_from_slice(&p.buf);
                         p.buf = again;
@@ -381,9 +394,13 @@ impl Store for LogStore {
     fn append(&self, record: &[u8]) -> Lsn {
         let mut p = lock(&self.inner.pending);
         debug_assert!(p.open, "append before recover");
-        frame::encode(&mut p.buf, record);
         let lsn = p.next;
         p.next += 1;
+        if p.closing {
+            // After close: never written; whoever waits for it is told (see `close`).
+            return lsn;
+        }
+        frame::encode(&mut p.buf, record);
         drop(p);
         self.inner.counters.appended.fetch_add(1, Ordering::Relaxed);
         self.inner.wake.notify_one();
@@ -403,17 +420,29 @@ impl Store for LogStore {
         at: Lsn,
         records: &mut dyn Iterator<Item = Vec<u8>>,
     ) -> Result<(), StoreError> {
+        let _gate = lock(&self.snapshotting);
+        if lock(&self.inner.pending).closing {
+            return Err(StoreError::Io(Arc::from("the store is closed")));
+        }
         let dir = &self.inner.dir;
         let tmp = dir.join(format!("{}.tmp", snapshot_name(at)));
-        let mut w = BufWriter::new(File::create(&tmp)?);
-        frame::write_all(&mut w, FileKind::Snapshot, at, records)?;
-        let file = w
-            .into_inner()
-            .map_err(|e| StoreError::from(e.into_error()))?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, dir.join(snapshot_name(at)))?;
-        sync_dir(dir)?;
+        let written = (|| -> Result<(), StoreError> {
+            let mut w = BufWriter::new(File::create(&tmp)?);
+            frame::write_all(&mut w, FileKind::Snapshot, at, records)?;
+            let file = w
+                .into_inner()
+                .map_err(|e| StoreError::from(e.into_error()))?;
+            file.sync_all()?;
+            drop(file);
+            fs::rename(&tmp, dir.join(snapshot_name(at)))?;
+            sync_dir(dir)
+        })();
+        if let Err(e) = written {
+            // A full disk, most likely: the log still holds everything, and the half-written
+            // snapshot must not take the space the log needs.
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
         // Start a new segment so the ones holding only records before `at` can go.
         {
             let mut slot = lock(&self.inner.segment);
@@ -440,6 +469,20 @@ impl Store for LogStore {
         self.refresh_sizes()
     }
 
+    fn close(&self) {
+        let _gate = lock(&self.snapshotting);
+        lock(&self.inner.pending).closing = true;
+        self.inner.wake.notify_all();
+        if let Some(h) = lock(&self.writer).take() {
+            let _ = h.join();
+        }
+        // Anything appended from now on is never written.
+        self.inner
+            .progress
+            .send_modify(|p| p.failure = Some((Lsn::MAX, Arc::from("sqsim is stopping"))));
+        let _ = self.lock_file.unlock();
+    }
+
     fn stats(&self) -> StoreStats {
         let c = &self.inner.counters;
         let last_error = lock(&self.inner.last_error).clone();
@@ -458,10 +501,6 @@ impl Store for LogStore {
 
 impl Drop for LogStore {
     fn drop(&mut self) {
-        lock(&self.inner.pending).closing = true;
-        self.inner.wake.notify_all();
-        if let Some(h) = lock(&self.writer).take() {
-            let _ = h.join();
-        }
+        self.close();
     }
 }

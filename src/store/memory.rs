@@ -98,6 +98,8 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    fn close(&self) {}
+
     fn stats(&self) -> StoreStats {
         let k = self.kept();
         let bytes = |v: &[Vec<u8>]| v.iter().map(|r| r.len() as u64).sum();

@@ -159,6 +159,10 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     /// Sizes and counters.
     fn stats(&self) -> StoreStats;
+
+    /// Writes what was appended, stops, and lets another process open the same records.
+    /// Appends after this are never durable; waiting for them reports an error.
+    fn close(&self);
 }
 
 /// Waits until the record at `lsn` is durable, or the store reports that writing it failed.

@@ -605,3 +605,93 @@ async fn admin_stats(server: &Server) -> serde_json::Value {
     let r = common::raw(server, "GET", "/_sqsim/stats", &[], b"").await;
     serde_json::from_str(&r.body).unwrap()
 }
+
+/// The newest move task of `source_arn`.
+async fn newest_task(
+    c: &aws_sdk_sqs::Client,
+    source_arn: &str,
+) -> aws_sdk_sqs::types::ListMessageMoveTasksResultEntry {
+    c.list_message_move_tasks()
+        .source_arn(source_arn)
+        .send()
+        .await
+        .unwrap()
+        .results()[0]
+        .clone()
+}
+
+#[tokio::test]
+async fn a_running_move_task_resumes_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    server.clock().freeze();
+    let c = sdk(&server);
+    let dlq = create(&c, "dlq").await;
+    let dlq_arn = common::queue_attr(&c, &dlq, N::QueueArn).await;
+    let work = create(&c, "work").await;
+    common::set_redrive(&c, &work, &dlq_arn, 3).await;
+    let dest = create(&c, "dest").await;
+    let dest_arn = common::queue_attr(&c, &dest, N::QueueArn).await;
+    for i in 0..10 {
+        common::send(&c, &dlq, format!("m{i}")).await;
+    }
+    // One message per second of clock time: frozen, the first goes at once and then it waits.
+    c.start_message_move_task()
+        .source_arn(&dlq_arn)
+        .destination_arn(&dest_arn)
+        .max_number_of_messages_per_second(1)
+        .send()
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while newest_task(&c, &dlq_arn)
+        .await
+        .approximate_number_of_messages_moved()
+        < 1
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the task did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.advance_clock(Duration::from_secs(2));
+    while newest_task(&c, &dlq_arn)
+        .await
+        .approximate_number_of_messages_moved()
+        < 3
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the task did not go on"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before = newest_task(&c, &dlq_arn).await;
+    assert_eq!(before.status(), Some("RUNNING"));
+
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let after = newest_task(&c, &dlq_arn).await;
+    assert_eq!(after.task_handle(), before.task_handle());
+    assert_eq!(after.status(), Some("RUNNING"), "{after:?}");
+    assert_eq!(after.approximate_number_of_messages_to_move(), Some(10));
+    assert!(after.approximate_number_of_messages_moved() >= 3);
+    // It goes on at its rate on the restored clock, and finishes.
+    server.advance_clock(Duration::from_secs(20));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let t = newest_task(&c, &dlq_arn).await;
+        if t.status() == Some("COMPLETED") {
+            assert_eq!(t.approximate_number_of_messages_moved(), 10);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "stuck: {t:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let dest = queue_url(&c, "dest").await;
+    assert_eq!(common::message_counts(&c, &dest).await[0], "10");
+    let dlq = queue_url(&c, "dlq").await;
+    assert_eq!(common::message_counts(&c, &dlq).await[0], "0");
+    server.shutdown().await;
+}

@@ -261,7 +261,9 @@ pub(crate) fn cancel(ctx: &Context, input: CancelInput) -> Result<CancelOutput, 
         .into_iter()
         .find(|t| t.task_id == task_id)
         .ok_or_else(|| SqsError::new(ErrorCode::ResourceNotFound, "Task does not exist."))?;
-    if !task.request_cancel() {
+    let cancelled = task.request_cancel();
+    ctx.engine.record_task(&task);
+    if !cancelled {
         return Err(SqsError::invalid("Only active tasks can be cancelled."));
     }
     Ok(CancelOutput {

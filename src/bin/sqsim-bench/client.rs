@@ -85,6 +85,18 @@ impl Api {
         )
     }
 
+    /// GetQueueAttributes for ApproximateNumberOfMessages.
+    pub(crate) fn queue_size(&self, url: &str) -> Call {
+        self.call(
+            "GetQueueAttributes",
+            serde_json::json!({"QueueUrl": url, "AttributeNames": ["ApproximateNumberOfMessages"]}),
+            vec![
+                pair("QueueUrl", url),
+                pair("AttributeName.1", "ApproximateNumberOfMessages"),
+            ],
+        )
+    }
+
     pub(crate) fn delete_queue(&self, url: &str) -> Call {
         self.call(
             "DeleteQueue",

@@ -3,11 +3,12 @@
 //! moto, runs the same scenarios against each on one core, and prints one table plus JSON.
 
 mod client;
+mod durable;
 mod floor;
 mod scenarios;
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,10 @@ struct Args {
     /// with each switched off (`SQSIM_NO_SIMD`), interleaved with sqsim as it is.
     #[arg(long)]
     ablation: bool,
+    /// Also compare durable mode (`--sync fsync` and `--sync os`) with in-memory sqsim, and
+    /// time a restart with `--backlog` messages queued.
+    #[arg(long)]
+    durable: bool,
     /// Where to write the JSON results.
     #[arg(long, default_value = "bench-results.json")]
     json: PathBuf,
@@ -94,13 +99,19 @@ fn sqsim_bin(args: &Args) -> PathBuf {
 /// sqsim with its SIMD paths switched off as `no_simd` names them (see `src/simd.rs`).
 const ABLATIONS: &[(&str, &str)] = &[("no-md5", "md5"), ("no-form", "form"), ("scalar", "all")];
 
-fn spawn_sqsim(bin: &PathBuf) -> Spawned {
+fn spawn_sqsim(bin: &Path) -> Spawned {
     spawn_sqsim_with(bin, "")
 }
 
-fn spawn_sqsim_with(bin: &PathBuf, no_simd: &str) -> Spawned {
+fn spawn_sqsim_with(bin: &Path, no_simd: &str) -> Spawned {
+    spawn_sqsim_args(bin, &[], no_simd)
+}
+
+/// sqsim with `extra` flags and `SQSIM_NO_SIMD=no_simd`.
+fn spawn_sqsim_args(bin: &Path, extra: &[&str], no_simd: &str) -> Spawned {
     let mut child = Command::new(bin)
         .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
+        .args(extra)
         .env("SQSIM_NO_SIMD", no_simd)
         .stdout(Stdio::piped())
         .spawn()
@@ -297,6 +308,9 @@ async fn run(args: Args) {
     if args.ablation && args.endpoint.is_none() {
         ablation(&bin, send_dur, &mut facts).await;
     }
+    if args.durable && args.endpoint.is_none() {
+        durable::run(&bin, send_dur, args.connections, args.backlog, &mut facts).await;
+    }
     print_table(&results, &facts);
     let json = serde_json::json!({
         "machine": machine(),
@@ -332,7 +346,7 @@ fn machine() -> serde_json::Value {
 /// with both off, each its own fresh process, measured in turn round after round (so a
 /// machine that slows down during the run weighs on every variant alike); the median of the
 /// rounds counts. JSON sends never scan a form, so `no-form` on JSON is the noise control.
-async fn ablation(bin: &PathBuf, dur: Duration, facts: &mut Vec<(String, String)>) {
+async fn ablation(bin: &Path, dur: Duration, facts: &mut Vec<(String, String)>) {
     const ROUNDS: usize = 15;
     const CONNS: usize = 32;
     let variants: Vec<(&str, Spawned)> = std::iter::once(("sqsim", ""))
