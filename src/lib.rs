@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //! Each layer uses only the ones listed after it; every module but the embedding API
-//! ([`Server`], [`config`], [`config_file`], [`worker`]) is private to the crate.
+//! ([`Server`], [`config`] with [`Durability`], [`config_file`], [`worker`]) is private to the
+//! crate.
 //! - `server` — the hyper service and accept loop, and the embeddable [`Server`]:
 //!   `service` (the request path in stages), `auth` (SigV4), `admin` (`/_sqsim/` test
 //!   controls), `faults` (injected errors, latency and dropped connections).
@@ -16,7 +17,12 @@
 //!   every queue, move tasks), `queue` (one queue's lock and waiters), `state` (what is under
 //!   that lock), `slab` (stored messages), `fair` and `fifo` (delivery order), `ids`,
 //!   `message`, `attribute`, `digest` and `md5_lanes` (MD5s), `receipt` (handles), `receive`,
-//!   `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`.
+//!   `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for durable mode
+//!   `change` (the recorded changes), `journal` (handing them to the store), `replay` and
+//!   `restore` (recovery and snapshots).
+//! - `store` — durable mode's seam: `mod` (the `Store` trait), `log` (the data directory's
+//!   log, snapshots and writer), `frame` (the file format), `memory` (tests), `suite` (the one
+//!   suite every store passes).
 //! - `error` — the one SQS error table both protocols render from.
 //! - [`config`] and [`config_file`] — settings from code, flags and a TOML file.
 //! - [`worker`] — the sqsd-style worker: `cli`, `deliver` (HTTP to the app), `batch`, `cron`.

@@ -19,6 +19,8 @@ use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats, Sync
 
 /// How long the writer waits before retrying after the disk refused a write.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+/// In `os` mode, how often the writer looks for records no request is waiting for.
+const OS_POLL: Duration = Duration::from_millis(2);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -34,6 +36,9 @@ struct Pending {
     /// Set once recovery is done; appends before that are a bug.
     open: bool,
     closing: bool,
+    /// The writer is waiting for records: the next append wakes it (and only that one, so
+    /// a busy writer costs appends no wake-up call).
+    writer_idle: bool,
 }
 
 /// The segment the writer appends to.
@@ -67,6 +72,8 @@ struct Inner {
     progress: watch::Sender<Progress>,
     counters: Counters,
     last_error: Mutex<Option<String>>,
+    /// An emptied buffer for the appenders, kept between writes.
+    spare: Mutex<Vec<u8>>,
 }
 
 /// See the module documentation.
@@ -139,6 +146,7 @@ impl LogStore {
                 progress: watch::Sender::new(Progress::default()),
                 counters: Counters::default(),
                 last_error: Mutex::new(None),
+                spare: Mutex::new(Vec::new()),
             }),
             writer: Mutex::new(None),
             snapshotting: Mutex::new(()),
@@ -262,58 +270,104 @@ impl LogStore {
     }
 }
 
+/// What one attempt to write the pending records came to.
+enum Step {
+    /// Nothing was pending.
+    Idle,
+    Written,
+    /// The disk refused; the records are pending again.
+    Failed,
+    /// The store is closing and the disk refused: give up.
+    Abandoned,
+}
+
 impl Inner {
-    /// The writer thread: hands each batch of appended records to the disk.
+    /// The writer thread: hands each batch of appended records to the disk. In `os` mode
+    /// requests usually write their own batch first (see [`Inner::write_pending`]); the
+    /// thread then only picks up records nobody waits for, within a few milliseconds.
     fn write_loop(&self) {
         loop {
-            let (bytes, upto) = {
+            {
                 let mut p = lock(&self.pending);
                 while p.buf.is_empty() && !p.closing {
-                    p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
+                    p.writer_idle = true;
+                    p = match self.sync {
+                        SyncMode::Fsync => self.wake.wait(p).unwrap_or_else(|e| e.into_inner()),
+                        SyncMode::Os => {
+                            self.wake
+                                .wait_timeout(p, OS_POLL)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0
+                        }
+                    };
                 }
+                p.writer_idle = false;
                 if p.buf.is_empty() {
                     return;
                 }
-                (std::mem::take(&mut p.buf), p.next)
-            };
-            match self.write(&bytes, upto) {
-                Ok(()) => {
-                    *lock(&self.last_error) = None;
-                    self.progress.send_modify(|p| {
-                        p.durable = upto;
-                        p.failure = None;
-                    });
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "writing the log failed; retrying");
-                    let msg: Arc<str> = Arc::from(e.to_string());
-                    *lock(&self.last_error) = Some(e.to_string());
-                    {
-                        let mut p = lock(&self.pending);
-                        if p.closing {
-                            // Stopping with the disk still refusing: these records were never
-                            // acknowledged, and waiting on would keep the process alive.
-                            tracing::error!(
-                                records = p.next.saturating_sub(self.progress.borrow().durable),
-                                "stopping with changes the disk refused; none was acknowledged"
-                            );
-                            return;
-                        }
-                        // Put the records back in front of what arrived since, in order.
-                        let mut again = bytes;
-                        again.extend_from_slice(&p.buf);
-                        p.buf = again;
-                    }
-                    self.progress
-                        .send_modify(|p| p.failure = Some((upto, Arc::clone(&msg))));
-                    std::thread::sleep(RETRY_AFTER);
-                }
+            }
+            match self.write_pending(&mut lock(&self.segment)) {
+                Step::Idle | Step::Written => {}
+                Step::Failed => std::thread::sleep(RETRY_AFTER),
+                Step::Abandoned => return,
             }
         }
     }
 
-    fn write(&self, bytes: &[u8], upto: Lsn) -> Result<(), StoreError> {
-        let mut slot = lock(&self.segment);
+    /// Writes everything pending, in one call (and in fsync mode one sync), while the caller
+    /// holds the segment: whoever holds it is the only writer, so batches reach the file in
+    /// the order they were appended.
+    fn write_pending(&self, slot: &mut Option<Segment>) -> Step {
+        let (bytes, upto) = {
+            let mut p = lock(&self.pending);
+            if p.buf.is_empty() {
+                return Step::Idle;
+            }
+            // The buffer written last time, emptied, goes back to the appenders: no
+            // reallocation once both have grown to the usual batch size.
+            let spare = std::mem::take(&mut *lock(&self.spare));
+            (std::mem::replace(&mut p.buf, spare), p.next)
+        };
+        match self.write(slot, &bytes, upto) {
+            Ok(()) => {
+                let mut bytes = bytes;
+                bytes.clear();
+                *lock(&self.spare) = bytes;
+                *lock(&self.last_error) = None;
+                self.progress.send_modify(|p| {
+                    p.durable = upto;
+                    p.failure = None;
+                });
+                Step::Written
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "writing the log failed; retrying");
+                let msg: Arc<str> = Arc::from(e.to_string());
+                *lock(&self.last_error) = Some(e.to_string());
+                {
+                    let mut p = lock(&self.pending);
+                    if p.closing {
+                        // Stopping with the disk still refusing: these records were never
+                        // acknowledged, and waiting on would keep the process alive.
+                        tracing::error!(
+                            records = p.next.saturating_sub(self.progress.borrow().durable),
+                            "stopping with changes the disk refused; none was acknowledged"
+                        );
+                        return Step::Abandoned;
+                    }
+                    // Put the records back in front of what arrived since, in order.
+                    let mut again = bytes;
+                    again.extend_from_slice(&p.buf);
+                    p.buf = again;
+                }
+                self.progress
+                    .send_modify(|p| p.failure = Some((upto, Arc::clone(&msg))));
+                Step::Failed
+            }
+        }
+    }
+
+    fn write(&self, slot: &mut Option<Segment>, bytes: &[u8], upto: Lsn) -> Result<(), StoreError> {
         let seg = slot
             .as_mut()
             .ok_or_else(|| StoreError::Io(Arc::from("no open log segment")))?;
@@ -401,9 +455,14 @@ impl Store for LogStore {
             return lsn;
         }
         frame::encode(&mut p.buf, record);
+        // In os mode a request writes its own batch (`write_through`); the writer only
+        // sweeps up after it on its timer.
+        let wake = self.inner.sync == SyncMode::Fsync && std::mem::take(&mut p.writer_idle);
         drop(p);
         self.inner.counters.appended.fetch_add(1, Ordering::Relaxed);
-        self.inner.wake.notify_one();
+        if wake {
+            self.inner.wake.notify_one();
+        }
         lsn
     }
 
@@ -467,6 +526,17 @@ impl Store for LogStore {
             .snapshots
             .fetch_add(1, Ordering::Relaxed);
         self.refresh_sizes()
+    }
+
+    fn write_through(&self, lsn: Lsn) {
+        if self.inner.sync != SyncMode::Os || self.inner.progress.borrow().durable > lsn {
+            return;
+        }
+        // Whoever holds the segment is writing and will publish; the caller waits for it
+        // and tries again if its record was not in that batch.
+        if let Ok(mut slot) = self.inner.segment.try_lock() {
+            self.inner.write_pending(&mut slot);
+        }
     }
 
     fn close(&self) {

@@ -160,6 +160,10 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Sizes and counters.
     fn stats(&self) -> StoreStats;
 
+    /// Lets the caller, about to wait for `lsn`, write the pending records itself when no
+    /// one else is writing (where that is cheaper than handing them to a writer thread).
+    fn write_through(&self, _lsn: Lsn) {}
+
     /// Writes what was appended, stops, and lets another process open the same records.
     /// Appends after this are never durable; waiting for them reports an error.
     fn close(&self);
@@ -169,6 +173,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 pub(crate) async fn durable(store: &dyn Store, lsn: Lsn) -> Result<(), StoreError> {
     let mut rx = store.progress();
     loop {
+        store.write_through(lsn);
         {
             let p = rx.borrow_and_update();
             if p.durable > lsn {

@@ -138,7 +138,39 @@ fn fresh(base: &std::path::Path) {
     std::fs::create_dir_all(base).unwrap();
 }
 
+struct Pre { f: std::fs::File, off: u64 }
+impl Sink for Pre {
+    fn write_group(&mut self, _first: u64, frames: &[Vec<u8>]) {
+        use std::os::unix::fs::FileExt;
+        let mut buf = Vec::new();
+        for fr in frames {
+            buf.extend_from_slice(&(fr.len() as u32).to_le_bytes());
+            buf.extend_from_slice(&crc32fast::hash(fr).to_le_bytes());
+            buf.extend_from_slice(fr);
+        }
+        self.f.write_all_at(&buf, self.off).unwrap();
+        self.off += buf.len() as u64;
+        self.f.sync_data().unwrap();
+    }
+}
+
 fn main() {
+    if std::env::args().nth(2).as_deref() == Some("pre") {
+        let base = std::env::temp_dir().join("sqsim-store-candidates-data");
+        fresh(&base);
+        let f = std::fs::OpenOptions::new().create(true).write(true).open(base.join("log")).unwrap();
+        let f2 = std::fs::OpenOptions::new().create(true).append(true).open(base.join("log2")).unwrap();
+        use std::io::Write;
+        let zeros = vec![0u8; 1 << 20];
+        let mut w = &f;
+        for _ in 0..1024 { w.write_all(&zeros).unwrap(); }
+        f.sync_all().unwrap();
+        for _ in 0..2 {
+            run("own log (fsync)", Log { f: f2.try_clone().unwrap(), sync: true }, 5.0);
+            run("prewritten (fsync)", Pre { f: f.try_clone().unwrap(), off: 0 }, 5.0);
+        }
+        return;
+    }
     let secs: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5.0);
     let base = std::env::temp_dir().join("sqsim-store-candidates-data");
     for round in 0..2 {

@@ -234,11 +234,21 @@ impl Conn {
 
     /// A GET, for health checks.
     pub(crate) async fn get(&mut self, path: &str) -> std::io::Result<u16> {
+        Ok(self.get_body(path).await?.0)
+    }
+
+    async fn get_body(&mut self, path: &str) -> std::io::Result<(u16, Bytes)> {
         let req = Request::get(path)
             .header("host", &self.host)
             .body(Full::new(Bytes::new()))
             .map_err(std::io::Error::other)?;
-        Ok(self.exchange(req).await?.0)
+        self.exchange(req).await
+    }
+
+    /// GET `path` and parse the reply as JSON.
+    pub(crate) async fn get_json(&mut self, path: &str) -> Option<serde_json::Value> {
+        let (_, body) = self.get_body(path).await.ok()?;
+        serde_json::from_slice(&body).ok()
     }
 
     /// Sends a request and reads the whole response.

@@ -105,17 +105,58 @@ pub(crate) async fn run(
             ));
         }
     }
-    for (name, d) in VARIANTS.iter().zip(&dirs).skip(1) {
-        facts.push((
-            format!("durable_{name}_data_dir_kib_after_steady_runs"),
-            format!("{}", dir_bytes(d) / 1024),
-        ));
-    }
     drop(servers);
+    steady(bin, dur * 4, conns, facts).await;
     recovery(bin, backlog, facts).await;
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);
     }
+}
+
+/// A long send/receive/delete cycle in fsync mode (the default compaction threshold): how
+/// large the data directory is at the end, against the bytes that went through the log.
+async fn steady(bin: &Path, dur: Duration, conns: usize, facts: &mut Vec<(String, String)>) {
+    let dir = data_dir("steady");
+    let s = spawn(bin, "fsync", &dir);
+    scenarios::wait_ready(&s.addr, Duration::from_secs(30)).await;
+    let t = Target {
+        name: "sqsim-fsync".into(),
+        addr: s.addr.clone(),
+    };
+    eprintln!("[durable] steady cycle for {dur:?}");
+    let url = scenarios::create_queue(&t, Proto::Json, "steady", false).await;
+    let o = scenarios::cycle(&t, Proto::Json, &url, conns, dur, 0, "steady").await;
+    let moved = (o.messages_per_s * dur.as_secs_f64()) as u64;
+    let stats = admin_stats(&s.addr).await;
+    let store = &stats["store"];
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let size = dir_bytes(&dir);
+    println!(
+        "steady: {moved} messages through a {dur:?} fsync cycle; data dir {:.1} MiB at the end \
+         ({} snapshots written, {:.1} MiB of log and {:.1} MiB of snapshot now)",
+        mib(size),
+        store["snapshots"],
+        mib(store["log_bytes"].as_u64().unwrap_or(0)),
+        mib(store["snapshot_bytes"].as_u64().unwrap_or(0)),
+    );
+    facts.push(("durable_steady_messages".into(), moved.to_string()));
+    facts.push((
+        "durable_steady_data_dir_mib".into(),
+        format!("{:.1}", mib(size)),
+    ));
+    facts.push((
+        "durable_steady_snapshots".into(),
+        store["snapshots"].to_string(),
+    ));
+    drop(s);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+async fn admin_stats(addr: &str) -> serde_json::Value {
+    let Ok(mut c) = Conn::connect(addr).await else {
+        return serde_json::Value::Null;
+    };
+    c.get_json("/_sqsim/stats").await.unwrap_or_default()
 }
 
 /// Queues `backlog` messages in durable mode, kills sqsim (SIGKILL) and measures the time
