@@ -91,7 +91,25 @@ fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Option<Arc<Que
     state.engine.queue(&id)
 }
 
+/// A change that could not be kept (durable mode): 500, with the store's error.
+pub(super) fn store_failed(e: &crate::store::StoreError) -> Response<Full<Bytes>> {
+    reply(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        json!({"error": format!("the change could not be kept: {e}")}),
+    )
+}
+
 fn reset(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
+    let resp = reset_memory(state, r);
+    // Durable mode: a snapshot of what is left replaces the log, so the disk lets go of the
+    // reset state now rather than at the next compaction.
+    match state.engine.compact() {
+        Ok(()) => resp,
+        Err(e) => store_failed(&e),
+    }
+}
+
+fn reset_memory(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
     if let Some(url) = &r.queue_url {
         return match queue_of(state, url, r.region.as_deref()) {
             Some(q) => {

@@ -13,7 +13,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::faults::FaultEffect;
 use crate::api::{self, Context};
 use crate::config::UrlStyle;
-use crate::engine::journal;
+use crate::engine::{journal, Engine};
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
 use crate::store;
@@ -150,7 +150,12 @@ pub(super) async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
     if req.uri().path().starts_with(ADMIN_PREFIX) {
-        return Ok(admin::handle(&state, req).await);
+        // Admin changes (reset, clock) are acknowledged like any other: once kept.
+        let (resp, appended) = journal::tracking(admin::handle(&state, req)).await;
+        return Ok(match kept(&state.engine, appended).await {
+            Ok(()) => resp,
+            Err(e) => admin::store_failed(&e),
+        });
     }
     let request_id = uuid::Uuid::new_v4()
         .hyphenated()
@@ -323,20 +328,25 @@ fn context(
     }
 }
 
+/// Waits until the newest record a request appended (if any, in durable mode) is kept.
+async fn kept(engine: &Engine, appended: Option<store::Lsn>) -> Result<(), store::StoreError> {
+    match (appended, engine.journal().store()) {
+        (Some(lsn), Some(store)) => store::durable(store.as_ref(), lsn).await,
+        _ => Ok(()),
+    }
+}
+
 /// Stage 6: the action, its reply or error encoded in the request's protocol.
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
     let (result, appended) =
         journal::tracking(api::dispatch(ctx, &decoded.action, decoded.params)).await;
     // Acknowledged means durable: the answer waits until what this request changed is kept.
-    let result = match (appended, ctx.engine.journal().store()) {
-        (Some(lsn), Some(store)) => match store::durable(store.as_ref(), lsn).await {
-            Ok(()) => result,
-            Err(e) => {
-                tracing::error!(error = %e, action = %decoded.action, "change not kept");
-                Err(SqsError::internal())
-            }
-        },
-        _ => result,
+    let result = match kept(&ctx.engine, appended).await {
+        Ok(()) => result,
+        Err(e) => {
+            tracing::error!(error = %e, action = %decoded.action, "change not kept");
+            Err(SqsError::internal())
+        }
     };
     match result {
         Ok(reply) => protocol::encode_reply(

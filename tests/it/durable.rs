@@ -695,3 +695,32 @@ async fn a_running_move_task_resumes_after_a_restart() {
     assert_eq!(common::message_counts(&c, &dlq).await[0], "0");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_admin_reset_clears_the_disk_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let url = create(&c, "big").await;
+    for i in 0..50 {
+        common::send(&c, &url, format!("{i} {}", "x".repeat(4000))).await;
+    }
+    assert!(dir_bytes(dir.path()) > 200_000);
+    let r = common::raw(&server, "POST", "/_sqsim/reset", &[], b"{}").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        dir_bytes(dir.path()) < 4096,
+        "{} bytes left",
+        dir_bytes(dir.path())
+    );
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    assert!(c
+        .list_queues()
+        .send()
+        .await
+        .unwrap()
+        .queue_urls()
+        .is_empty());
+    server.shutdown().await;
+}
