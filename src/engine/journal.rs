@@ -50,7 +50,12 @@ impl Journal {
     pub(crate) fn append(&self, frame: &[u8]) {
         if let Some(s) = &self.0 {
             let lsn = s.append(frame);
-            let _ = APPENDED.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
+            let in_request =
+                APPENDED.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
+            if in_request.is_err() {
+                // A background change (move task, start-up): nobody waits for it.
+                s.nudge();
+            }
         }
     }
 

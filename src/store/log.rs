@@ -19,8 +19,6 @@ use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats, Sync
 
 /// How long the writer waits before retrying after the disk refused a write.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
-/// In `os` mode, how often the writer looks for records no request is waiting for.
-const OS_POLL: Duration = Duration::from_millis(2);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -282,24 +280,16 @@ enum Step {
 }
 
 impl Inner {
-    /// The writer thread: hands each batch of appended records to the disk. In `os` mode
-    /// requests usually write their own batch first (see [`Inner::write_pending`]); the
-    /// thread then only picks up records nobody waits for, within a few milliseconds.
+    /// The writer thread: hands each batch of appended records to the disk. In `os` mode a
+    /// request writes its own batch (see [`Inner::write_pending`]), and the thread only
+    /// writes records no request waits for, when their appender nudges it.
     fn write_loop(&self) {
         loop {
             {
                 let mut p = lock(&self.pending);
                 while p.buf.is_empty() && !p.closing {
                     p.writer_idle = true;
-                    p = match self.sync {
-                        SyncMode::Fsync => self.wake.wait(p).unwrap_or_else(|e| e.into_inner()),
-                        SyncMode::Os => {
-                            self.wake
-                                .wait_timeout(p, OS_POLL)
-                                .unwrap_or_else(|e| e.into_inner())
-                                .0
-                        }
-                    };
+                    p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
                 }
                 p.writer_idle = false;
                 if p.buf.is_empty() {
@@ -455,8 +445,8 @@ impl Store for LogStore {
             return lsn;
         }
         frame::encode(&mut p.buf, record);
-        // In os mode a request writes its own batch (`write_through`); the writer only
-        // sweeps up after it on its timer.
+        // Only an idle writer needs waking (a busy one takes this record with its next batch),
+        // and in os mode not even that: the request that waits for it writes it.
         let wake = self.inner.sync == SyncMode::Fsync && std::mem::take(&mut p.writer_idle);
         drop(p);
         self.inner.counters.appended.fetch_add(1, Ordering::Relaxed);
@@ -507,6 +497,9 @@ impl Store for LogStore {
             let mut slot = lock(&self.inner.segment);
             let end = slot.as_ref().map_or(at, |s| s.end);
             self.start_segment(&mut slot, end)?;
+            // In os mode a request that found the segment taken is waiting for whoever held
+            // it to write: do, or it would wait for a write nobody makes.
+            self.inner.write_pending(&mut slot);
         }
         let segments = numbered(dir, "log-", ".wal")?;
         for pair in segments.windows(2) {
@@ -526,6 +519,13 @@ impl Store for LogStore {
             .snapshots
             .fetch_add(1, Ordering::Relaxed);
         self.refresh_sizes()
+    }
+
+    fn nudge(&self) {
+        let wake = std::mem::take(&mut lock(&self.inner.pending).writer_idle);
+        if wake {
+            self.inner.wake.notify_one();
+        }
     }
 
     fn write_through(&self, lsn: Lsn) {
@@ -572,5 +572,73 @@ impl Store for LogStore {
 impl Drop for LogStore {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Requests that wait for their records while snapshots rotate the segment never hang:
+    /// whoever holds the segment writes what is pending before letting go.
+    #[test]
+    fn waiting_appenders_finish_while_snapshots_rotate_segments() {
+        for sync in [SyncMode::Os, SyncMode::Fsync] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Arc::new(LogStore::open(dir.path(), sync, false).unwrap());
+            store.recover(&mut |_, _| Ok(())).unwrap();
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let rotations = Arc::new(AtomicU64::new(0));
+            let snapshots = {
+                let (store, done, rotations) = (
+                    Arc::clone(&store),
+                    Arc::clone(&done),
+                    Arc::clone(&rotations),
+                );
+                std::thread::spawn(move || {
+                    while !done.load(Ordering::Acquire) {
+                        let at = store.next_lsn();
+                        store.snapshot(at, &mut std::iter::empty()).unwrap();
+                        rotations.fetch_add(1, Ordering::Release);
+                    }
+                })
+            };
+            while rotations.load(Ordering::Acquire) == 0 {
+                std::thread::yield_now();
+            }
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            let finished = rt.block_on(async {
+                let tasks: Vec<_> = (0..8)
+                    .map(|t| {
+                        let (store, rotations) = (Arc::clone(&store), Arc::clone(&rotations));
+                        tokio::spawn(async move {
+                            // Keep going until several rotations happened meanwhile, however
+                            // fast the appends alone would be.
+                            let mut i = 0;
+                            while i < 300 || rotations.load(Ordering::Acquire) < 5 {
+                                let lsn = store.append(format!("{t}-{i}").as_bytes());
+                                crate::store::durable(store.as_ref(), lsn).await.unwrap();
+                                i += 1;
+                            }
+                        })
+                    })
+                    .collect();
+                tokio::time::timeout(Duration::from_secs(30), async {
+                    for t in tasks {
+                        t.await.unwrap();
+                    }
+                })
+                .await
+            });
+            let during = rotations.load(Ordering::Acquire);
+            done.store(true, Ordering::Release);
+            snapshots.join().unwrap();
+            assert!(finished.is_ok(), "{sync}: a waiting request hung");
+            assert!(during >= 5, "{sync}: snapshots ran meanwhile");
+        }
     }
 }

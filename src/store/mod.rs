@@ -164,10 +164,17 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// one else is writing (where that is cheaper than handing them to a writer thread).
     fn write_through(&self, _lsn: Lsn) {}
 
+    /// Says that a record was appended that no request will wait for (a background task's),
+    /// so a store that leaves writing to the waiters writes it anyway.
+    fn nudge(&self) {}
+
     /// Writes what was appended, stops, and lets another process open the same records.
     /// Appends after this are never durable; waiting for them reports an error.
     fn close(&self);
 }
+
+/// How long a waiter trusts the store's notice before looking again.
+const RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Waits until the record at `lsn` is durable, or the store reports that writing it failed.
 pub(crate) async fn durable(store: &dyn Store, lsn: Lsn) -> Result<(), StoreError> {
@@ -185,7 +192,9 @@ pub(crate) async fn durable(store: &dyn Store, lsn: Lsn) -> Result<(), StoreErro
                 }
             }
         }
-        if rx.changed().await.is_err() {
+        // The timeout only guards against a wake-up that never comes (a writer that let go
+        // of the log without writing what waits): the loop then writes it itself.
+        if let Ok(Err(_)) = tokio::time::timeout(RECHECK, rx.changed()).await {
             return Err(StoreError::Io(Arc::from("the store has shut down")));
         }
     }
