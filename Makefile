@@ -10,7 +10,7 @@ SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
 
-.PHONY: bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: chromium bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -53,7 +53,15 @@ test-cli: build $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash tests/cli/smoke.sh
 
 ## JavaScript SDK v3 and v2 (node's test runner), and the README's Jest example.
-test-node: build tests/node/node_modules/.installed
+## The console tests drive the system's Chromium (never a browser build downloaded at
+## install time): installed from the OS packages when missing; CI fails if that fails.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { echo "chromium is needed by tests/node/console.test.mjs and could not be installed" >&2; exit 1; }
+
+test-node: build tests/node/node_modules/.installed chromium
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node --test
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) npx --no jest
 

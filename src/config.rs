@@ -55,7 +55,14 @@ pub struct Config {
     pub engine: EngineSettings,
     /// Durable mode: `None` keeps everything in memory and never touches the disk.
     pub durability: Option<Durability>,
+    /// How many queues `/metrics` labels one by one; the rest are summed into one series
+    /// labelled `queue="_other"`, so a test suite that creates thousands of queues cannot
+    /// swamp a Prometheus server.
+    pub metrics_queue_limit: usize,
 }
+
+/// Queues labelled one by one in `/metrics` by default.
+pub const DEFAULT_METRICS_QUEUE_LIMIT: usize = 1000;
 
 /// Durable mode: where queues and messages are kept across restarts, and what "kept" means
 /// before a change is acknowledged.
@@ -99,6 +106,7 @@ impl Default for Config {
             auth: AuthMode::Off,
             engine: EngineSettings::default(),
             durability: None,
+            metrics_queue_limit: DEFAULT_METRICS_QUEUE_LIMIT,
         }
     }
 }
@@ -162,6 +170,8 @@ pub struct Flags {
     pub salvage: bool,
     /// `--compact-after`: log bytes that trigger a snapshot.
     pub compact_after_bytes: Option<u64>,
+    /// `--metrics-queue-limit`: queues labelled one by one in `/metrics`.
+    pub metrics_queue_limit: Option<usize>,
 }
 
 impl Config {
@@ -188,7 +198,14 @@ impl Flags {
         macro_rules! set {
             ($($field:ident),*) => {$(if let Some(v) = self.$field { config.$field = v; })*};
         }
-        set!(host, port, region, account_id, url_style);
+        set!(
+            host,
+            port,
+            region,
+            account_id,
+            url_style,
+            metrics_queue_limit
+        );
         if let Some(v) = self.advertised_url {
             config.advertised_url = Some(v);
         }

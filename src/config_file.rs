@@ -104,6 +104,8 @@ pub struct ServerSection {
     pub data_dir: Option<String>,
     /// `"fsync"` (the default) or `"os"`: what durable mode promises before it answers.
     pub sync: Option<Spanned<String>>,
+    /// Queues labelled one by one in `/metrics`.
+    pub metrics_queue_limit: Option<usize>,
 }
 
 /// `[queues.<name>]`.
@@ -203,6 +205,9 @@ impl LoadedConfig {
                     ))
                 }
             };
+        }
+        if let Some(v) = s.metrics_queue_limit {
+            config.metrics_queue_limit = v;
         }
         if let Some(v) = s.purge_cooldown {
             config.engine.purge_cooldown = v;

@@ -6,7 +6,9 @@
 //! crate.
 //! - `server` — the hyper service and accept loop, and the embeddable [`Server`]:
 //!   `service` (the request path in stages), `auth` (SigV4), `admin` (`/_sqsim/` test
-//!   controls), `faults` (injected errors, latency and dropped connections).
+//!   controls), `console` (the web console and its assets), `faults` (injected errors,
+//!   latency and dropped connections), `metrics` (`GET /metrics`), `request_log` (a line
+//!   per request).
 //! - `api` — one handler per SQS action (`actions/*`), and what several share: `context`
 //!   (who asks, where), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`.

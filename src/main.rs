@@ -66,6 +66,13 @@ struct Args {
     /// snapshot replaces it [default: 67108864].
     #[arg(long, env = "SQSIM_COMPACT_AFTER")]
     compact_after: Option<u64>,
+    /// Queues labelled one by one in /metrics; the rest are summed as queue="_other"
+    /// [default: 1000].
+    #[arg(long, env = "SQSIM_METRICS_QUEUE_LIMIT")]
+    metrics_queue_limit: Option<usize>,
+    /// Log lines as `text` or `json` (one object per line).
+    #[arg(long, env = "SQSIM_LOG_FORMAT", value_parser = ["text", "json"], default_value = "text")]
+    log_format: String,
     /// Log filter (tracing syntax); RUST_LOG wins when set.
     #[arg(long, env = "SQSIM_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -81,10 +88,14 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    if args.log_format == "json" {
+        logs.json().flatten_event(true).init();
+    } else {
+        logs.init();
+    }
     if let Some(Command::Worker(w)) = args.command {
         return sqsim::worker::cli::run(w, shutdown_signal());
     }
@@ -121,6 +132,7 @@ fn main() -> ExitCode {
         sync: args.sync.and_then(|s| s.parse().ok()),
         salvage: args.salvage,
         compact_after_bytes: args.compact_after,
+        metrics_queue_limit: args.metrics_queue_limit,
     };
     // The file's keys were validated by apply_server.
     let file_keys = file

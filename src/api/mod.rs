@@ -29,6 +29,33 @@ fn boxed<T: Reply + 'static>(r: Result<T, SqsError>) -> Result<Box<dyn Reply>, S
     r.map(|v| Box::new(v) as Box<dyn Reply>)
 }
 
+/// Every action [`dispatch`] runs, in the order metrics list them.
+pub(crate) const ACTIONS: [&str; 23] = [
+    "CreateQueue",
+    "GetQueueUrl",
+    "ListQueues",
+    "DeleteQueue",
+    "GetQueueAttributes",
+    "SetQueueAttributes",
+    "PurgeQueue",
+    "SendMessage",
+    "SendMessageBatch",
+    "ReceiveMessage",
+    "DeleteMessage",
+    "DeleteMessageBatch",
+    "ChangeMessageVisibility",
+    "ChangeMessageVisibilityBatch",
+    "TagQueue",
+    "UntagQueue",
+    "ListQueueTags",
+    "ListDeadLetterSourceQueues",
+    "StartMessageMoveTask",
+    "ListMessageMoveTasks",
+    "CancelMessageMoveTask",
+    "AddPermission",
+    "RemovePermission",
+];
+
 /// Runs one action.
 pub(crate) async fn dispatch(
     ctx: &Context,

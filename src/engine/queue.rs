@@ -112,17 +112,46 @@ impl Queue {
     }
 
     /// Every stored message in delivery-key order, as it is; nothing changes.
+    #[cfg(test)]
     pub(crate) fn peek(&self, now_ms: u64) -> Vec<PeekedMessage> {
+        self.peek_page(now_ms, 0, usize::MAX).0
+    }
+
+    /// Up to `limit` stored messages from the `offset`-th on (delivery-key order), and how
+    /// many are stored in all; nothing changes. Costs the page, not the queue.
+    pub(crate) fn peek_page(
+        &self,
+        now_ms: u64,
+        offset: usize,
+        limit: usize,
+    ) -> (Vec<PeekedMessage>, usize) {
         self.with_state(now_ms, |st, _, _| {
-            st.messages
+            let page = st
+                .messages
                 .iter()
+                .skip(offset)
+                .take(limit)
                 .map(|(_, m)| PeekedMessage {
                     payload: Arc::clone(&m.payload),
                     delivery: m.delivery,
                     receive_count: m.receive_count,
                     first_receive_ms: m.first_receive_ms.map(|t| t.get()),
                 })
-                .collect()
+                .collect();
+            (page, st.visible + st.in_flight + st.delayed)
+        })
+    }
+
+    /// Deletes the message with this MessageId whatever its state, without a receipt handle
+    /// (the console's delete); false when no such message is stored.
+    pub(crate) fn delete_by_id(&self, message_id: uuid::Uuid, now_ms: u64) -> bool {
+        self.with_state(now_ms, |st, _, _| {
+            let key = st
+                .messages
+                .iter()
+                .find(|(_, m)| m.payload.message_id == message_id)
+                .map(|(k, _)| k);
+            key.is_some_and(|k| st.remove_deleted(&k))
         })
     }
 
@@ -161,7 +190,13 @@ impl Queue {
             traffic: st.traffic,
             created_s: st.created_s,
             last_modified_s: st.last_modified_s,
+            oldest_sent_ms: st.oldest_sent_ms(),
         })
+    }
+
+    /// Long polls waiting on this queue now.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiters.load(Ordering::Relaxed)
     }
 
     /// The queue's tags.

@@ -143,16 +143,30 @@ impl QueueState {
         now
     }
 
+    /// When the oldest message still stored was sent (dead letters keep their original time).
+    pub(super) fn oldest_sent_ms(&self) -> Option<u64> {
+        let first = self.messages.first().map(|(k, _)| k.sent_ms);
+        let late = self.late.first().map(|k| k.sent_ms);
+        match (first, late) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Drops messages older than the retention period, oldest first.
     pub(super) fn expire(&mut self, now: u64) {
         let retention_ms = self.settings.message_retention_period as u64 * 1000;
         let expired = |key: &MessageKey| key.sent_ms + retention_ms <= now;
         while let Some(key) = self.messages.first().map(|(k, _)| k).filter(expired) {
-            self.remove(&key);
+            if self.remove(&key).is_some() {
+                self.traffic.expired += 1;
+            }
         }
         while let Some(key) = self.late.first().copied().filter(expired) {
             self.late.pop_first();
-            self.remove(&key);
+            if self.remove(&key).is_some() {
+                self.traffic.expired += 1;
+            }
         }
     }
 
@@ -376,6 +390,7 @@ impl QueueState {
                     // Not recorded here: the dead-letter queue records the removal with
                     // the arrival.
                     if let Some(message) = self.remove(&key) {
+                        self.traffic.dead_lettered += 1;
                         dead.push(Taken {
                             from: self.uid,
                             key,
@@ -573,14 +588,21 @@ impl QueueState {
             self.record_progress(receipt.key);
             return Ok(());
         }
-        if self.remove(&receipt.key).is_some() {
-            self.traffic.deleted += 1;
-            self.rec.add(&Change::Removed {
-                uid: self.uid,
-                key: receipt.key,
-            });
-        }
+        self.remove_deleted(&receipt.key);
         Ok(())
+    }
+
+    /// Removes a deleted message, counting and recording it; false if it was not stored.
+    pub(super) fn remove_deleted(&mut self, key: &MessageKey) -> bool {
+        if self.remove(key).is_none() {
+            return false;
+        }
+        self.traffic.deleted += 1;
+        self.rec.add(&Change::Removed {
+            uid: self.uid,
+            key: *key,
+        });
+        true
     }
 
     /// At-least-once mode: maybe pretend the delete happened and deliver the message again.
@@ -693,6 +715,7 @@ impl QueueState {
     }
 
     pub(super) fn purge(&mut self, now: u64) {
+        self.traffic.purged += (self.visible + self.in_flight + self.delayed) as u64;
         self.messages.clear();
         self.late.clear();
         self.timers.clear();

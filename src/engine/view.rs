@@ -23,6 +23,12 @@ pub(crate) struct Traffic {
     pub received: u64,
     /// Messages removed by DeleteMessage.
     pub deleted: u64,
+    /// Messages moved to the dead-letter queue after maxReceiveCount receives.
+    pub dead_lettered: u64,
+    /// Messages dropped at the end of the retention period.
+    pub expired: u64,
+    /// Messages removed by PurgeQueue.
+    pub purged: u64,
 }
 
 /// A consistent view of a queue for GetQueueAttributes and the admin endpoints.
@@ -33,6 +39,8 @@ pub(crate) struct QueueSnapshot {
     pub traffic: Traffic,
     pub created_s: u64,
     pub last_modified_s: u64,
+    /// When the oldest message still in the queue was sent (ApproximateAgeOfOldestMessage).
+    pub oldest_sent_ms: Option<u64>,
 }
 
 /// One message as `peek` shows it, without changing anything.

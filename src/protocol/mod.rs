@@ -86,18 +86,21 @@ impl Params {
     /// The QueueUrl member, if the request has one (for matching fault rules; costs a second
     /// look at a JSON body, so call it only when faults are configured).
     pub(crate) fn queue_url_hint(&self) -> Option<String> {
+        self.string_member("QueueUrl")
+    }
+
+    /// A top-level string member of the input (a second look at a JSON body: for faults and
+    /// log lines, not the hot path).
+    pub(crate) fn string_member(&self, member: &str) -> Option<String> {
         match self {
-            Params::Query(shaped) => match shaped.get("QueueUrl")? {
+            Params::Query(shaped) => match shaped.get(member)? {
                 query::Shaped::Str(s) => Some(s.clone()),
                 _ => None,
             },
             Params::Json(body) => {
-                #[derive(serde::Deserialize)]
-                struct OnlyUrl {
-                    #[serde(rename = "QueueUrl")]
-                    queue_url: Option<String>,
-                }
-                serde_json::from_slice::<OnlyUrl>(body).ok()?.queue_url
+                let map: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_slice(body).ok()?;
+                map.get(member)?.as_str().map(str::to_string)
             }
         }
     }
@@ -238,6 +241,8 @@ pub(crate) struct Encoded {
     pub content_type: &'static str,
     /// `x-amzn-query-error` for JSON errors.
     pub query_error: Option<String>,
+    /// For an error, its AWS code (the query protocol's spelling), for logs.
+    pub error: Option<&'static str>,
     pub body: Vec<u8>,
 }
 
@@ -257,6 +262,7 @@ pub(crate) fn encode_reply(
                 status: 200,
                 content_type: JSON_CONTENT_TYPE,
                 query_error: None,
+                error: None,
                 body,
             }
         }
@@ -271,6 +277,7 @@ pub(crate) fn encode_reply(
                 status: 200,
                 content_type: QUERY_JSON_CONTENT_TYPE,
                 query_error: None,
+                error: None,
                 body: query_json::reply(action, request_id, result),
             }
         }
@@ -306,6 +313,7 @@ pub(crate) fn encode_reply(
                 status: 200,
                 content_type: XML_CONTENT_TYPE,
                 query_error: None,
+                error: None,
                 body: w.into_bytes(),
             }
         }
@@ -315,7 +323,7 @@ pub(crate) fn encode_reply(
 /// Renders an error in the protocol's shape.
 pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> Encoded {
     let code = err.code;
-    match render {
+    let mut encoded = match render {
         Render::Json => {
             #[derive(Serialize)]
             struct Body<'a> {
@@ -332,6 +340,7 @@ pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> 
                 status: code.status(),
                 content_type: JSON_CONTENT_TYPE,
                 query_error: Some(format!("{};{}", code.query_code(), code.fault())),
+                error: None,
                 body,
             }
         }
@@ -339,6 +348,7 @@ pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> 
             status: code.status(),
             content_type: QUERY_JSON_CONTENT_TYPE,
             query_error: None,
+            error: None,
             body: query_json::error(
                 code.query_code(),
                 err.query_message(),
@@ -361,10 +371,13 @@ pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> 
                 status: code.status(),
                 content_type: XML_CONTENT_TYPE,
                 query_error: None,
+                error: None,
                 body: w.into_bytes(),
             }
         }
-    }
+    };
+    encoded.error = Some(code.query_code());
+    encoded
 }
 
 /// The reply to a query request that names no action at all.
@@ -373,6 +386,7 @@ pub(crate) fn encode_no_action() -> Encoded {
         status: 404,
         content_type: XML_CONTENT_TYPE,
         query_error: None,
+        error: Some("UnknownOperationException"),
         body: b"<UnknownOperationException/>".to_vec(),
     }
 }

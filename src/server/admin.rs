@@ -22,7 +22,7 @@ use crate::engine::message::Delivery;
 use crate::engine::{AttributeData, Queue, QueueId};
 use crate::error::SqsError;
 
-fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
+pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
     *resp.status_mut() = status;
     resp.headers_mut()
@@ -31,7 +31,7 @@ fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
 }
 
 /// Reads a JSON body (empty means `{}`), or the 400 reply to send instead.
-async fn read_json<T: serde::de::DeserializeOwned>(
+pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
     req: Request<Incoming>,
 ) -> Result<T, Response<Full<Bytes>>> {
     let body = read_body(req).await?;
@@ -49,13 +49,21 @@ const MAX_ADMIN_BODY: usize = 64 * 1024;
 /// The request body (at most [`MAX_ADMIN_BODY`]), or the 4xx reply to send instead: a body
 /// announced as larger is refused with 413 before any of it is read.
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
-    if super::service::declared_too_large(req.headers(), MAX_ADMIN_BODY) {
+    read_body_up_to(req, MAX_ADMIN_BODY).await
+}
+
+/// The request body if it holds at most `max` bytes, or the 4xx reply to send instead.
+pub(super) async fn read_body_up_to(
+    req: Request<Incoming>,
+    max: usize,
+) -> Result<Bytes, Response<Full<Bytes>>> {
+    if super::service::declared_too_large(req.headers(), max) {
         return Err(reply(
             StatusCode::PAYLOAD_TOO_LARGE,
-            json!({"error": format!("the body is larger than {MAX_ADMIN_BODY} bytes")}),
+            json!({"error": format!("the body is larger than {max} bytes")}),
         ));
     }
-    Limited::new(req.into_body(), MAX_ADMIN_BODY)
+    Limited::new(req.into_body(), max)
         .collect()
         .await
         .map(|b| b.to_bytes())
@@ -77,7 +85,7 @@ struct ResetRequest {
 }
 
 /// Finds a queue from a URL, the way the SQS API would for the default namespace.
-fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
+pub(super) fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
     let r = crate::api::queue_url::parse(url)?;
     let id = QueueId {
         region: r
@@ -155,6 +163,11 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
                 "sent": snap.traffic.sent,
                 "received": snap.traffic.received,
                 "deleted": snap.traffic.deleted,
+                "dead_lettered": snap.traffic.dead_lettered,
+                "expired": snap.traffic.expired,
+                "purged": snap.traffic.purged,
+                "oldest_age_s": snap.oldest_sent_ms.map(|t| now.saturating_sub(t) as f64 / 1000.0),
+                "waiting": q.waiting(),
             })
         })
         .collect();
@@ -210,8 +223,13 @@ fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
     let Some(q) = queue_of(state, url, get("region")) else {
         return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
     };
-    let messages: Vec<_> = q
-        .peek(state.engine.now_ms())
+    let number = |k: &str, default: usize| get(k).and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (page, total) = q.peek_page(
+        state.engine.now_ms(),
+        number("offset", 0),
+        number("limit", usize::MAX),
+    );
+    let messages: Vec<_> = page
         .iter()
         .map(|m| {
             let p = &m.payload;
@@ -253,7 +271,7 @@ fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
         .collect();
     reply(
         StatusCode::OK,
-        json!({"queue": q.arn, "messages": messages}),
+        json!({"queue": q.arn, "messages": messages, "total": total}),
     )
 }
 
@@ -395,6 +413,9 @@ fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> 
 /// Handles a request under the admin prefix.
 pub(super) async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/').to_string();
+    if path.starts_with(super::console::PREFIX) {
+        return super::console::handle(state, req).await;
+    }
     match (req.method().clone(), path.as_str()) {
         (Method::GET, "/_sqsim/health") => health(state),
         (Method::POST, "/_sqsim/reset") => match read_json::<ResetRequest>(req).await {

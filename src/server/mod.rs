@@ -3,7 +3,10 @@
 
 mod admin;
 pub(crate) mod auth;
+mod console;
 pub(crate) mod faults;
+mod metrics;
+mod request_log;
 mod service;
 
 use std::future::Future;
@@ -34,6 +37,8 @@ pub(crate) struct AppState {
     pub local_addr: SocketAddr,
     /// Workers started with the server (config file), by name, for `/_sqsim/stats`.
     pub workers: std::sync::Mutex<Vec<(String, Arc<crate::worker::WorkerStats>)>>,
+    /// Request counters and connection gauges for `/metrics`.
+    pub metrics: metrics::RequestMetrics,
 }
 
 impl AppState {
@@ -73,6 +78,7 @@ impl AppState {
             config,
             local_addr,
             workers: Default::default(),
+            metrics: Default::default(),
         })
     }
 
@@ -166,6 +172,7 @@ async fn serve_with<H, F>(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let open = Arc::clone(&state);
                 let state = Arc::clone(&state);
                 let svc = hyper::service::service_fn(move |req: hyper::Request<_>| {
                     let render = service::render_of(req.headers(), req.uri().query());
@@ -174,6 +181,7 @@ async fn serve_with<H, F>(
                 let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
+                    let _open = open.metrics.connection();
                     if let Err(e) = conn.await {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }

@@ -19,6 +19,8 @@ use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
 use crate::store;
 
 use super::auth::{self, AuthMode, SignedRequest};
+use super::metrics::{self, RequestMetrics};
+use super::request_log::{self, Answered, QueueSource};
 use super::{admin, AppState};
 
 /// The reserved path prefix of sqsim's own endpoints (a queue path starts with 12 digits).
@@ -149,6 +151,12 @@ pub(super) async fn handle(
     state: Arc<AppState>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
+    if metrics::is_scrape(&req) {
+        return Ok(metrics::response(&state));
+    }
+    if super::console::is_browser_root(&req) {
+        return Ok(super::console::redirect());
+    }
     if req.uri().path().starts_with(ADMIN_PREFIX) {
         // Admin changes (reset, clock) are acknowledged like any other: once kept.
         let (resp, appended) = journal::tracking(admin::handle(&state, req)).await;
@@ -157,23 +165,44 @@ pub(super) async fn handle(
             Err(e) => admin::store_failed(&e),
         });
     }
+    let started = std::time::Instant::now();
     let request_id = uuid::Uuid::new_v4()
         .hyphenated()
         .encode_lower(&mut uuid::Uuid::encode_buffer())
         .to_owned();
     let (parts, body) = req.into_parts();
+    // Filled in once the request is decoded, for the metrics and the log line.
+    let mut slot = RequestMetrics::slot_of("");
+    let mut queue = QueueSource::default();
     let stages = async {
         let body = read_body(&state, &parts, body, &request_id).await?;
         let signer = authenticate(&state, &parts, &body, &request_id)?;
+        let kept_body = body.clone();
         let decoded = decode(&parts, body, &request_id)?;
+        slot = RequestMetrics::slot_of(&decoded.action);
+        queue = QueueSource::of(&kept_body, decoded.protocol);
         apply_faults(&state, &parts, &decoded, &request_id).await?;
         let ctx = context(&state, &parts, &decoded, signer, &request_id);
         Ok::<_, Stop>(dispatch(&ctx, decoded).await)
     };
-    match stages.await {
-        Ok(encoded) | Err(Stop::Reply(encoded)) => Ok(respond(encoded, &request_id)),
-        Err(Stop::Drop) => Err(DroppedConnection),
-    }
+    let encoded = match stages.await {
+        Ok(encoded) | Err(Stop::Reply(encoded)) => encoded,
+        Err(Stop::Drop) => return Err(DroppedConnection),
+    };
+    let took = started.elapsed();
+    state.metrics.observe(slot, encoded.status, took);
+    request_log::write(
+        Answered {
+            request_id: &request_id,
+            action: RequestMetrics::action_label(slot),
+            queue,
+            path: parts.uri.path(),
+            uri_query: parts.uri.query(),
+            took,
+        },
+        &encoded,
+    );
+    Ok(respond(encoded, &request_id))
 }
 
 /// Stage 1: the body, refused with 413 when it is (or announces itself) over the cap.
@@ -355,10 +384,7 @@ async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
             &ctx.request_id,
             reply.as_ref(),
         ),
-        Err(err) => {
-            tracing::debug!(action = %decoded.action, code = ?err.code, message = %err.message, "request failed");
-            protocol::encode_error(decoded.render, &ctx.request_id, &err)
-        }
+        Err(err) => protocol::encode_error(decoded.render, &ctx.request_id, &err),
     }
 }
 

@@ -1,0 +1,510 @@
+// sqsim console: a small single-page app over sqsim's own endpoints. Every view is built
+// from DOM nodes (never HTML strings), so message bodies and names cannot inject markup.
+// Nothing here receives a message: messages are shown through the side-effect-free peek.
+"use strict";
+
+const PAGE_SIZE = 50;
+const REFRESH_MS = 1000;
+
+// ---- helpers -------------------------------------------------------------------------
+
+/** Builds an element: h("a", {href: "#"}, "text", child, ...). */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function toast(text, bad) {
+  const t = document.getElementById("toast");
+  t.textContent = text;
+  t.className = "show" + (bad ? " warn" : "");
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (t.className = ""), 3500);
+}
+
+async function getJson(path) {
+  const r = await fetch(path, { headers: { accept: "application/json" } });
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(body.error || `${path}: HTTP ${r.status}`);
+  return body;
+}
+
+async function postJson(path, body, method) {
+  const r = await fetch(path, {
+    method: method || "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body || {}),
+  });
+  const out = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(out.error || out.message || `${path}: HTTP ${r.status}`);
+  return out;
+}
+
+/** Runs an SQS action (AWS JSON shapes) in a namespace, through the console endpoint. */
+async function sqs(action, params, ns) {
+  const q = new URLSearchParams({ account: ns.account, region: ns.region });
+  const r = await fetch(`/_sqsim/console/sqs/${action}?${q}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(params || {}),
+  });
+  const out = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    const code = (out.__type || "").split("#").pop();
+    throw new Error(`${code || "Error"}: ${out.message || `HTTP ${r.status}`}`);
+  }
+  return out;
+}
+
+function ageText(seconds) {
+  if (!seconds) return "–";
+  if (seconds < 60) return `${seconds.toFixed(0)} s`;
+  if (seconds < 3600) return `${(seconds / 60).toFixed(1)} min`;
+  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86400).toFixed(1)} d`;
+}
+
+function timeText(ms) {
+  return ms ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "–";
+}
+
+/** A body as text, pretty-printed when it is JSON. */
+function bodyNode(body) {
+  try {
+    const v = JSON.parse(body);
+    if (v !== null && typeof v === "object") {
+      return h("pre", { class: "json" }, JSON.stringify(v, null, 2));
+    }
+  } catch (_) {
+    /* not JSON */
+  }
+  return h("pre", {}, body);
+}
+
+function queueUrl(ns, name) {
+  return `${location.origin}/${ns.account}/${name}`;
+}
+
+function queueHref(q) {
+  return `#/queue/${encodeURIComponent(q.account)}/${encodeURIComponent(q.region)}/${encodeURIComponent(q.name)}`;
+}
+
+// ---- routing and refresh --------------------------------------------------------------
+
+let refresher = null;
+let renderToken = 0;
+
+function every(ms, fn) {
+  clearInterval(refresher);
+  refresher = setInterval(() => fn().catch((e) => console.warn(e)), ms);
+}
+
+async function route() {
+  clearInterval(refresher);
+  const token = ++renderToken;
+  const main = document.getElementById("main");
+  // Which view is on screen, set once it has its data (tests and scripts wait on it).
+  main.dataset.view = "";
+  document.getElementById("toast").className = "";
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  try {
+    if (parts[0] === "queue" && parts.length >= 4) {
+      await queuePage(main, { account: parts[1], region: parts[2] }, parts.slice(3).join("/"), token);
+    } else if (parts[0] === "controls") {
+      await controlsPage(main, token);
+    } else {
+      await queuesPage(main, token);
+    }
+  } catch (e) {
+    main.replaceChildren(h("p", { class: "warn", role: "alert" }, String(e.message || e)));
+  }
+}
+
+async function tickClock() {
+  try {
+    const c = await getJson("/_sqsim/clock");
+    document.getElementById("clock").textContent =
+      `clock ${timeText(c.now_ms)}${c.frozen ? " (frozen)" : ""}`;
+  } catch (_) {
+    /* the server may be restarting */
+  }
+}
+
+window.addEventListener("hashchange", route);
+window.addEventListener("DOMContentLoaded", () => {
+  route();
+  tickClock();
+  setInterval(tickClock, REFRESH_MS);
+});
+
+// ---- queue list -----------------------------------------------------------------------
+
+async function queuesPage(main, token) {
+  const filter = h("input", {
+    type: "search", id: "filter", placeholder: "name contains…", "aria-label": "Filter queues by name",
+    value: sessionStorage.getItem("filter") || "",
+  });
+  const tbody = h("tbody", { id: "queue-rows" });
+  const summary = h("p", { class: "muted", id: "queue-summary", "aria-live": "polite" });
+  const table = h("table", { "aria-describedby": "queue-summary" },
+    h("caption", { class: "muted", style: "text-align:left" }, "Every queue of every account and region; counts update live."),
+    h("thead", {}, h("tr", {},
+      h("th", { scope: "col" }, "Queue"), h("th", { scope: "col" }, "Account"),
+      h("th", { scope: "col" }, "Region"), h("th", { scope: "col" }, "Type"),
+      h("th", { scope: "col", class: "num" }, "Visible"), h("th", { scope: "col", class: "num" }, "In flight"),
+      h("th", { scope: "col", class: "num" }, "Delayed"), h("th", { scope: "col", class: "num" }, "Oldest"))),
+    tbody);
+  main.replaceChildren(h("h1", {}, "Queues"), h("div", { class: "row" }, filter), summary, table);
+
+  async function refresh() {
+    const stats = await getJson("/_sqsim/stats");
+    if (token !== renderToken) return;
+    const f = filter.value.trim().toLowerCase();
+    const queues = stats.queues
+      .filter((q) => !f || q.name.toLowerCase().includes(f))
+      .sort((a, b) => (a.account + a.region + a.name).localeCompare(b.account + b.region + b.name));
+    tbody.replaceChildren(...queues.map((q) => h("tr", { dataset: { queue: q.name } },
+      h("td", {}, h("a", { href: queueHref(q) }, q.name)),
+      h("td", {}, q.account), h("td", {}, q.region),
+      h("td", {}, q.name.endsWith(".fifo") ? "FIFO" : "standard"),
+      h("td", { class: "num", dataset: { col: "visible" } }, q.visible),
+      h("td", { class: "num", dataset: { col: "in_flight" } }, q.in_flight),
+      h("td", { class: "num", dataset: { col: "delayed" } }, q.delayed),
+      h("td", { class: "num" }, ageText(q.oldest_age_s)))));
+    summary.textContent = `${queues.length} of ${stats.queues.length} queues`;
+  }
+  filter.addEventListener("input", () => {
+    sessionStorage.setItem("filter", filter.value);
+    refresh();
+  });
+  await refresh();
+  main.dataset.view = "queues";
+  every(REFRESH_MS, refresh);
+}
+
+// ---- one queue --------------------------------------------------------------------------
+
+async function queuePage(main, ns, name, token) {
+  const url = queueUrl(ns, name);
+  const attrs = (await sqs("GetQueueAttributes", { QueueUrl: url, AttributeNames: ["All"] }, ns)).Attributes || {};
+  const tags = (await sqs("ListQueueTags", { QueueUrl: url }, ns)).Tags || {};
+  const sources = (await sqs("ListDeadLetterSourceQueues", { QueueUrl: url }, ns)).queueUrls || [];
+  const arn = attrs.QueueArn;
+  const fifo = name.endsWith(".fifo");
+  let offset = 0;
+
+  const counters = h("dl", { id: "counters" });
+  const messages = h("tbody", { id: "message-rows" });
+  const pageInfo = h("span", { class: "muted", id: "page-info" });
+  const tasks = h("tbody", { id: "task-rows" });
+
+  const redrive = attrs.RedrivePolicy ? JSON.parse(attrs.RedrivePolicy) : null;
+  const wiring = h("dl", {},
+    h("dt", {}, "Dead-letter queue"),
+    h("dd", {}, redrive
+      ? [arnLink(redrive.deadLetterTargetArn, ns), ` after ${redrive.maxReceiveCount} receives`]
+      : "none"),
+    h("dt", {}, "Dead-letter queue of"),
+    h("dd", {}, sources.length ? sources.map((u) => h("div", {}, urlLink(u, ns))) : "no queue"));
+
+  const attrList = h("dl", {}, Object.entries(attrs).sort().filter(([k]) => k !== "Policy")
+    .flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  const tagList = Object.keys(tags).length
+    ? h("dl", {}, Object.entries(tags).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))
+    : h("p", { class: "muted" }, "No tags.");
+  const policy = attrs.Policy ? bodyNode(attrs.Policy) : h("p", { class: "muted" }, "No policy.");
+
+  const sendForm = h("form", { id: "send-form", "aria-label": "Send a message" },
+    h("label", {}, "Body", h("textarea", { name: "body", rows: 3, required: true })),
+    h("label", {}, "Message attributes (JSON object of name → string value)",
+      h("input", { name: "attributes", placeholder: '{"kind": "test"}' })),
+    fifo ? h("label", {}, "MessageGroupId", h("input", { name: "group", required: true })) : null,
+    fifo ? h("label", {}, "MessageDeduplicationId", h("input", { name: "dedup" })) : null,
+    fifo ? null : h("label", {}, "Delay (seconds)", h("input", { name: "delay", type: "number", min: 0, max: 900, value: 0 })),
+    h("button", { type: "submit" }, "Send"));
+  sendForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(sendForm);
+    const params = { QueueUrl: url, MessageBody: f.get("body") };
+    try {
+      const a = (f.get("attributes") || "").trim();
+      if (a) {
+        params.MessageAttributes = Object.fromEntries(Object.entries(JSON.parse(a))
+          .map(([k, v]) => [k, { DataType: "String", StringValue: String(v) }]));
+      }
+      if (fifo) {
+        params.MessageGroupId = f.get("group");
+        if (f.get("dedup")) params.MessageDeduplicationId = f.get("dedup");
+      } else if (Number(f.get("delay"))) {
+        params.DelaySeconds = Number(f.get("delay"));
+      }
+      const r = await sqs("SendMessage", params, ns);
+      toast(`Sent ${r.MessageId}`);
+      sendForm.reset();
+      await refresh();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+
+  const purge = h("button", { class: "danger", id: "purge", type: "button", onclick: async () => {
+    if (!confirm(`Purge every message of ${name}?`)) return;
+    try {
+      await sqs("PurgeQueue", { QueueUrl: url }, ns);
+      toast(`Purged ${name}`);
+      await refresh();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  } }, "Purge queue");
+
+  const startRedrive = sources.length
+    ? h("button", { id: "start-redrive", type: "button", onclick: async () => {
+      try {
+        const r = await sqs("StartMessageMoveTask", { SourceArn: arn }, ns);
+        toast(`Redrive started (${r.TaskHandle ? "task " + r.TaskHandle.slice(0, 12) + "…" : "running"})`);
+        await refresh();
+      } catch (e) {
+        toast(e.message, true);
+      }
+    } }, "Redrive messages back to their source queues")
+    : null;
+
+  main.replaceChildren(
+    h("p", {}, h("a", { href: "#/" }, "← Queues")),
+    h("h1", {}, name, h("span", { class: "muted" }, ` · ${ns.account} · ${ns.region}`)),
+    h("div", { class: "grid" },
+      h("section", { class: "panel", "aria-labelledby": "h-counts" }, h("h2", { id: "h-counts" }, "Now"), counters),
+      h("section", { class: "panel", "aria-labelledby": "h-wiring" }, h("h2", { id: "h-wiring" }, "Redrive wiring"), wiring,
+        startRedrive ? h("div", { style: "margin-top:.6rem" }, startRedrive) : null),
+      h("section", { class: "panel", "aria-labelledby": "h-send" }, h("h2", { id: "h-send" }, "Send a message"), sendForm)),
+    h("section", { "aria-labelledby": "h-messages" },
+      h("h2", { id: "h-messages" }, "Messages"),
+      h("p", { class: "muted" }, "Shown without receiving them: receive counts and visibility do not change."),
+      h("div", { class: "row" }, purge,
+        h("button", { class: "secondary", type: "button", id: "prev-page", onclick: () => { offset = Math.max(0, offset - PAGE_SIZE); refresh(); } }, "Previous"),
+        h("button", { class: "secondary", type: "button", id: "next-page", onclick: () => { offset += PAGE_SIZE; refresh(); } }, "Next"),
+        pageInfo),
+      h("table", {}, h("thead", {}, h("tr", {},
+        h("th", { scope: "col" }, "MessageId"), h("th", { scope: "col" }, "Body"),
+        h("th", { scope: "col" }, "Attributes"), h("th", { scope: "col" }, "State"),
+        h("th", { scope: "col", class: "num" }, "Receives"),
+        fifo ? h("th", { scope: "col" }, "Group · sequence") : null,
+        h("th", { scope: "col" }, h("span", { class: "muted" }, "Actions")))), messages)),
+    sources.length === 0 ? null : h("section", { "aria-labelledby": "h-tasks", id: "tasks-section" },
+      h("h2", { id: "h-tasks" }, "Message move tasks"),
+      h("table", {}, h("thead", {}, h("tr", {},
+        h("th", { scope: "col" }, "Status"), h("th", { scope: "col" }, "Destination"),
+        h("th", { scope: "col", class: "num" }, "Moved"), h("th", { scope: "col", class: "num" }, "To move"),
+        h("th", { scope: "col" }, "Started"), h("th", { scope: "col" }, ""))), tasks)),
+    h("div", { class: "grid" },
+      h("section", { class: "panel", "aria-labelledby": "h-attrs" }, h("h2", { id: "h-attrs" }, "Attributes"), attrList),
+      h("section", { class: "panel", "aria-labelledby": "h-tags" }, h("h2", { id: "h-tags" }, "Tags"), tagList),
+      h("section", { class: "panel", "aria-labelledby": "h-policy" }, h("h2", { id: "h-policy" }, "Policy"), policy)));
+
+  async function refresh() {
+    const [stats, peek] = await Promise.all([
+      getJson("/_sqsim/stats"),
+      getJson(`/_sqsim/peek?${new URLSearchParams({ queue_url: url, region: ns.region, offset, limit: PAGE_SIZE })}`),
+    ]);
+    if (token !== renderToken) return;
+    const q = stats.queues.find((x) => x.name === name && x.account === ns.account && x.region === ns.region);
+    if (!q) {
+      counters.replaceChildren(h("dd", { class: "warn" }, "This queue no longer exists."));
+      return;
+    }
+    const row = (label, v, col) => [h("dt", {}, label), h("dd", { dataset: { col } }, v)];
+    counters.replaceChildren(
+      ...row("Visible", q.visible, "visible"), ...row("In flight", q.in_flight, "in_flight"),
+      ...row("Delayed", q.delayed, "delayed"), ...row("Oldest message", ageText(q.oldest_age_s), "oldest"),
+      ...row("Long polls waiting", q.waiting, "waiting"), ...row("Sent", q.sent, "sent"),
+      ...row("Received", q.received, "received"), ...row("Deleted", q.deleted, "deleted"),
+      ...row("Moved to DLQ", q.dead_lettered, "dead_lettered"), ...row("Expired", q.expired, "expired"),
+      ...row("Purged", q.purged, "purged"));
+    const total = peek.total;
+    pageInfo.textContent = total
+      ? `${offset + 1}–${Math.min(offset + PAGE_SIZE, total)} of ${total}`
+      : "no messages";
+    messages.replaceChildren(...peek.messages.map((m) => messageRow(m, url, ns, fifo, refresh)));
+    if (sources.length) {
+      try {
+        const t = await sqs("ListMessageMoveTasks", { SourceArn: arn, MaxResults: 10 }, ns);
+        tasks.replaceChildren(...(t.Results || []).map((r) => taskRow(r, ns, refresh)));
+      } catch (_) {
+        /* not a dead-letter queue any more */
+      }
+    }
+  }
+  await refresh();
+  main.dataset.view = `queue:${ns.account}/${ns.region}/${name}`;
+  every(REFRESH_MS, refresh);
+}
+
+function messageRow(m, url, ns, fifo, refresh) {
+  const attrs = Object.entries(m.message_attributes || {});
+  const state = m.state === "visible" ? "visible" : `${m.state.replace("_", " ")} until ${timeText(m.until_ms)}`;
+  return h("tr", { dataset: { messageId: m.message_id } },
+    h("td", {}, h("code", {}, m.message_id)),
+    h("td", {}, bodyNode(m.body)),
+    h("td", {}, attrs.length
+      ? h("dl", {}, attrs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v.StringValue ?? `(binary) ${v.BinaryValue}`)]))
+      : h("span", { class: "muted" }, "–"),
+      m.dead_letter_source_arn ? h("div", { class: "muted" }, `from ${m.dead_letter_source_arn.split(":").pop()}`) : null),
+    h("td", { class: `state-${m.state}`, dataset: { col: "state" } }, state),
+    h("td", { class: "num", dataset: { col: "receives" } }, m.receive_count),
+    fifo ? h("td", {}, `${m.message_group_id ?? ""} · ${m.sequence_number ?? ""}`) : null,
+    h("td", {}, h("button", {
+      class: "secondary", type: "button", "aria-label": `Delete message ${m.message_id}`,
+      onclick: async () => {
+        if (!confirm("Delete this message?")) return;
+        try {
+          await postJson("/_sqsim/console/delete-message", { queue_url: url, region: ns.region, message_id: m.message_id });
+          toast("Deleted");
+          await refresh();
+        } catch (e) {
+          toast(e.message, true);
+        }
+      },
+    }, "Delete")));
+}
+
+function taskRow(t, ns, refresh) {
+  const cancel = t.Status === "RUNNING"
+    ? h("button", { class: "secondary", type: "button", onclick: async () => {
+      try {
+        await sqs("CancelMessageMoveTask", { TaskHandle: t.TaskHandle }, ns);
+        toast("Cancelling the move task");
+        await refresh();
+      } catch (e) {
+        toast(e.message, true);
+      }
+    } }, "Cancel")
+    : null;
+  return h("tr", { dataset: { status: t.Status } },
+    h("td", {}, t.Status, t.FailureReason ? h("div", { class: "warn" }, t.FailureReason) : null),
+    h("td", {}, t.DestinationArn ? t.DestinationArn.split(":").pop() : "source queues"),
+    h("td", { class: "num", dataset: { col: "moved" } }, t.ApproximateNumberOfMessagesMoved ?? 0),
+    h("td", { class: "num" }, t.ApproximateNumberOfMessagesToMove ?? "–"),
+    h("td", {}, timeText(t.StartedTimestamp)),
+    h("td", {}, cancel));
+}
+
+function arnLink(arn, ns) {
+  const [, , , region, account, name] = arn.split(":");
+  return h("a", { href: queueHref({ account: account || ns.account, region: region || ns.region, name }) }, name);
+}
+
+function urlLink(url, ns) {
+  const parts = new URL(url).pathname.split("/").filter(Boolean);
+  const name = parts.pop();
+  const account = parts.pop() || ns.account;
+  return h("a", { href: queueHref({ account, region: ns.region, name }) }, name);
+}
+
+// ---- test controls --------------------------------------------------------------------
+
+async function controlsPage(main, token) {
+  const clockState = h("p", { id: "clock-state", "aria-live": "polite" });
+  const advance = h("form", { class: "row", id: "advance-form", "aria-label": "Advance the clock" },
+    h("label", {}, "Advance by (seconds)", h("input", { name: "seconds", type: "number", min: 0, step: "any", value: 60 })),
+    h("button", { type: "submit" }, "Advance"));
+  advance.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await postJson("/_sqsim/clock", { advance_seconds: Number(new FormData(advance).get("seconds")) });
+      await refresh();
+      tickClock();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+  const freeze = h("button", { type: "button", class: "secondary", id: "freeze" }, "Freeze");
+  let frozen = false;
+  freeze.addEventListener("click", async () => {
+    try {
+      await postJson("/_sqsim/clock", { freeze: !frozen });
+      await refresh();
+      tickClock();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+
+  const faults = h("tbody", { id: "fault-rows" });
+  const faultForm = h("form", { id: "fault-form", "aria-label": "Add a fault rule" },
+    h("label", {}, "Rule (JSON, as POST /_sqsim/faults takes it)",
+      h("textarea", { name: "rule", rows: 3, required: true }, '{"action": "SendMessage", "error": "ThrottlingException", "count": 1}')),
+    h("div", { class: "row" }, h("button", { type: "submit" }, "Add rule"),
+      h("button", { type: "button", class: "secondary", onclick: async () => {
+        try {
+          await postJson("/_sqsim/faults", {}, "DELETE");
+          await refresh();
+        } catch (e) {
+          toast(e.message, true);
+        }
+      } }, "Remove every rule")));
+  faultForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await postJson("/_sqsim/faults", JSON.parse(new FormData(faultForm).get("rule")));
+      await refresh();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+
+  const reset = h("button", { class: "danger", type: "button", id: "reset", onclick: async () => {
+    if (!confirm("Reset sqsim? Every queue, message, move task and fault rule is removed.")) return;
+    try {
+      await postJson("/_sqsim/reset", {});
+      toast("Reset done");
+      await refresh();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  } }, "Reset everything…");
+
+  const workers = h("tbody", { id: "worker-rows" });
+  main.replaceChildren(
+    h("h1", {}, "Test controls"),
+    h("section", { class: "panel", "aria-labelledby": "h-clock" }, h("h2", { id: "h-clock" }, "Clock"),
+      clockState, h("div", { class: "row" }, advance, freeze)),
+    h("section", { "aria-labelledby": "h-faults" }, h("h2", { id: "h-faults" }, "Fault rules"),
+      h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Rule"), h("th", { scope: "col", class: "num" }, "Hits"))), faults),
+      faultForm),
+    h("section", { "aria-labelledby": "h-workers" }, h("h2", { id: "h-workers" }, "Workers"),
+      h("table", {}, h("thead", {}, h("tr", {}, ...["Worker", "Delivered", "Failed", "Retried", "Released", "In flight"]
+        .map((c, i) => h("th", { scope: "col", class: i ? "num" : null }, c)))), workers)),
+    h("section", { "aria-labelledby": "h-reset" }, h("h2", { id: "h-reset" }, "Reset"), reset));
+
+  async function refresh() {
+    const [clock, rules, stats] = await Promise.all([
+      getJson("/_sqsim/clock"), getJson("/_sqsim/faults"), getJson("/_sqsim/stats"),
+    ]);
+    if (token !== renderToken) return;
+    frozen = !!clock.frozen;
+    freeze.textContent = frozen ? "Unfreeze" : "Freeze";
+    clockState.textContent = `Now ${timeText(clock.now_ms)}${frozen ? ", frozen" : ""}.`;
+    const list = rules.faults || rules.rules || [];
+    faults.replaceChildren(...list.map((r) => h("tr", {},
+      h("td", {}, h("code", {}, JSON.stringify(Object.fromEntries(Object.entries(r).filter(([k]) => k !== "hits"))))),
+      h("td", { class: "num" }, r.hits ?? 0))));
+    workers.replaceChildren(...(stats.workers.length ? stats.workers : []).map((w) => h("tr", {},
+      h("td", {}, w.name), h("td", { class: "num" }, w.delivered), h("td", { class: "num" }, w.failed),
+      h("td", { class: "num" }, w.retried), h("td", { class: "num" }, w.released), h("td", { class: "num" }, w.in_flight))));
+    if (!stats.workers.length) workers.replaceChildren(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No workers (start them from the config file).")));
+  }
+  await refresh();
+  main.dataset.view = "controls";
+  every(REFRESH_MS, refresh);
+}

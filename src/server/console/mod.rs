@@ -1,0 +1,150 @@
+//! The web console at `/_sqsim/console`: one page, its script and its style, embedded in the
+//! binary (no CDN, no build step), over sqsim's own endpoints. Two endpoints exist for it:
+//! `POST /_sqsim/console/sqs/<Action>` runs any SQS action in AWS JSON shapes for a given
+//! account and region without a signature (like every `/_sqsim/` endpoint, it is for a
+//! trusted network), and `POST /_sqsim/console/delete-message` deletes one message by its
+//! MessageId. Messages are only ever shown through the side-effect-free peek.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::admin::{queue_of, read_body_up_to, read_json, reply};
+use super::AppState;
+use crate::api::{self, Context};
+use crate::protocol::{self, Params, Protocol, Render};
+
+/// Where the console lives.
+pub(super) const PREFIX: &str = "/_sqsim/console";
+
+const PAGE: &str = include_str!("index.html");
+const SCRIPT: &str = include_str!("app.js");
+const STYLE: &str = include_str!("app.css");
+
+fn asset(content_type: &'static str, body: &'static str) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // The assets change with the binary; a restart must not be hidden by a cache.
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// Whether a request is a browser opening the server's root: it is sent to the console.
+pub(super) fn is_browser_root<B>(req: &Request<B>) -> bool {
+    req.method() == Method::GET
+        && req.uri().path() == "/"
+        && req.uri().query().is_none()
+        && req
+            .headers()
+            .get(hyper::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("text/html"))
+}
+
+/// The redirect a browser opening `/` gets.
+pub(super) fn redirect() -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::new()));
+    *resp.status_mut() = StatusCode::FOUND;
+    resp.headers_mut()
+        .insert(hyper::header::LOCATION, HeaderValue::from_static(PREFIX));
+    resp
+}
+
+/// Handles a request under [`PREFIX`].
+pub(super) async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = req.uri().path().trim_end_matches('/');
+    let rest = path.strip_prefix(PREFIX).unwrap_or_default();
+    match (req.method(), rest) {
+        (&Method::GET, "" | "/index.html") => asset("text/html; charset=utf-8", PAGE),
+        (&Method::GET, "/app.js") => asset("text/javascript; charset=utf-8", SCRIPT),
+        (&Method::GET, "/app.css") => asset("text/css; charset=utf-8", STYLE),
+        (&Method::POST, "/delete-message") => match read_json::<DeleteById>(req).await {
+            Ok(d) => delete_by_id(state, d),
+            Err(resp) => resp,
+        },
+        (&Method::POST, r) if r.starts_with("/sqs/") => {
+            let action = r["/sqs/".len()..].to_string();
+            run_action(state, req, action).await
+        }
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            json!({"error": "no such console endpoint"}),
+        ),
+    }
+}
+
+/// A message to delete, by id.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteById {
+    queue_url: String,
+    region: Option<String>,
+    message_id: String,
+}
+
+fn delete_by_id(state: &AppState, d: DeleteById) -> Response<Full<Bytes>> {
+    let Ok(id) = uuid::Uuid::parse_str(&d.message_id) else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "message_id is not a MessageId"}),
+        );
+    };
+    let Some(q) = queue_of(state, &d.queue_url, d.region.as_deref()) else {
+        return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+    };
+    if q.delete_by_id(id, state.engine.now_ms()) {
+        reply(StatusCode::OK, json!({"deleted": d.message_id}))
+    } else {
+        reply(StatusCode::NOT_FOUND, json!({"error": "no such message"}))
+    }
+}
+
+/// Runs one SQS action for the console, in AWS JSON shapes, in the namespace the query
+/// string names (`account`, `region`; the server's defaults otherwise).
+async fn run_action(
+    state: &AppState,
+    req: Request<Incoming>,
+    action: String,
+) -> Response<Full<Bytes>> {
+    let params: Vec<(String, String)> =
+        serde_urlencoded::from_str(req.uri().query().unwrap_or_default()).unwrap_or_default();
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let account = get("account").unwrap_or_else(|| state.config.account_id.clone());
+    let region = get("region").unwrap_or_else(|| state.config.region.clone());
+    let base_url = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .map_or_else(
+            || format!("http://{}", state.local_addr),
+            |h| format!("http://{h}"),
+        );
+    let body = match read_body_up_to(req, state.config.max_body_bytes).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let ctx = Context {
+        engine: Arc::clone(&state.engine),
+        protocol: Protocol::Json,
+        region,
+        sender_id: Arc::from(account.as_str()),
+        account,
+        base_url,
+        path: "/".into(),
+        trace_header: None,
+        request_id: request_id.clone(),
+    };
+    let encoded = match api::dispatch(&ctx, &action, Params::Json(body)).await {
+        Ok(reply) => protocol::encode_reply(Render::Json, &action, &request_id, reply.as_ref()),
+        Err(err) => protocol::encode_error(Render::Json, &request_id, &err),
+    };
+    super::service::respond(encoded, &request_id)
+}

@@ -1,0 +1,228 @@
+"""`GET /metrics` read with Prometheus's own text-format parser, against a private server
+whose traffic the test knows exactly; and the request log lines (`--log-format json`)."""
+
+import json
+import threading
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+from prometheus_client.parser import text_string_to_metric_families
+
+import sqsim_process
+from sqsim_helpers import ACCOUNT
+
+
+def scrape(srv):
+    status, headers, raw = srv.http("GET", "/metrics")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    samples = {}
+    types = {}
+    for family in text_string_to_metric_families(raw.decode()):
+        types[family.name] = family.type
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples, types
+
+
+def q(name, region="us-east-1"):
+    return (("account", ACCOUNT), ("queue", name), ("region", region))
+
+
+def test_counters_and_gauges_match_the_traffic():
+    with sqsim_process.running() as srv:
+        sqs = srv.client()
+        dlq = sqs.create_queue(QueueName="m-dlq")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        src = sqs.create_queue(
+            QueueName="m-src",
+            Attributes={
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "1"}
+                ),
+                "VisibilityTimeout": "0",
+            },
+        )["QueueUrl"]
+        other = sqs.create_queue(QueueName="m-other")["QueueUrl"]
+        sqs.send_message_batch(
+            QueueUrl=src,
+            Entries=[{"Id": str(i), "MessageBody": f"b{i}"} for i in range(5)],
+        )
+        sqs.send_message(QueueUrl=src, MessageBody="single", DelaySeconds=0)
+        got = sqs.receive_message(QueueUrl=src, MaxNumberOfMessages=10)["Messages"]
+        assert len(got) == 6
+        # Two deleted; the other four were received once (maxReceiveCount 1) and move to
+        # the dead-letter queue on the next receive.
+        for m in got[:2]:
+            sqs.delete_message(QueueUrl=src, ReceiptHandle=m["ReceiptHandle"])
+        assert "Messages" not in sqs.receive_message(QueueUrl=src, MaxNumberOfMessages=10)
+        for i in range(3):
+            sqs.send_message(QueueUrl=other, MessageBody=f"o{i}")
+        sqs.send_message(QueueUrl=other, MessageBody="later", DelaySeconds=60)
+        sqs.purge_queue(QueueUrl=other)
+        with pytest.raises(ClientError):
+            sqs.get_queue_url(QueueName="m-missing")
+        sqs.send_message(QueueUrl=other, MessageBody="old")
+        srv.advance(30)
+        samples, types = scrape(srv)
+
+        assert types["sqsim_messages_sent"] == "counter"
+        assert types["sqsim_queue_messages_visible"] == "gauge"
+        assert types["sqsim_request_duration_seconds"] == "histogram"
+        assert samples[("sqsim_messages_sent_total", q("m-src"))] == 6
+        assert samples[("sqsim_messages_received_total", q("m-src"))] == 6
+        assert samples[("sqsim_messages_deleted_total", q("m-src"))] == 2
+        assert samples[("sqsim_messages_dead_lettered_total", q("m-src"))] == 4
+        assert samples[("sqsim_queue_messages_visible", q("m-dlq"))] == 4
+        assert samples[("sqsim_queue_messages_visible", q("m-src"))] == 0
+        assert samples[("sqsim_messages_sent_total", q("m-other"))] == 5
+        assert samples[("sqsim_messages_purged_total", q("m-other"))] == 4
+        assert samples[("sqsim_queue_messages_visible", q("m-other"))] == 1
+        age = samples[("sqsim_queue_oldest_message_age_seconds", q("m-other"))]
+        assert 30 <= age < 40
+        assert samples[("sqsim_queue_oldest_message_age_seconds", q("m-src"))] == 0
+        assert samples[("sqsim_queues", ())] == 3
+
+        def requests(action, status):
+            return samples.get(
+                ("sqsim_requests_total", (("action", action), ("status", status))), 0
+            )
+
+        assert requests("SendMessage", "200") == 6
+        assert requests("SendMessageBatch", "200") == 1
+        assert requests("DeleteMessage", "200") == 2
+        assert requests("ReceiveMessage", "200") == 2
+        assert requests("CreateQueue", "200") == 3
+        assert requests("GetQueueUrl", "400") == 1
+        assert requests("PurgeQueue", "200") == 1
+        count = samples[("sqsim_request_duration_seconds_count", (("action", "SendMessage"),))]
+        assert count == 6
+        inf = samples[
+            ("sqsim_request_duration_seconds_bucket", (("action", "SendMessage"), ("le", "+Inf")))
+        ]
+        assert inf == 6
+        assert samples[("sqsim_connections_open", ())] >= 1
+
+        # Retention expiry (the minimum retention is 60 s): the message sent 30 s ago goes.
+        sqs.set_queue_attributes(QueueUrl=other, Attributes={"MessageRetentionPeriod": "60"})
+        srv.advance(31)
+        samples, _ = scrape(srv)
+        assert samples[("sqsim_messages_expired_total", q("m-other"))] == 1
+        assert samples[("sqsim_queue_messages_visible", q("m-other"))] == 0
+
+
+def test_long_polls_waiting_are_counted():
+    with sqsim_process.running() as srv:
+        sqs = srv.client()
+        url = sqs.create_queue(QueueName="m-wait")["QueueUrl"]
+
+        t = threading.Thread(
+            target=lambda: srv.client().receive_message(QueueUrl=url, WaitTimeSeconds=3)
+        )
+        t.start()
+        try:
+            deadline = time.monotonic() + 3
+            waiting = 0
+            while time.monotonic() < deadline and waiting < 1:
+                samples, _ = scrape(srv)
+                waiting = samples[("sqsim_queue_long_polls_waiting", q("m-wait"))]
+                time.sleep(0.05)
+            assert waiting == 1
+        finally:
+            sqs.send_message(QueueUrl=url, MessageBody="wake")
+            t.join()
+        samples, _ = scrape(srv)
+        assert samples[("sqsim_queue_long_polls_waiting", q("m-wait"))] == 0
+
+
+def test_queues_past_the_label_limit_are_summed():
+    with sqsim_process.running("--metrics-queue-limit", "2") as srv:
+        sqs = srv.client()
+        for name in ["lim-a", "lim-b", "lim-c", "lim-d"]:
+            url = sqs.create_queue(QueueName=name)["QueueUrl"]
+            sqs.send_message(QueueUrl=url, MessageBody="x")
+        samples, _ = scrape(srv)
+        labelled = {
+            dict(labels)["queue"]
+            for (name, labels) in samples
+            if name == "sqsim_queue_messages_visible"
+        }
+        assert labelled == {"lim-a", "lim-b", "_other"}
+        other = (("account", ""), ("queue", "_other"), ("region", ""))
+        assert samples[("sqsim_queue_messages_visible", other)] == 2
+        assert samples[("sqsim_messages_sent_total", other)] == 2
+        assert samples[("sqsim_queues", ())] == 4
+
+
+def test_durable_store_figures(tmp_path):
+    with sqsim_process.running("--data-dir", str(tmp_path / "data")) as srv:
+        sqs = srv.client()
+        url = sqs.create_queue(QueueName="m-durable")["QueueUrl"]
+        for i in range(5):
+            sqs.send_message(QueueUrl=url, MessageBody=str(i))
+        samples, _ = scrape(srv)
+        assert samples[("sqsim_store_writable", ())] == 1
+        assert samples[("sqsim_store_records_appended_total", ())] >= 6
+        assert samples[("sqsim_store_syncs_total", ())] >= 1
+        assert samples[("sqsim_store_sync_seconds_total", ())] > 0
+        assert samples[("sqsim_store_log_bytes", ())] > 0
+        assert samples[("sqsim_store_snapshots_total", ())] >= 1
+
+
+def test_no_store_figures_in_memory():
+    with sqsim_process.running() as srv:
+        samples, _ = scrape(srv)
+        assert not [k for k in samples if k[0].startswith("sqsim_store_")]
+
+
+def test_a_query_request_to_the_metrics_path_is_still_sqs():
+    with sqsim_process.running() as srv:
+        status, _, body = srv.http("GET", "/metrics?Action=ListQueues&Version=2012-11-05")
+        assert status == 200
+        assert b"<ListQueuesResponse" in body
+
+
+def test_request_log_lines_in_json(monkeypatch):
+    monkeypatch.setenv("RUST_LOG", "sqsim=debug")
+    with sqsim_process.running("--log-format", "json") as srv:
+        sqs = srv.client()
+        url = sqs.create_queue(QueueName="logged")["QueueUrl"]
+        sent = sqs.send_message(QueueUrl=url, MessageBody="x")
+        request_id = sent["ResponseMetadata"]["RequestId"]
+        with pytest.raises(ClientError):
+            sqs.send_message(QueueUrl=url.replace("logged", "nope"), MessageBody="x")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and "nope" not in srv.log():
+            time.sleep(0.05)
+        lines = [json.loads(line) for line in srv.log().splitlines() if line.strip()]
+    ok = [line for line in lines if line.get("request_id") == request_id]
+    assert len(ok) == 1, lines
+    assert ok[0]["level"] == "DEBUG"
+    assert ok[0]["action"] == "SendMessage"
+    assert ok[0]["queue"] == "logged"
+    assert ok[0]["status"] == 200
+    assert ok[0]["duration_ms"] >= 0
+    created = [line for line in lines if line.get("action") == "CreateQueue"]
+    assert created and created[0]["queue"] == "logged"
+    failed = [line for line in lines if line.get("queue") == "nope"]
+    assert len(failed) == 1, lines
+    assert failed[0]["level"] == "WARN"
+    assert failed[0]["status"] == 400
+    assert failed[0]["code"] == "AWS.SimpleQueueService.NonExistentQueue"
+
+
+def test_errors_are_logged_at_warn_by_default():
+    with sqsim_process.running() as srv:
+        sqs = srv.client()
+        with pytest.raises(ClientError):
+            sqs.get_queue_url(QueueName="absent-queue")
+        sqs.list_queues()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and "absent-queue" not in srv.log():
+            time.sleep(0.05)
+        log = srv.log()
+    assert "request failed" in log and "NonExistentQueue" in log and "absent-queue" in log
+    assert "ListQueues" not in log
