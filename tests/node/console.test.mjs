@@ -137,6 +137,9 @@ describe('web console', () => {
     assert.match(body, /"order": 7/, 'JSON bodies are pretty-printed');
     const row = await page.$eval('#message-rows tr', (tr) => tr.textContent);
     assert.match(row, /kind/);
+    assert.match(row, /SentTimestamp/, 'system attributes are shown');
+    const text = await page.$eval('main', (m) => m.textContent);
+    assert.doesNotMatch(text, /null|undefined/, 'no placeholder leaks into the page');
     assert.equal(await page.$eval('#message-rows td[data-col="receives"]', (td) => td.textContent), '0');
     // Several refreshes later, nothing was received: still visible, never received.
     await new Promise((r) => setTimeout(r, 2500));
@@ -222,11 +225,35 @@ describe('web console', () => {
     assert.equal((await counts(dlq)).visible, 0);
     await page.waitForSelector('#task-rows tr[data-status="COMPLETED"]', WAIT);
 
+    // A slow redrive, cancelled from the console before it is done.
+    await client.send(new sqs.PurgeQueueCommand({ QueueUrl: src }));
+    await client.send(new sqs.SendMessageBatchCommand({
+      QueueUrl: src,
+      Entries: Array.from({ length: 5 }, (_, i) => ({ Id: `c${i}`, MessageBody: `slow${i}` })),
+    }));
+    await client.send(new sqs.ReceiveMessageCommand({ QueueUrl: src, MaxNumberOfMessages: 10 }));
+    await client.send(new sqs.ReceiveMessageCommand({ QueueUrl: src, MaxNumberOfMessages: 10 }));
+    assert.equal((await counts(dlq)).visible, 5);
+    await openQueue('console-dlq');
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 5, WAIT);
+    await page.type('#redrive-rate', '1');
+    await page.click('#start-redrive');
+    await page.waitForSelector('#task-rows tr[data-status="RUNNING"] button', WAIT);
+    await page.click('#task-rows tr[data-status="RUNNING"] button');
+    await page.waitForSelector('#task-rows tr[data-status="CANCELLED"]', WAIT);
+    assert.ok((await counts(dlq)).visible >= 3, 'the cancelled task left most messages in the DLQ');
+
     await openQueue('console-src');
     const srcWiring = await page.$eval('section[aria-labelledby="h-wiring"]', (s) => s.textContent);
     assert.match(srcWiring, /console-dlq/, 'the source page names its DLQ');
     if (process.env.CONSOLE_SCREENSHOT) {
       await page.waitForSelector('#message-rows tr', WAIT);
+      await page.evaluate(() => {
+        const t = document.getElementById('toast');
+        t.className = '';
+        t.textContent = '';
+        window.scrollTo(0, 0);
+      });
       await page.screenshot({ path: process.env.CONSOLE_SCREENSHOT, fullPage: false });
     }
   });

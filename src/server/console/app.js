@@ -268,10 +268,13 @@ async function queuePage(main, ns, name, token) {
     }
   } }, "Purge queue");
 
+  const rate = h("input", { id: "redrive-rate", type: "number", min: 1, max: 500, placeholder: "as fast as allowed" });
   const startRedrive = sources.length
     ? h("button", { id: "start-redrive", type: "button", onclick: async () => {
       try {
-        const r = await sqs("StartMessageMoveTask", { SourceArn: arn }, ns);
+        const params = { SourceArn: arn };
+        if (Number(rate.value)) params.MaxNumberOfMessagesPerSecond = Number(rate.value);
+        const r = await sqs("StartMessageMoveTask", params, ns);
         toast(`Redrive started (${r.TaskHandle ? "task " + r.TaskHandle.slice(0, 12) + "…" : "running"})`);
         await refresh();
       } catch (e) {
@@ -280,13 +283,14 @@ async function queuePage(main, ns, name, token) {
     } }, "Redrive messages back to their source queues")
     : null;
 
-  main.replaceChildren(
+  main.replaceChildren(...[
     h("p", {}, h("a", { href: "#/" }, "← Queues")),
     h("h1", {}, name, h("span", { class: "muted" }, ` · ${ns.account} · ${ns.region}`)),
     h("div", { class: "grid" },
       h("section", { class: "panel", "aria-labelledby": "h-counts" }, h("h2", { id: "h-counts" }, "Now"), counters),
       h("section", { class: "panel", "aria-labelledby": "h-wiring" }, h("h2", { id: "h-wiring" }, "Redrive wiring"), wiring,
-        startRedrive ? h("div", { style: "margin-top:.6rem" }, startRedrive) : null),
+        startRedrive ? h("div", { style: "margin-top:.6rem", class: "row" },
+          h("label", {}, "Messages per second", rate), startRedrive) : null),
       h("section", { class: "panel", "aria-labelledby": "h-send" }, h("h2", { id: "h-send" }, "Send a message"), sendForm)),
     h("section", { "aria-labelledby": "h-messages" },
       h("h2", { id: "h-messages" }, "Messages"),
@@ -308,9 +312,10 @@ async function queuePage(main, ns, name, token) {
         h("th", { scope: "col", class: "num" }, "Moved"), h("th", { scope: "col", class: "num" }, "To move"),
         h("th", { scope: "col" }, "Started"), h("th", { scope: "col" }, ""))), tasks)),
     h("div", { class: "grid" },
-      h("section", { class: "panel", "aria-labelledby": "h-attrs" }, h("h2", { id: "h-attrs" }, "Attributes"), attrList),
+      h("section", { class: "panel wide", "aria-labelledby": "h-attrs" }, h("h2", { id: "h-attrs" }, "Attributes"), attrList),
       h("section", { class: "panel", "aria-labelledby": "h-tags" }, h("h2", { id: "h-tags" }, "Tags"), tagList),
-      h("section", { class: "panel", "aria-labelledby": "h-policy" }, h("h2", { id: "h-policy" }, "Policy"), policy)));
+      h("section", { class: "panel", "aria-labelledby": "h-policy" }, h("h2", { id: "h-policy" }, "Policy"), policy)),
+  ].filter(Boolean));
 
   async function refresh() {
     const [stats, peek] = await Promise.all([
@@ -359,7 +364,13 @@ function messageRow(m, url, ns, fifo, refresh) {
     h("td", {}, attrs.length
       ? h("dl", {}, attrs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v.StringValue ?? `(binary) ${v.BinaryValue}`)]))
       : h("span", { class: "muted" }, "–"),
-      m.dead_letter_source_arn ? h("div", { class: "muted" }, `from ${m.dead_letter_source_arn.split(":").pop()}`) : null),
+      h("details", {}, h("summary", { class: "muted" }, "System attributes"), h("dl", { class: "system" },
+        Object.entries({
+          SentTimestamp: timeText(m.sent_timestamp),
+          ApproximateFirstReceiveTimestamp: timeText(m.first_receive_timestamp),
+          MessageDeduplicationId: m.message_deduplication_id,
+          DeadLetterQueueSourceArn: m.dead_letter_source_arn,
+        }).filter(([, v]) => v).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])))),
     h("td", { class: `state-${m.state}`, dataset: { col: "state" } }, state),
     h("td", { class: "num", dataset: { col: "receives" } }, m.receive_count),
     fifo ? h("td", {}, `${m.message_group_id ?? ""} · ${m.sequence_number ?? ""}`) : null,
