@@ -10,7 +10,7 @@ SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
 
-.PHONY: chromium bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: chromium fuzz test-fuzz bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -20,10 +20,23 @@ build:
 	cargo build
 
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node.
-test: test-rust test-python test-query test-cli test-node
+test: test-rust test-fuzz test-python test-query test-cli test-node
 
 test-rust:
 	cargo test
+
+## The fuzzer, bounded (a fixed seed, so CI is reproducible), and every input it ever
+## failed on (fixtures/fuzz) replayed.
+FUZZ_INPUTS ?= 10000000
+test-fuzz: build
+	target/debug/sqsim-fuzz --inputs 100000 --seed 1
+	target/debug/sqsim-fuzz --replay fixtures/fuzz
+
+## The fuzzer at full length: $(FUZZ_INPUTS) inputs on a fresh seed (printed; pass
+## FUZZ_SEED=N to repeat a run). A failing input is saved in fixtures/fuzz.
+fuzz:
+	cargo build --release --bin sqsim-fuzz
+	target/release/sqsim-fuzz --inputs $(FUZZ_INPUTS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 # Virtualenvs are rebuilt when their requirements change.
 $(VENV)/.installed: tests/requirements.txt
@@ -66,7 +79,8 @@ test-node: build tests/node/node_modules/.installed chromium
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) npx --no jest
 
 ## Durable mode's crash test at full length: 100 SIGKILL/restart cycles in each sync mode
-## (`make test` runs 5 of each). CRASH_CYCLES=N to change.
+## (`make test` runs tests/python/test_crash.py, 5 of each, in both test-python and
+## test-query: 10 per sync mode, 20 in all). CRASH_CYCLES=N to change.
 CRASH_CYCLES ?= 100
 crash: build $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/python/crash.py --cycles $(CRASH_CYCLES) --sync fsync

@@ -59,6 +59,45 @@ pub struct Config {
     /// labelled `queue="_other"`, so a test suite that creates thousands of queues cannot
     /// swamp a Prometheus server.
     pub metrics_queue_limit: usize,
+    /// What one client may hold of the server: connections, time to send a request, idle
+    /// time (long polls waiting are capped in [`EngineSettings::max_long_polls`]).
+    pub limits: Limits,
+}
+
+/// Connection limits: a slow, idle or greedy client cannot hold what others need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections open at once; one more is closed as soon as it is accepted (SDKs retry a
+    /// closed connection), so a flood of idle sockets cannot exhaust file descriptors.
+    /// The binary (`server::run`) raises its open-file limit and lowers this to fit it; an
+    /// embedder sets a value that fits its own process.
+    pub max_connections: usize,
+    /// A request's headers, and then its body, must each arrive within this time, or the
+    /// connection is closed (slowloris). For HTTP/1.1 the wait for the next request on a
+    /// kept-alive connection counts as reading its headers.
+    pub read_timeout: std::time::Duration,
+    /// A connection with no request running for this long (since its last answer was ready,
+    /// or since it opened) is closed: a silent socket, an idle HTTP/2 connection, a client
+    /// that never reads its answers. Bytes do not count, so trickling them keeps nothing
+    /// open; a running request does, so a waiting long poll is never cut.
+    pub idle_timeout: std::time::Duration,
+}
+
+/// Connections open at once by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// Seconds a request's head or body may take to arrive, by default.
+pub const DEFAULT_READ_TIMEOUT_SECS: u64 = 30;
+/// Seconds a connection may sit idle, by default.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            read_timeout: std::time::Duration::from_secs(DEFAULT_READ_TIMEOUT_SECS),
+            idle_timeout: std::time::Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+        }
+    }
 }
 
 /// Queues labelled one by one in `/metrics` by default.
@@ -107,6 +146,7 @@ impl Default for Config {
             engine: EngineSettings::default(),
             durability: None,
             metrics_queue_limit: DEFAULT_METRICS_QUEUE_LIMIT,
+            limits: Limits::default(),
         }
     }
 }
@@ -172,6 +212,14 @@ pub struct Flags {
     pub compact_after_bytes: Option<u64>,
     /// `--metrics-queue-limit`: queues labelled one by one in `/metrics`.
     pub metrics_queue_limit: Option<usize>,
+    /// `--max-connections`.
+    pub max_connections: Option<usize>,
+    /// `--read-timeout`, seconds.
+    pub read_timeout_secs: Option<u64>,
+    /// `--idle-timeout`, seconds.
+    pub idle_timeout_secs: Option<u64>,
+    /// `--max-long-polls`.
+    pub max_long_polls: Option<usize>,
 }
 
 impl Config {
@@ -183,6 +231,38 @@ impl Config {
             port: DEFAULT_PORT,
             ..Config::default()
         }
+    }
+}
+
+impl Limits {
+    /// Sets the limits given, each checked: zero connections or a zero timeout would make a
+    /// server that answers nobody. The error is a one-line message naming the setting.
+    pub fn apply(
+        &mut self,
+        max_connections: Option<usize>,
+        read_timeout_secs: Option<u64>,
+        idle_timeout_secs: Option<u64>,
+    ) -> Result<(), String> {
+        // A day is far beyond any sane timeout and keeps every deadline sum small.
+        const MAX_SECS: u64 = 86_400;
+        if let Some(n) = max_connections {
+            if n == 0 {
+                return Err("max_connections must be at least 1".into());
+            }
+            self.max_connections = n;
+        }
+        for (name, v, field) in [
+            ("read_timeout", read_timeout_secs, &mut self.read_timeout),
+            ("idle_timeout", idle_timeout_secs, &mut self.idle_timeout),
+        ] {
+            if let Some(s) = v {
+                if !(1..=MAX_SECS).contains(&s) {
+                    return Err(format!("{name} must be 1 to {MAX_SECS} seconds, got {s}"));
+                }
+                *field = std::time::Duration::from_secs(s);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -208,6 +288,14 @@ impl Flags {
         );
         if let Some(v) = self.advertised_url {
             config.advertised_url = Some(v);
+        }
+        config.limits.apply(
+            self.max_connections,
+            self.read_timeout_secs,
+            self.idle_timeout_secs,
+        )?;
+        if let Some(v) = self.max_long_polls {
+            config.engine.set_max_long_polls(v)?;
         }
         if let Some(dir) = self.data_dir {
             let sync = config

@@ -106,6 +106,14 @@ pub struct ServerSection {
     pub sync: Option<Spanned<String>>,
     /// Queues labelled one by one in `/metrics`.
     pub metrics_queue_limit: Option<usize>,
+    /// Connections open at once.
+    pub max_connections: Option<Spanned<usize>>,
+    /// Seconds a request's head, then its body, may take to arrive.
+    pub read_timeout: Option<Spanned<u64>>,
+    /// Seconds an idle connection stays open.
+    pub idle_timeout: Option<Spanned<u64>>,
+    /// Long polls waiting at once.
+    pub max_long_polls: Option<Spanned<usize>>,
 }
 
 /// `[queues.<name>]`.
@@ -208,6 +216,25 @@ impl LoadedConfig {
         }
         if let Some(v) = s.metrics_queue_limit {
             config.metrics_queue_limit = v;
+        }
+        // The connection limits and the long-poll cap, each checked where it is set.
+        let at =
+            |offset: usize, key, r: Result<(), String>| r.map_err(|e| self.error(offset, key, e));
+        if let Some(v) = &s.max_connections {
+            let r = config.limits.apply(Some(*v.get_ref()), None, None);
+            at(v.span().start, "server.max_connections", r)?;
+        }
+        if let Some(v) = &s.read_timeout {
+            let r = config.limits.apply(None, Some(*v.get_ref()), None);
+            at(v.span().start, "server.read_timeout", r)?;
+        }
+        if let Some(v) = &s.idle_timeout {
+            let r = config.limits.apply(None, None, Some(*v.get_ref()));
+            at(v.span().start, "server.idle_timeout", r)?;
+        }
+        if let Some(v) = &s.max_long_polls {
+            let r = config.engine.set_max_long_polls(*v.get_ref());
+            at(v.span().start, "server.max_long_polls", r)?;
         }
         if let Some(v) = s.purge_cooldown {
             config.engine.purge_cooldown = v;

@@ -1,33 +1,49 @@
 //! sqsim: an Amazon SQS-compatible server.
 //!
 //! # Layout
-//! Each layer uses only the ones listed after it; every module but the embedding API
-//! ([`Server`], [`config`] with [`Durability`], [`config_file`], [`worker`]) is private to the
-//! crate.
-//! - `server` — the hyper service and accept loop, and the embeddable [`Server`]:
-//!   `service` (the request path in stages), `auth` (SigV4), `admin` (`/_sqsim/` test
-//!   controls), `console` (the web console and its assets), `faults` (injected errors,
-//!   latency and dropped connections), `metrics` (`GET /metrics`), `request_log` (a line
-//!   per request).
-//! - `api` — one handler per SQS action (`actions/*`), and what several share: `context`
+//! The modules, top layer first. Each line's `uses:` names every other top-level module its
+//! code reaches through `crate::` (its tests aside), and a module only uses modules listed
+//! below it, so there are no cycles; `tests/it/readme.rs` checks the `uses:` lines against
+//! the code. Everything is private to the crate except the embedding API: [`Server`] and
+//! [`ServerBuilder`] (with [`server::run`] and [`server::in_process`], the request path
+//! without sockets that the fuzzer drives), [`config`] with [`Durability`], [`Clock`] and
+//! [`EngineSettings`], [`config_file`] and [`worker`].
+//! - `server` (uses: api, protocol, engine, store, error, config, config_file, worker) — the
+//!   hyper service, accept loop and the embeddable [`Server`]: `service` (the request path in
+//!   stages), `limits` (connection cap, idle and read deadlines, the open-file limit), `auth`
+//!   (SigV4), `admin` (`/_sqsim/` test controls), `console` (the web console and its assets),
+//!   `faults` (injected errors, latency and dropped connections), `metrics` (`GET /metrics`:
+//!   counters in `mod`, the text written by `scrape`), `request_log` (a line per request),
+//!   `in_process` (the service driven without a socket).
+//! - `config_file` (uses: api, engine, config, worker) — the TOML file: server settings,
+//!   declared queues (checked by the same rules as CreateQueue), credentials and workers.
+//! - `worker` (uses: config) — the sqsd-style worker, an SQS client of any endpoint: `mod`
+//!   (receiving, retries, scheduling), `cli`, `deliver` (HTTP to the app), `batch`, `cron`.
+//! - `api` (uses: protocol, engine, error, config) — one handler per SQS action in `actions`
+//!   (`create_queue`, `get_queue_url`, `list_queues`, `delete_queue`, `get_queue_attributes`,
+//!   `set_queue_attributes`, `purge_queue`, `send_message`, `send_message_batch`,
+//!   `receive_message`, `delete_message`, `delete_message_batch`,
+//!   `change_message_visibility`, `change_message_visibility_batch`, `tags`, `permissions`,
+//!   `list_dead_letter_source_queues`, `message_move_tasks`), and what several share: `context`
 //!   (who asks, where), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`.
-//! - `protocol` — bytes in and out of both wire protocols: `form` (form decoding), `query`
-//!   (query keys rebuilt into JSON's shape), `query_json` (query replies rendered as JSON when
-//!   asked), `xml` (the XML writer).
-//! - `engine` — queue semantics, no HTTP, time only from its clock: `mod` (the `Engine`:
-//!   every queue, move tasks), `queue` (one queue's lock and waiters), `state` (what is under
-//!   that lock), `slab` (stored messages), `fair` and `fifo` (delivery order), `ids`,
-//!   `message`, `attribute`, `digest` and `md5_lanes` (MD5s), `receipt` (handles), `receive`,
-//!   `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for durable mode
-//!   `change` (the recorded changes), `journal` (handing them to the store), `replay` and
-//!   `restore` (recovery and snapshots).
-//! - `store` — durable mode's seam: `mod` (the `Store` trait), `log` (the data directory's
-//!   log, snapshots and writer), `frame` (the file format), `memory` (tests), `suite` (the one
-//!   suite every store passes).
-//! - `error` — the one SQS error table both protocols render from.
-//! - [`config`] and [`config_file`] — settings from code, flags and a TOML file.
-//! - [`worker`] — the sqsd-style worker: `cli`, `deliver` (HTTP to the app), `batch`, `cron`.
+//! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `form` (form
+//!   decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
+//!   rendered as JSON when asked), `xml` (the XML writer).
+//! - `config` (uses: engine, store) — one [`Config`] from code, flags and environment; it
+//!   holds the engine's and the store's settings.
+//! - `engine` (uses: store, simd) — queue semantics, no HTTP, time only from its clock: `mod`
+//!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters), `state`
+//!   (what is under that lock), `slab` (stored messages), `fair` and `fifo` (delivery order),
+//!   `ids`, `message`, `attribute`, `digest` and `md5_lanes` (MD5s), `receipt` (handles),
+//!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for
+//!   durable mode `change` (the recorded changes), `journal` (handing them to the store),
+//!   `replay` and `restore` (recovery and snapshots).
+//! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
+//!   directory's log, snapshots and writer), `frame` (the file format), `memory` (tests),
+//!   `suite` (the one suite every store passes).
+//! - `error` (uses: nothing) — the one SQS error table both protocols render from.
+//! - `simd` (uses: nothing) — the switch for the two hand-written SIMD paths.
 //! # Embedding
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {

@@ -70,6 +70,23 @@ struct Args {
     /// [default: 1000].
     #[arg(long, env = "SQSIM_METRICS_QUEUE_LIMIT")]
     metrics_queue_limit: Option<usize>,
+    /// Connections open at once; more are closed on arrival. Lowered to fit the open-file
+    /// limit [default: 16384].
+    #[arg(long, env = "SQSIM_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Seconds a request's headers, and then its body, may take to arrive (slow clients are
+    /// disconnected); also how long an HTTP/1.1 connection may wait for its next request
+    /// [default: 30].
+    #[arg(long, env = "SQSIM_READ_TIMEOUT")]
+    read_timeout: Option<u64>,
+    /// Seconds a connection stays open with no request running (since its last answer)
+    /// [default: 60].
+    #[arg(long, env = "SQSIM_IDLE_TIMEOUT")]
+    idle_timeout: Option<u64>,
+    /// ReceiveMessage long polls waiting at once; one more gets ServiceUnavailable (503)
+    /// [default: 16384].
+    #[arg(long, env = "SQSIM_MAX_LONG_POLLS")]
+    max_long_polls: Option<usize>,
     /// Log lines as `text` or `json` (one object per line).
     #[arg(long, env = "SQSIM_LOG_FORMAT", value_parser = ["text", "json"], default_value = "text")]
     log_format: String,
@@ -133,6 +150,10 @@ fn main() -> ExitCode {
         salvage: args.salvage,
         compact_after_bytes: args.compact_after,
         metrics_queue_limit: args.metrics_queue_limit,
+        max_connections: args.max_connections,
+        read_timeout_secs: args.read_timeout,
+        idle_timeout_secs: args.idle_timeout,
+        max_long_polls: args.max_long_polls,
     };
     // The file's keys were validated by apply_server.
     let file_keys = file

@@ -192,6 +192,22 @@ pub(crate) struct TaskRecord {
     pub queue_gone: bool,
 }
 
+impl TaskRecord {
+    /// This record brought up to date by `other`, a record of the same task logged after
+    /// it. Records of a task are made by different threads (its steps count what arrived,
+    /// requests cancel it), each whole; since a count only goes up and a status only moves
+    /// towards its end (running, cancelling, then cancelled, completed or failed), the
+    /// furthest of each wins whatever order the two reached the log in.
+    pub(crate) fn merge(self, other: TaskRecord) -> TaskRecord {
+        TaskRecord {
+            moved: self.moved.max(other.moved),
+            status: self.status.max(other.status),
+            queue_gone: self.queue_gone || other.queue_gone,
+            ..other
+        }
+    }
+}
+
 /// One recorded change; see the module documentation.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Change<'a> {
@@ -268,7 +284,8 @@ pub(crate) enum Change<'a> {
         offset_ms: i64,
         frozen_at: Option<u64>,
     },
-    /// A message move task's whole state.
+    /// A message move task's whole state (merged into what replay knows of the task, see
+    /// [`TaskRecord::merge`]). Its count travels in the frame of the arrival it counts.
     MoveTask(TaskRecord),
     /// In a snapshot taken while traffic ran: the snapshot holds every change of `scope`
     /// logged before `lsn` and none after, so replay skips that scope's older log records.

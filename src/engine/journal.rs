@@ -1,14 +1,27 @@
 //! Where the engine hands its recorded changes to a durable store, and how a request learns
 //! which of them it must wait for. Without a store (the in-memory default) every call here
 //! is a no-op and nothing is encoded.
+//!
+//! It also keeps the messages **in transit**: a dead letter (or a message a move task moves)
+//! leaves its queue under that queue's lock and arrives in another under the other's, and
+//! the removal is only logged with the arrival. Between the two the message is in neither
+//! queue's state; a snapshot copying its source then must still see it there, or a crash
+//! before the arrival is durable would lose it. So the source hands each such message here
+//! (as the `Put` that restores it) under its lock, the arrival is logged and the message
+//! leaves this set in one step under this set's lock, and a snapshot reads its cut and the
+//! set under the same lock (see [`Journal::in_transit`]).
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::store::{Lsn, Store};
 
-use super::change::{self, Change};
+use super::change::{self, Change, MessageRecord};
+use super::ids::MessageKey;
+use super::message::StoredMessage;
+use super::move_task::MoveTask;
 
 tokio::task_local! {
     /// The newest record the current request appended, if any.
@@ -26,29 +39,180 @@ pub(crate) async fn tracking<F: Future>(f: F) -> (F::Output, Option<Lsn>) {
         .await
 }
 
+/// The changes one queue operation made, for a durable store: encoded as they happen (only
+/// when a store is attached) and handed over as one frame before the queue's lock is
+/// released ([`Journal::flush`]).
+#[derive(Debug, Default)]
+pub(super) struct Recorder {
+    pub(super) on: bool,
+    pub(super) frame: Vec<u8>,
+    /// Messages this operation took out for another queue, each as the encoded `Put` that
+    /// restores it here: in transit until their arrival is logged.
+    departed: Vec<(MessageKey, Vec<u8>)>,
+    /// (queue uid, key) of messages that arrived from another queue (or back into this
+    /// one): their removal there is in `frame`, and they leave the transit set with it.
+    arrived: Vec<(u64, MessageKey)>,
+    /// A move task that moved this many of them: its count goes up, and is recorded, in
+    /// the same frame as their arrival.
+    moved: Option<(Arc<MoveTask>, u64)>,
+}
+
+impl Recorder {
+    /// A recorder that encodes (`on`) or does nothing.
+    pub(super) fn new(on: bool) -> Recorder {
+        Recorder {
+            on,
+            ..Recorder::default()
+        }
+    }
+
+    pub(super) fn add(&mut self, c: &Change<'_>) {
+        if self.on {
+            change::encode(&mut self.frame, c);
+        }
+    }
+
+    /// `m`, stored under `key` in queue `uid`, was just taken out for another queue.
+    pub(super) fn depart(&mut self, uid: u64, key: MessageKey, m: &StoredMessage) {
+        if self.on {
+            let mut put = Vec::new();
+            change::encode(
+                &mut put,
+                &Change::Put {
+                    uid,
+                    key,
+                    message: MessageRecord::of(m),
+                },
+            );
+            self.departed.push((key, put));
+        }
+    }
+
+    /// The message under `key` in queue `from` just arrived here; `frame` records its removal
+    /// there.
+    pub(super) fn arrive(&mut self, from: u64, key: MessageKey) {
+        if self.on {
+            self.arrived.push((from, key));
+        }
+    }
+
+    /// `task` moved `n` of the messages this operation took in.
+    pub(super) fn count_moved(&mut self, task: &Arc<MoveTask>, n: u64) {
+        if self.on {
+            self.moved = Some((Arc::clone(task), n));
+        } else {
+            task.count_moved(n);
+        }
+    }
+
+    /// Forgets what was recorded (replay re-runs operations that record themselves).
+    pub(super) fn discard(&mut self) {
+        self.frame.clear();
+        self.departed.clear();
+        self.arrived.clear();
+        self.moved = None;
+    }
+}
+
+/// Messages in transit (see the module documentation), by (source uid, key there), each as
+/// the encoded `Put` that restores it in its source.
+type Transit = BTreeMap<(u64, MessageKey), Vec<u8>>;
+
 /// The engine's handle on its store, if it has one.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Journal(Option<Arc<dyn Store>>);
+pub(crate) struct Journal {
+    store: Option<Arc<dyn Store>>,
+    transit: Arc<Mutex<Transit>>,
+}
 
 impl Journal {
     /// Records into `store`.
     pub(crate) fn to(store: Arc<dyn Store>) -> Journal {
-        Journal(Some(store))
+        Journal {
+            store: Some(store),
+            transit: Arc::default(),
+        }
     }
 
     /// Whether changes are recorded at all.
     pub(crate) fn is_on(&self) -> bool {
-        self.0.is_some()
+        self.store.is_some()
     }
 
     /// The store, if any.
     pub(crate) fn store(&self) -> Option<&Arc<dyn Store>> {
-        self.0.as_ref()
+        self.store.as_ref()
+    }
+
+    fn transit(&self) -> std::sync::MutexGuard<'_, Transit> {
+        self.transit.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands what one operation on queue `uid` recorded to the store, under that queue's
+    /// lock: its frame, the messages it sent on their way (in transit from now), and the
+    /// arrivals it logged (no longer in transit, in the same step as their frame is logged).
+    pub(super) fn flush(&self, uid: u64, rec: &mut Recorder) {
+        if !rec.departed.is_empty() {
+            let mut transit = self.transit();
+            for (key, put) in rec.departed.drain(..) {
+                transit.insert((uid, key), put);
+            }
+        }
+        if rec.arrived.is_empty() && rec.moved.is_none() {
+            if !rec.frame.is_empty() {
+                self.append(&rec.frame);
+            }
+        } else {
+            // One step for a snapshot reading its cut under this lock: either the arrival is
+            // logged before the cut, the message is not in transit any more and the task's
+            // count includes it, or it is logged after the cut, the snapshot still finds the
+            // message in transit from its source and the count without it.
+            let mut transit = self.transit();
+            for key in rec.arrived.drain(..) {
+                transit.remove(&key);
+            }
+            if let Some((task, n)) = rec.moved.take() {
+                task.count_moved(n);
+                change::encode(&mut rec.frame, &Change::MoveTask(task.record()));
+            }
+            self.append(&rec.frame);
+        }
+        rec.frame.clear();
+    }
+
+    /// Runs `f` while no message arrives from another queue and no move task's count goes
+    /// up (a snapshot reading its cut and what these change).
+    pub(super) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _transit = self.transit();
+        f()
+    }
+
+    /// For a snapshot copying queue `uid` under its lock: the log position `cut` returns
+    /// (read under the transit lock) and the messages in transit from that queue, in
+    /// arrival (`seq`) order, as encoded `Put`s. The snapshot holds them in the queue; the arrival, logged at
+    /// or after the cut, removes them again on replay.
+    pub(super) fn in_transit(
+        &self,
+        uid: u64,
+        cut: impl FnOnce() -> Lsn,
+    ) -> (Lsn, Vec<(MessageKey, Vec<u8>)>) {
+        let transit = self.transit();
+        // Under the transit lock, as [`Journal::exclusive`].
+        let at = cut();
+        let from = MessageKey { sent_ms: 0, seq: 0 };
+        let mut out: Vec<(MessageKey, Vec<u8>)> = transit
+            .range((uid, from)..)
+            .take_while(|((u, _), _)| *u == uid)
+            .map(|((_, k), put)| (*k, put.clone()))
+            .collect();
+        // The queue's messages are copied in arrival (`seq`) order; these join them there.
+        out.sort_by_key(|(k, _)| k.seq);
+        (at, out)
     }
 
     /// Appends one frame (changes already encoded) and notes it for the current request.
     pub(crate) fn append(&self, frame: &[u8]) {
-        if let Some(s) = &self.0 {
+        if let Some(s) = &self.store {
             let lsn = s.append(frame);
             let in_request =
                 APPENDED.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));

@@ -28,7 +28,7 @@ pub(crate) mod view;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -58,6 +58,18 @@ pub(crate) struct Engine {
     shutdown: watch::Sender<bool>,
     /// Where changes are recorded (nowhere in the in-memory default).
     journal: journal::Journal,
+    /// Long polls waiting now, over all queues (capped by `settings.max_long_polls`).
+    long_polls: AtomicUsize,
+}
+
+/// A long poll's place under [`EngineSettings::max_long_polls`], given back when dropped.
+#[derive(Debug)]
+pub(crate) struct LongPollSlot<'a>(&'a AtomicUsize);
+
+impl Drop for LongPollSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Engine {
@@ -73,7 +85,19 @@ impl Engine {
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
             journal: journal::Journal::default(),
+            long_polls: AtomicUsize::new(0),
         }
+    }
+
+    /// A place for one more waiting long poll, or `None` when `max_long_polls` are waiting.
+    pub(crate) fn begin_long_poll(&self) -> Option<LongPollSlot<'_>> {
+        let max = self.settings.max_long_polls;
+        self.long_polls
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| LongPollSlot(&self.long_polls))
     }
 
     /// The engine's journal (its durable store, if any).

@@ -55,6 +55,11 @@ impl MoveTask {
         self.moved.load(Ordering::Acquire)
     }
 
+    /// Counts `n` more messages moved: called where their arrival is recorded.
+    pub(super) fn count_moved(&self, n: u64) {
+        self.moved.fetch_add(n, Ordering::AcqRel);
+    }
+
     /// The status and, when FAILED, the reason.
     pub(crate) fn status(&self) -> (TaskStatus, Option<TaskFailure>) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -245,37 +250,35 @@ async fn run(
             task.set(&engine, TaskStatus::Completed, None);
             return;
         }
-        let (delivered, failure) = deliver(&engine, &source, destination.as_deref(), batch, now);
-        task.moved.fetch_add(delivered, Ordering::AcqRel);
-        if let Some(reason) = failure {
+        // The count goes up, and is recorded, with each arrival (`Queue::accept_moved`): a
+        // restart finds exactly what arrived counted.
+        if let Some(reason) = deliver(&engine, &task, &source, destination.as_deref(), batch, now) {
             task.set(&engine, TaskStatus::Failed, Some(reason));
             return;
         }
-        // The count is recorded after the messages: a crash between the two leaves it up
-        // to one step behind, and the resumed task moves at most that many more.
-        engine.record_task(&task);
         tokio::task::yield_now().await;
     }
 }
 
-/// Hands moved messages to their destinations and returns how many arrived. Messages whose
-/// destination is gone go back to the source, and the failure reason is returned.
+/// Hands moved messages to their destinations, counting them for `task` as they arrive.
+/// Messages whose destination is gone go back to the source, and the failure reason is
+/// returned.
 fn deliver(
     engine: &Engine,
+    task: &Arc<MoveTask>,
     source: &Queue,
     destination: Option<&Queue>,
     batch: Vec<super::receive::Taken>,
     now: u64,
-) -> (u64, Option<TaskFailure>) {
+) -> Option<TaskFailure> {
     const GONE: TaskFailure = TaskFailure::QueueGone;
-    let n = batch.len() as u64;
     if let Some(d) = destination {
         if d.is_deleted() {
             source.accept(batch, Transfer::Restore, now);
-            return (0, Some(GONE));
+            return Some(GONE);
         }
-        d.accept(batch, Transfer::Redrive, now);
-        return (n, None);
+        d.accept_moved(batch, task, now);
+        return None;
     }
     let mut failed = Vec::new();
     for m in batch {
@@ -286,14 +289,13 @@ fn deliver(
             .and_then(QueueId::from_arn)
             .and_then(|id| engine.queue(&id));
         match target {
-            Some(q) if !q.is_deleted() => q.accept(vec![m], Transfer::Redrive, now),
+            Some(q) if !q.is_deleted() => q.accept_moved(vec![m], task, now),
             _ => failed.push(m),
         }
     }
     if failed.is_empty() {
-        return (n, None);
+        return None;
     }
-    let delivered = n - failed.len() as u64;
     source.accept(failed, Transfer::Restore, now);
-    (delivered, Some(GONE))
+    Some(GONE)
 }

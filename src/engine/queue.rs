@@ -74,12 +74,9 @@ impl Queue {
             let mut st = self.lock();
             let now = st.catch_up(now_ms);
             let r = f(&mut st, now, self.uid);
-            if !st.rec.frame.is_empty() {
-                // Appended under the lock, so the log holds this queue's changes in the
-                // order they were made.
-                self.journal.append(&st.rec.frame);
-                st.rec.frame.clear();
-            }
+            // Appended under the lock, so the log holds this queue's changes in the order
+            // they were made.
+            self.journal.flush(self.uid, &mut st.rec);
             (r, std::mem::take(&mut st.wake))
         };
         if wake {
@@ -251,6 +248,23 @@ impl Queue {
             for m in messages {
                 st.accept(m, transfer, now);
             }
+        })
+    }
+
+    /// Takes in messages `task` moved here, counting them for it in the same record as
+    /// their arrival (so that a restart finds the count and the messages in step).
+    pub(crate) fn accept_moved(
+        &self,
+        messages: Vec<Taken>,
+        task: &Arc<super::move_task::MoveTask>,
+        now_ms: u64,
+    ) {
+        self.with_state(now_ms, |st, now, _| {
+            let n = messages.len() as u64;
+            for m in messages {
+                st.accept(m, Transfer::Redrive, now);
+            }
+            st.rec.count_moved(task, n);
         })
     }
 

@@ -129,10 +129,10 @@ impl Engine {
             } => self.clock.restore_virtual(offset_ms, frozen_at),
             Change::MoveTask(r) => {
                 let mut tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-                let task = Arc::new(super::move_task::MoveTask::from_record(r));
-                match tasks.iter_mut().find(|t| t.task_id == task.task_id) {
-                    Some(t) => *t = task,
-                    None => tasks.push(task),
+                use super::move_task::MoveTask;
+                match tasks.iter_mut().find(|t| t.task_id == r.task_id) {
+                    Some(t) => *t = Arc::new(MoveTask::from_record(t.record().merge(r))),
+                    None => tasks.push(Arc::new(MoveTask::from_record(r))),
                 }
             }
             other => {
@@ -185,7 +185,7 @@ impl Engine {
                     _ => {}
                 }
                 // Replaying re-runs operations that record themselves; nothing is new.
-                st.rec.frame.clear();
+                st.rec.discard();
                 st.wake = false;
             }
         }
@@ -234,17 +234,27 @@ impl Engine {
         drop(registry);
         queues.sort_by_key(|q| q.uid);
         {
-            // Tasks are recorded under this lock.
+            // Tasks are recorded under this lock, except their counts, which go up with the
+            // arrival of what they moved (see `Journal::flush`).
             let tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+            let (cut, records) = self.journal.exclusive(|| {
+                let records: Vec<_> = tasks.iter().map(|t| t.record()).collect();
+                (store.next_lsn(), records)
+            });
             out.add(&Change::Cut {
                 scope: Scope::MoveTasks,
-                lsn: store.next_lsn(),
+                lsn: cut,
             });
-            for t in tasks.iter() {
-                out.add(&Change::MoveTask(t.record()));
+            for r in records {
+                out.add(&Change::MoveTask(r));
             }
         }
-        Snapshot { at, out, queues }
+        Snapshot {
+            at,
+            out,
+            queues,
+            journal: self.journal.clone(),
+        }
     }
 }
 
@@ -253,17 +263,32 @@ struct Snapshot {
     at: Lsn,
     out: Frames,
     queues: Vec<Arc<Queue>>,
+    journal: Journal,
 }
 
 impl Snapshot {
     /// Copies each queue under its own lock, and returns where the snapshot stands in the
     /// log with its frames.
-    fn finish(mut self, store: &dyn Store) -> (Lsn, Vec<Vec<u8>>) {
+    fn finish(self, store: &dyn Store) -> (Lsn, Vec<Vec<u8>>) {
+        self.finish_with(store, |_| {})
+    }
+
+    /// [`Snapshot::finish`], calling `before` ahead of each queue's copy (tests use it to
+    /// land traffic between two queues' copies).
+    fn finish_with(
+        mut self,
+        store: &dyn Store,
+        mut before: impl FnMut(&Queue),
+    ) -> (Lsn, Vec<Vec<u8>>) {
         let out = &mut self.out;
         for q in &self.queues {
+            before(q);
             let st = q.lock();
-            // Every change to this queue is logged under this lock.
-            let cut = store.next_lsn();
+            // Every change to this queue is logged under this lock. Its messages in transit
+            // to another queue (their arrival not logged yet) are copied as still here:
+            // the arrival, logged at or after this cut, takes them out again on replay.
+            let (cut, transit) = self.journal.in_transit(q.uid, || store.next_lsn());
+            let mut transit = transit.into_iter().peekable();
             let uid = q.uid;
             out.add(&Change::QueueCreated {
                 id: Cow::Borrowed(&q.id),
@@ -279,12 +304,20 @@ impl Snapshot {
                 uid,
                 tags: Cow::Borrowed(&st.tags),
             });
+            // In `seq` order: restoring a message under a key below the last one restored
+            // would read as "removed since".
             for (key, m) in st.messages.iter() {
+                while let Some((_, put)) = transit.next_if(|(k, _)| k.seq < key.seq) {
+                    out.add_encoded(&put);
+                }
                 out.add(&Change::Put {
                     uid,
                     key,
                     message: MessageRecord::of(m),
                 });
+            }
+            for (_, put) in transit {
+                out.add_encoded(&put);
             }
             // After the messages: restoring a message under a key below the next `seq`
             // would read as "deleted since".
@@ -326,6 +359,16 @@ struct Frames {
 impl Frames {
     fn add(&mut self, c: &Change<'_>) {
         change::encode(&mut self.current, c);
+        self.cut_if_full();
+    }
+
+    /// Adds a change encoded beforehand.
+    fn add_encoded(&mut self, c: &[u8]) {
+        self.current.extend_from_slice(c);
+        self.cut_if_full();
+    }
+
+    fn cut_if_full(&mut self) {
         if self.current.len() >= FRAME_BYTES {
             self.done.push(std::mem::take(&mut self.current));
         }
@@ -347,7 +390,7 @@ mod tests {
     use super::*;
     use crate::engine::random;
     use crate::engine::redrive::RedrivePolicy;
-    use crate::engine::{NewMessage, QueueId, QueueSettings, ReceiveRequest};
+    use crate::engine::{NewMessage, QueueId, QueueSettings, ReceiveRequest, Transfer};
     use crate::store::memory::MemoryStore;
 
     const T0: u64 = 1_800_000_000_000;
@@ -608,6 +651,260 @@ mod tests {
                 "concurrent snapshots",
             );
         }
+    }
+
+    /// A dead-letter queue "dlq" and a queue "src" sending it what was received `max` times;
+    /// the dead-letter queue is created first (copied first by a snapshot).
+    fn dead_letter_pair(e: &Engine, max: u32) -> (Arc<Queue>, Arc<Queue>) {
+        let dlq = e
+            .create_queue(id("dlq"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let settings = QueueSettings {
+            redrive_policy: Some(RedrivePolicy {
+                raw: RedrivePolicy::document(&dlq.arn, max),
+                dead_letter_target: id("dlq"),
+                max_receive_count: max,
+            }),
+            ..QueueSettings::default()
+        };
+        let src = e.create_queue(id("src"), settings).unwrap().0;
+        (dlq, src)
+    }
+
+    fn receive_req(visibility: u32) -> ReceiveRequest {
+        ReceiveRequest {
+            max_messages: 10,
+            visibility_timeout: Some(visibility),
+            max_in_flight: 1000,
+            attempt_id: None,
+        }
+    }
+
+    /// Sends `bodies` to `q` and receives them once, leaving them visible (received once).
+    fn send_and_receive_once(e: &Engine, q: &Queue, bodies: &[&str]) {
+        for body in bodies {
+            let m = NewMessage {
+                body: body.to_string(),
+                ..NewMessage::default()
+            };
+            q.send(m, e.now_ms()).unwrap();
+        }
+        let got = e.receive(q, receive_req(0), e.now_ms()).unwrap();
+        assert_eq!(got.messages.len(), bodies.len());
+    }
+
+    /// The bodies stored in each queue of `e`, by queue name.
+    fn bodies(e: &Engine) -> Vec<(String, Vec<String>)> {
+        let now = e.now_ms();
+        e.all_queues()
+            .iter()
+            .map(|q| {
+                let peeked = q.peek(now);
+                let bodies = peeked.iter().map(|m| m.payload.body.to_string());
+                (q.id.name.clone(), bodies.collect())
+            })
+            .collect()
+    }
+
+    fn names(list: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        list.iter()
+            .map(|(q, b)| (q.to_string(), b.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    }
+
+    /// A dead letter, and a message a move task moves, leave their queue under its lock and
+    /// arrive in the other under its own, their removal logged with the arrival. A snapshot
+    /// that copies the source in between still holds them there: a crash before the arrival
+    /// is logged keeps them in the source, one after it finds them in the target only.
+    #[test]
+    fn a_snapshot_between_a_departure_and_its_arrival_loses_and_repeats_nothing() {
+        let store = MemoryStore::new();
+        let live = engine_on(&store);
+        let (dlq, src) = dead_letter_pair(&live, 1);
+        send_and_receive_once(&live, &src, &["poison", "also poison"]);
+        // The receive that exceeds maxReceiveCount takes both out; `Engine::receive` would
+        // hand them to the dead-letter queue next.
+        let now = live.now_ms();
+        let out = src.receive(receive_req(30), now).unwrap();
+        assert!(out.messages.is_empty());
+        let dead = out.dead_letters.expect("both are dead letters");
+        assert_eq!(dead.messages.len(), 2);
+        live.compact().unwrap();
+        let before_arrival = engine_on(&store.crashed());
+        assert_eq!(
+            bodies(&before_arrival),
+            names(&[("dlq", &[]), ("src", &["poison", "also poison"])]),
+            "a crash before the arrival keeps them in their source"
+        );
+        dlq.accept(
+            dead.messages,
+            Transfer::DeadLetter {
+                source_arn: &src.arn,
+            },
+            now,
+        );
+        let after_arrival = engine_on(&store.crashed());
+        assert_eq!(
+            bodies(&after_arrival),
+            names(&[("dlq", &["poison", "also poison"]), ("src", &[])]),
+            "after the arrival they are in the dead-letter queue only"
+        );
+        same(
+            &fingerprint(&after_arrival),
+            &fingerprint(&live),
+            0,
+            "arrival",
+        );
+
+        // The same for a move task's step, back from the dead-letter queue to a destination.
+        let moving = dlq.take_for_move(1, now);
+        assert_eq!(moving.len(), 1);
+        live.compact().unwrap();
+        let mid_move = engine_on(&store.crashed());
+        assert_eq!(
+            bodies(&mid_move),
+            names(&[("dlq", &["poison", "also poison"]), ("src", &[])])
+        );
+        src.accept(moving, Transfer::Redrive, now);
+        let moved = engine_on(&store.crashed());
+        assert_eq!(
+            bodies(&moved),
+            names(&[("dlq", &["also poison"]), ("src", &["poison"])])
+        );
+        same(&fingerprint(&moved), &fingerprint(&live), 0, "move");
+    }
+
+    /// A snapshot copies the dead-letter queue, then a dead letter goes there whole (its
+    /// arrival logged but not yet durable), then the snapshot copies the source without it.
+    /// Published before the log is durable that far, a crash would lose the message: the
+    /// store takes a snapshot in only once everything appended before it is durable.
+    #[test]
+    fn a_snapshot_is_published_only_once_the_log_can_complete_it() {
+        for publish_early in [false, true] {
+            let store = MemoryStore::lagging();
+            if publish_early {
+                store.publish_snapshots_early();
+            }
+            let live = engine_on(&store);
+            let (dlq, src) = dead_letter_pair(&live, 1);
+            send_and_receive_once(&live, &src, &["poison"]);
+            store.flush();
+            let started = live.begin_snapshot(&store);
+            let (at, frames) = started.finish_with(&store, |q| {
+                if q.uid == src.uid {
+                    // Between the two queues' copies: the whole move, not yet durable.
+                    let now = live.now_ms();
+                    live.receive(&src, receive_req(30), now).unwrap();
+                    assert_eq!(dlq.stored(now), 1);
+                }
+            });
+            store.snapshot(at, &mut frames.into_iter()).unwrap();
+            let recovered = engine_on(&store.crashed());
+            if publish_early {
+                assert_eq!(
+                    bodies(&recovered),
+                    names(&[("dlq", &[]), ("src", &[])]),
+                    "the interleaving this test builds loses the message when the snapshot \
+                     does not wait"
+                );
+            } else {
+                assert_eq!(
+                    bodies(&recovered),
+                    names(&[("dlq", &["poison"]), ("src", &[])])
+                );
+                same(
+                    &fingerprint(&recovered),
+                    &fingerprint(&live),
+                    0,
+                    "published",
+                );
+            }
+        }
+    }
+
+    /// A move task's count travels in the frame of the arrival it counts: whatever prefix
+    /// of the log a crash keeps, the count equals what arrived, and the resumed task moves
+    /// exactly what it had left, not the later dead letters beside them.
+    #[test]
+    fn a_move_tasks_count_matches_what_arrived_at_every_crash_point() {
+        use crate::engine::move_task::{self, TaskStatus};
+        const TO_MOVE: usize = 1_200;
+        const LATER: usize = 300;
+        // The live engine's tasks run on one runtime, each crashed copy's on its own: a
+        // step of the live task happens only when the test lets it.
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+        };
+        let live_rt = runtime();
+        let store = MemoryStore::lagging();
+        let live = Arc::new(engine_on(&store));
+        let new_queue = |name: &str| {
+            live.create_queue(id(name), QueueSettings::default())
+                .unwrap()
+                .0
+        };
+        let (dlq, dest) = (new_queue("dlq"), new_queue("dest"));
+        let send = |n: usize, body: &str| {
+            for _ in 0..n {
+                let m = NewMessage {
+                    body: body.into(),
+                    ..NewMessage::default()
+                };
+                dlq.send(m, live.now_ms()).unwrap();
+            }
+        };
+        send(TO_MOVE, "dead");
+        let task = live_rt.block_on(async {
+            move_task::start(&live, Arc::clone(&dlq), Some(dest), None).unwrap()
+        });
+        // Dead letters that arrive once the task started are not its to move.
+        send(LATER, "later");
+        // All acknowledged; the task's first step comes when the live runtime runs.
+        store.flush();
+        let running = |t: &move_task::MoveTask| {
+            matches!(t.status().0, TaskStatus::Running | TaskStatus::Cancelling)
+        };
+        let mut crash_points = 0;
+        for step in 0.. {
+            for keep in 0..=store.not_durable() {
+                let e = Arc::new(engine_on(&store.crashed_keeping(keep)));
+                let now = e.now_ms();
+                let stored = |name: &str| e.queue(&id(name)).unwrap().stored(now);
+                let t = e.move_tasks_of(&dlq.arn).remove(0);
+                assert_eq!(
+                    t.moved() as usize,
+                    stored("dest"),
+                    "step {step}, keep {keep}"
+                );
+                assert_eq!(stored("dlq") + stored("dest"), TO_MOVE + LATER);
+                runtime().block_on(async {
+                    move_task::resume(&e);
+                    while running(&t) {
+                        tokio::task::yield_now().await;
+                    }
+                });
+                let t = e.move_tasks_of(&dlq.arn).remove(0);
+                assert_eq!(t.status().0, TaskStatus::Completed);
+                assert_eq!(
+                    (t.moved() as usize, stored("dest"), stored("dlq")),
+                    (TO_MOVE, TO_MOVE, LATER),
+                    "resumed at step {step}, keep {keep}"
+                );
+                crash_points += 1;
+            }
+            if !running(&task) {
+                break;
+            }
+            if step == 1 {
+                live.compact().unwrap();
+            }
+            live_rt.block_on(tokio::task::yield_now());
+        }
+        assert_eq!(task.moved() as usize, TO_MOVE);
+        assert!(crash_points > 5, "{crash_points} crash points");
     }
 
     /// Equal fingerprints, or the first line that differs.

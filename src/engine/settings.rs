@@ -79,6 +79,26 @@ pub struct EngineSettings {
     pub purge_cooldown: bool,
     /// Refuse to re-create a queue within 60 seconds of deleting it, as AWS does.
     pub deleted_queue_cooldown: bool,
+    /// ReceiveMessage long polls waiting at once, over all queues; one more is answered
+    /// ServiceUnavailable (503, which SDKs retry with backoff) instead of holding memory
+    /// and a task for up to 20 seconds.
+    pub max_long_polls: usize,
+}
+
+/// Long polls waiting at once by default: one per connection the default connection cap
+/// allows is more than any test suite or dev stack runs.
+pub(crate) const DEFAULT_MAX_LONG_POLLS: usize = 16_384;
+
+impl EngineSettings {
+    /// Sets the long-poll cap; zero would refuse every long poll, so it is an error (a
+    /// one-line message naming the setting).
+    pub fn set_max_long_polls(&mut self, n: usize) -> Result<(), String> {
+        if n == 0 {
+            return Err("max_long_polls must be at least 1".into());
+        }
+        self.max_long_polls = n;
+        Ok(())
+    }
 }
 
 impl Default for EngineSettings {
@@ -87,6 +107,7 @@ impl Default for EngineSettings {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             purge_cooldown: true,
             deleted_queue_cooldown: true,
+            max_long_polls: DEFAULT_MAX_LONG_POLLS,
         }
     }
 }

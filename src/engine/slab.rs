@@ -235,13 +235,13 @@ impl MessageSlab {
         self.chunks[c].get(off)
     }
 
-    /// The message stored under `key`, to change its delivery state.
     /// Whether the message under `key` is stored and visible.
     pub(crate) fn is_visible(&self, key: &MessageKey) -> bool {
         self.get(key)
             .is_some_and(|m| m.delivery == super::message::Delivery::Visible)
     }
 
+    /// The message stored under `key`, to change its delivery state.
     pub(crate) fn get_mut(&mut self, key: &MessageKey) -> Option<&mut StoredMessage> {
         let (c, off) = self.find(key)?;
         self.chunks[c].get_mut(off)

@@ -13,6 +13,7 @@ use super::error::EngineError;
 use super::fair::FairIndex;
 use super::fifo::{FifoIndex, Original};
 use super::ids::{MessageKey, QueueId};
+use super::journal::Recorder;
 use super::message::{Delivery, PreparedMessage, ReceivedMessage, SendReceipt, StoredMessage};
 use super::receipt::Receipt;
 use super::receive::{DeadLetters, ReceiveOutcome, ReceiveRequest, Taken, Transfer};
@@ -25,22 +26,6 @@ use super::view::Traffic;
 pub(super) enum Order {
     Standard(FairIndex),
     Fifo(Box<FifoIndex>),
-}
-
-/// The changes one operation made, for a durable store: encoded as they happen (only when
-/// a store is attached) and handed over as one frame before the queue's lock is released.
-#[derive(Debug, Default)]
-pub(super) struct Recorder {
-    pub(super) on: bool,
-    pub(super) frame: Vec<u8>,
-}
-
-impl Recorder {
-    pub(super) fn add(&mut self, c: &Change<'_>) {
-        if self.on {
-            change::encode(&mut self.frame, c);
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -113,10 +98,7 @@ impl QueueState {
             redeliver_probability: 0.0,
             rng: uid | 1,
             wake: false,
-            rec: Recorder {
-                on: recorded,
-                frame: Vec::new(),
-            },
+            rec: Recorder::new(recorded),
         }
     }
 
@@ -387,10 +369,11 @@ impl QueueState {
                         && !(to_self && msg.payload.dead_letter_source_arn().is_some())
                 });
                 if moves {
-                    // Not recorded here: the dead-letter queue records the removal with
-                    // the arrival.
+                    // Its removal is recorded by the dead-letter queue with its arrival;
+                    // until then it is in transit.
                     if let Some(message) = self.remove(&key) {
                         self.traffic.dead_lettered += 1;
+                        self.rec.depart(self.uid, key, &message);
                         dead.push(Taken {
                             from: self.uid,
                             key,
@@ -468,7 +451,8 @@ impl QueueState {
         received
     }
 
-    /// Takes messages out for a move; the receiving queue records their removal.
+    /// Takes messages out for a move; the receiving queue records their removal (in transit
+    /// until then).
     pub(super) fn take_for_move(&mut self, n: usize) -> Vec<Taken> {
         let mut out = Vec::new();
         while out.len() < n {
@@ -478,6 +462,7 @@ impl QueueState {
             }
             for key in keys {
                 if let Some(message) = self.remove(&key) {
+                    self.rec.depart(self.uid, key, &message);
                     out.push(Taken {
                         from: self.uid,
                         key,
@@ -501,6 +486,7 @@ impl QueueState {
             uid: from,
             key: old_key,
         });
+        self.rec.arrive(from, old_key);
         let fifo = matches!(self.order, Order::Fifo(_));
         match transfer {
             Transfer::DeadLetter { source_arn } => {

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use super::limits::RequestBody;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
@@ -32,7 +32,7 @@ pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response<Ful
 
 /// Reads a JSON body (empty means `{}`), or the 400 reply to send instead.
 pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
 ) -> Result<T, Response<Full<Bytes>>> {
     let body = read_body(req).await?;
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
@@ -48,13 +48,13 @@ const MAX_ADMIN_BODY: usize = 64 * 1024;
 
 /// The request body (at most [`MAX_ADMIN_BODY`]), or the 4xx reply to send instead: a body
 /// announced as larger is refused with 413 before any of it is read.
-async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Full<Bytes>>> {
+async fn read_body(req: Request<RequestBody>) -> Result<Bytes, Response<Full<Bytes>>> {
     read_body_up_to(req, MAX_ADMIN_BODY).await
 }
 
 /// The request body if it holds at most `max` bytes, or the 4xx reply to send instead.
 pub(super) async fn read_body_up_to(
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     max: usize,
 ) -> Result<Bytes, Response<Full<Bytes>>> {
     if super::service::declared_too_large(req.headers(), max) {
@@ -265,6 +265,8 @@ fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
                 "message_deduplication_id": p.deduplication_id(),
                 "sequence_number": p.sequence_number(),
                 "dead_letter_source_arn": p.dead_letter_source_arn(),
+                "sender_id": &*p.sender_id,
+                "aws_trace_header": p.aws_trace_header(),
                 "message_attributes": attributes,
             })
         })
@@ -311,6 +313,26 @@ fn fault_json(r: &FaultRule) -> serde_json::Value {
 fn faults(state: &AppState) -> Response<Full<Bytes>> {
     let rules: Vec<_> = state.faults.list().iter().map(fault_json).collect();
     reply(StatusCode::OK, json!({"faults": rules}))
+}
+
+/// Which fault rules `DELETE /_sqsim/faults` removes: the one with `id`, or (no id, or an
+/// empty body) every rule and every queue's at-least-once mode.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultRemoval {
+    id: Option<u64>,
+}
+
+/// Removes one rule: the rules left, or 404 when no rule has that id.
+fn remove_fault(state: &AppState, id: u64) -> Response<Full<Bytes>> {
+    if state.faults.remove(id) {
+        faults(state)
+    } else {
+        reply(
+            StatusCode::NOT_FOUND,
+            json!({"error": format!("no fault rule with id {id}")}),
+        )
+    }
 }
 
 /// The longest injected latency: an hour, far beyond any client timeout.
@@ -411,7 +433,7 @@ fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> 
 }
 
 /// Handles a request under the admin prefix.
-pub(super) async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     if path.starts_with(super::console::PREFIX) {
         return super::console::handle(state, req).await;
@@ -429,10 +451,23 @@ pub(super) async fn handle(state: &AppState, req: Request<Incoming>) -> Response
             Ok(f) => add_fault(state, f),
             Err(resp) => resp,
         },
-        (Method::DELETE, "/_sqsim/faults") => {
-            state.faults.clear();
-            state.engine.clear_redelivery();
-            faults(state)
+        (Method::DELETE, "/_sqsim/faults") => match read_json::<FaultRemoval>(req).await {
+            Ok(FaultRemoval { id: Some(id) }) => remove_fault(state, id),
+            Ok(FaultRemoval { id: None }) => {
+                state.faults.clear();
+                state.engine.clear_redelivery();
+                faults(state)
+            }
+            Err(resp) => resp,
+        },
+        (Method::DELETE, p) if p.starts_with("/_sqsim/faults/") => {
+            match p["/_sqsim/faults/".len()..].parse() {
+                Ok(id) => remove_fault(state, id),
+                Err(_) => reply(
+                    StatusCode::BAD_REQUEST,
+                    json!({"error": "give the rule's id as /_sqsim/faults/<id>"}),
+                ),
+            }
         }
         (Method::GET, "/_sqsim/clock") => reply(StatusCode::OK, clock_state(state)),
         (Method::POST, "/_sqsim/clock") => {

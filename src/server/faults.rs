@@ -65,6 +65,15 @@ impl FaultSet {
         self.rules.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Removes the rule with this id; whether there was one.
+    pub(crate) fn remove(&self, id: u64) -> bool {
+        let mut rules = self.rules.lock().unwrap_or_else(|p| p.into_inner());
+        let before = rules.len();
+        rules.retain(|r| r.id != id);
+        self.any.store(!rules.is_empty(), Ordering::Release);
+        rules.len() < before
+    }
+
     /// Removes every rule.
     pub(crate) fn clear(&self) {
         self.rules.lock().unwrap_or_else(|p| p.into_inner()).clear();
@@ -131,6 +140,20 @@ mod tests {
         assert!(f.check("SendMessage", None).is_none());
         assert_eq!(f.list()[0].hits, 2);
         f.clear();
+        assert!(!f.is_active());
+    }
+
+    #[test]
+    fn removes_one_rule_by_id() {
+        let f = FaultSet::default();
+        let first = f.add(rule(Some("SendMessage"), None, 1.0));
+        let second = f.add(rule(Some("ReceiveMessage"), None, 1.0));
+        assert!(f.remove(first));
+        assert!(!f.remove(first), "already gone");
+        assert!(f.check("SendMessage", None).is_none());
+        assert!(f.check("ReceiveMessage", None).is_some());
+        assert_eq!(f.list().iter().map(|r| r.id).collect::<Vec<_>>(), [second]);
+        assert!(f.remove(second));
         assert!(!f.is_active());
     }
 

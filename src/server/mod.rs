@@ -5,6 +5,9 @@ mod admin;
 pub(crate) mod auth;
 mod console;
 pub(crate) mod faults;
+#[doc(hidden)]
+pub mod in_process;
+pub(crate) mod limits;
 mod metrics;
 mod request_log;
 mod service;
@@ -14,7 +17,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
@@ -26,6 +29,15 @@ use crate::engine::{Clock, Engine};
 
 /// How long shutdown waits for open requests before closing connections.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+// HTTP/2 limits, pinned here (they are hyper 1.12's defaults) so that an upgrade cannot
+// loosen them unnoticed.
+/// HTTP/2 requests running at once on one connection: SDKs open few; a client cannot pile
+/// up thousands of streams on one socket.
+const H2_MAX_STREAMS: u32 = 200;
+/// HTTP/2 header block size: SQS requests carry at most a few KiB of headers (SigV4).
+const H2_MAX_HEADER_LIST: u32 = 16 * 1024;
+/// HTTP/2 streams a client may reset before they are accepted (the "rapid reset" attack).
+const H2_MAX_PENDING_RESETS: usize = 20;
 
 /// State shared by every connection.
 #[derive(Debug)]
@@ -148,7 +160,7 @@ async fn serve_with<H, F>(
     shutdown: impl Future<Output = ()>,
     handler: H,
 ) where
-    H: Fn(Arc<AppState>, hyper::Request<hyper::body::Incoming>) -> F + Copy + Send + Sync + 'static,
+    H: Fn(Arc<AppState>, hyper::Request<limits::RequestBody>) -> F + Copy + Send + Sync + 'static,
     F: Future<
             Output = Result<
                 hyper::Response<http_body_util::Full<bytes::Bytes>>,
@@ -157,7 +169,22 @@ async fn serve_with<H, F>(
         > + Send
         + 'static,
 {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let limits = state.config.limits.clone();
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        // Pipelined requests are answered in order either way. hyper's `pipeline_flush`
+        // would batch their replies, but it also loses the 431 hyper writes before closing
+        // on an oversized head (tests/it/robustness.rs found it), so it stays off.
+        .header_read_timeout(limits.read_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(H2_MAX_STREAMS)
+        .max_header_list_size(H2_MAX_HEADER_LIST)
+        .max_pending_accept_reset_streams(H2_MAX_PENDING_RESETS);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -171,19 +198,46 @@ async fn serve_with<H, F>(
                         continue;
                     }
                 };
+                // Over the cap the connection is closed at once: a client retries, where
+                // one left waiting in the backlog would hang.
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    state.metrics.connection_refused();
+                    tracing::debug!("connection refused: max_connections reached");
+                    drop(stream);
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 let open = Arc::clone(&state);
                 let state = Arc::clone(&state);
-                let svc = hyper::service::service_fn(move |req: hyper::Request<_>| {
+                let activity = limits::Activity::new();
+                let io = TokioIo::new(stream);
+                let conn_activity = Arc::clone(&activity);
+                let read_timeout = limits.read_timeout;
+                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let running = conn_activity.request();
                     let render = service::render_of(req.headers(), req.uri().query());
-                    service::guarded(render, handler(Arc::clone(&state), req))
+                    let req = req.map(|b| limits::RequestBody::new(b, read_timeout));
+                    let handling = handler(Arc::clone(&state), req);
+                    async move {
+                        let answer = service::guarded(render, handling).await;
+                        drop(running);
+                        answer
+                    }
                 });
-                let conn = builder.serve_connection(TokioIo::new(stream), svc).into_owned();
+                let conn = builder.serve_connection(io, svc).into_owned();
                 let conn = graceful.watch(conn);
+                let idle_timeout = limits.idle_timeout;
                 tokio::spawn(async move {
+                    let _permit = permit;
                     let _open = open.metrics.connection();
-                    if let Err(e) = conn.await {
-                        tracing::debug!(error = %e, "connection ended with an error");
+                    tokio::select! {
+                        ended = conn => if let Err(e) = ended {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        },
+                        // Dropping the connection closes its socket.
+                        () = limits::idle_expired(&activity, idle_timeout) => {
+                            tracing::debug!("idle connection closed");
+                        }
                     }
                 });
             }
@@ -275,6 +329,10 @@ pub async fn run(
     file: Option<crate::config_file::LoadedConfig>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let mut config = config;
+    // The binary owns its process: it may raise the open-file limit (an embedder decides
+    // for its own process, and sets a cap that fits).
+    config.limits.max_connections = limits::fit_connections(config.limits.max_connections);
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
     let local_addr = listener.local_addr()?;
     let state = Arc::new(AppState::open(config, Arc::new(Clock::new()), local_addr)?);
@@ -460,7 +518,7 @@ mod tests {
             async {
                 let _ = rx.await;
             },
-            |state: Arc<AppState>, req: hyper::Request<hyper::body::Incoming>| async move {
+            |state: Arc<AppState>, req: hyper::Request<limits::RequestBody>| async move {
                 if req.uri().path() == "/panic" {
                     for q in state.engine.all_queues() {
                         q.update_tags(|_| -> () { panic!("a bug while holding the lock") });

@@ -1,6 +1,7 @@
 //! One log line per answered SQS request: at `debug` for every request (request id, action,
-//! queue, status, duration), at `warn` for errors with their AWS error code. The queue is
-//! worked out only when a line is written.
+//! queue, status, duration), at `warn` for errors with their AWS error code and for requests
+//! whose connection an injected fault dropped. The queue is worked out only when a line is
+//! written.
 
 use std::time::Duration;
 
@@ -91,4 +92,21 @@ pub(super) fn write(a: Answered<'_>, encoded: &Encoded) {
             "request"
         ),
     }
+}
+
+/// Writes the line of a request left unanswered because an injected fault dropped its
+/// connection: `warn`, like an error, with `fault = "drop_connection"` in place of a status.
+pub(super) fn dropped(a: Answered<'_>) {
+    if !tracing::enabled!(tracing::Level::WARN) {
+        return;
+    }
+    let queue = a.queue.name(a.path, a.uri_query);
+    tracing::warn!(
+        request_id = a.request_id,
+        action = a.action,
+        queue = queue.as_deref().unwrap_or(""),
+        duration_ms = a.took.as_micros() as f64 / 1000.0,
+        fault = "drop_connection",
+        "connection dropped"
+    );
 }

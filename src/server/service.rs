@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::limits::RequestBody;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
@@ -149,7 +149,7 @@ impl Stop {
 /// context, apply fault rules, dispatch. Each stage can stop the request with its answer.
 pub(super) async fn handle(
     state: Arc<AppState>,
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
     if metrics::is_scrape(&req) {
         return Ok(metrics::response(&state));
@@ -165,53 +165,82 @@ pub(super) async fn handle(
             Err(e) => admin::store_failed(&e),
         });
     }
+    answer(state, req).await
+}
+
+/// Answers an SQS request (anything not under sqsim's own paths), whatever carries its body:
+/// the server passes hyper's, the in-process fuzzer a buffer.
+pub(crate) async fn answer<B>(
+    state: Arc<AppState>,
+    req: Request<B>,
+) -> Result<Response<Full<Bytes>>, DroppedConnection>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let started = std::time::Instant::now();
     let request_id = uuid::Uuid::new_v4()
         .hyphenated()
         .encode_lower(&mut uuid::Uuid::encode_buffer())
         .to_owned();
     let (parts, body) = req.into_parts();
-    // Filled in once the request is decoded, for the metrics and the log line.
+    // Filled in once the request is decoded, for the metrics and the log line (unless
+    // `SQSIM_NO_METRICS` switched both off, for the bench's ablation).
+    let counted = metrics::per_request();
     let mut slot = RequestMetrics::slot_of("");
     let mut queue = QueueSource::default();
     let stages = async {
         let body = read_body(&state, &parts, body, &request_id).await?;
         let signer = authenticate(&state, &parts, &body, &request_id)?;
-        let kept_body = body.clone();
+        let kept_body = counted.then(|| body.clone());
         let decoded = decode(&parts, body, &request_id)?;
-        slot = RequestMetrics::slot_of(&decoded.action);
-        queue = QueueSource::of(&kept_body, decoded.protocol);
+        if let Some(kept_body) = kept_body {
+            slot = RequestMetrics::slot_of(&decoded.action);
+            queue = QueueSource::of(&kept_body, decoded.protocol);
+        }
         apply_faults(&state, &parts, &decoded, &request_id).await?;
         let ctx = context(&state, &parts, &decoded, signer, &request_id);
         Ok::<_, Stop>(dispatch(&ctx, decoded).await)
     };
-    let encoded = match stages.await {
-        Ok(encoded) | Err(Stop::Reply(encoded)) => encoded,
-        Err(Stop::Drop) => return Err(DroppedConnection),
-    };
-    let took = started.elapsed();
-    state.metrics.observe(slot, encoded.status, took);
-    request_log::write(
-        Answered {
+    let outcome = stages.await;
+    if counted {
+        let took = started.elapsed();
+        let answered = Answered {
             request_id: &request_id,
             action: RequestMetrics::action_label(slot),
             queue,
             path: parts.uri.path(),
             uri_query: parts.uri.query(),
             took,
-        },
-        &encoded,
-    );
-    Ok(respond(encoded, &request_id))
+        };
+        match &outcome {
+            Ok(encoded) | Err(Stop::Reply(encoded)) => {
+                state.metrics.observe(slot, encoded.status, took);
+                request_log::write(answered, encoded);
+            }
+            Err(Stop::Drop) => {
+                state.metrics.observe(slot, metrics::DROPPED, took);
+                request_log::dropped(answered);
+            }
+        }
+    }
+    match outcome {
+        Ok(encoded) | Err(Stop::Reply(encoded)) => Ok(respond(encoded, &request_id)),
+        Err(Stop::Drop) => Err(DroppedConnection),
+    }
 }
 
 /// Stage 1: the body, refused with 413 when it is (or announces itself) over the cap.
-async fn read_body(
+async fn read_body<B>(
     state: &AppState,
     parts: &Parts,
-    body: Incoming,
+    body: B,
     request_id: &str,
-) -> Result<Bytes, Stop> {
+) -> Result<Bytes, Stop>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let render = render_of(&parts.headers, parts.uri.query());
     if declared_too_large(&parts.headers, state.config.max_body_bytes) {
         return Err(Stop::error(render, request_id, &too_large(state)));

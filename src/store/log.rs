@@ -247,6 +247,23 @@ impl LogStore {
         Ok(())
     }
 
+    /// Makes every record before `upto` durable, writing what is pending itself.
+    fn write_through_to(&self, upto: Lsn) -> Result<(), StoreError> {
+        let mut slot = lock(&self.inner.segment);
+        // Whoever held the segment before has written and published what it took; what is
+        // left is pending.
+        let durable = self.inner.progress.borrow().durable;
+        if durable < upto {
+            self.inner.write_pending(&mut slot);
+        }
+        let p = self.inner.progress.borrow();
+        match &p.failure {
+            _ if p.durable >= upto => Ok(()),
+            Some((_, e)) => Err(StoreError::Io(Arc::clone(e))),
+            None => Err(StoreError::Io(Arc::from("the log could not be written"))),
+        }
+    }
+
     fn refresh_sizes(&self) -> Result<(), StoreError> {
         let sum = |files: Vec<(Lsn, PathBuf)>| {
             files
@@ -387,6 +404,12 @@ impl Inner {
 impl Store for LogStore {
     fn recover(&self, apply: &mut Apply<'_>) -> Result<Recovered, StoreError> {
         let dir = &self.inner.dir;
+        // A snapshot a crash interrupted before it was renamed into place: never part of the
+        // state (the log still holds everything), only space.
+        for (_, path) in numbered(dir, "snapshot-", ".snap.tmp")? {
+            tracing::info!(file = %path.display(), "removing an unfinished snapshot");
+            fs::remove_file(path)?;
+        }
         let mut report = Recovered::default();
         let mut next: Lsn = 0;
         let mut stopped = false;
@@ -473,6 +496,9 @@ impl Store for LogStore {
         if lock(&self.inner.pending).closing {
             return Err(StoreError::Io(Arc::from("the store is closed")));
         }
+        // The records may hold the effect of any record appended before this call (each
+        // scope was copied at its own position, the last one just now).
+        let upto = self.next_lsn();
         let dir = &self.inner.dir;
         let tmp = dir.join(format!("{}.tmp", snapshot_name(at)));
         let written = (|| -> Result<(), StoreError> {
@@ -483,6 +509,10 @@ impl Store for LogStore {
                 .map_err(|e| StoreError::from(e.into_error()))?;
             file.sync_all()?;
             drop(file);
+            // Published only once the log is durable that far: a crash must not leave a
+            // snapshot whose state the log cannot complete (a dead letter the snapshot shows
+            // gone from its source while its arrival is still unwritten).
+            self.write_through_to(upto)?;
             fs::rename(&tmp, dir.join(snapshot_name(at)))?;
             sync_dir(dir)
         })();
@@ -578,6 +608,95 @@ impl Drop for LogStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn records(s: &LogStore) -> Result<(Vec<Vec<u8>>, Recovered), StoreError> {
+        let mut out = Vec::new();
+        let report = s.recover(&mut |_, r| {
+            out.push(r.to_vec());
+            Ok(())
+        })?;
+        Ok((out, report))
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A crash while a snapshot was written leaves `snapshot-*.snap.tmp` behind; the next
+    /// start removes it and recovers from what was there before.
+    #[test]
+    fn an_unfinished_snapshot_left_by_a_crash_is_removed_at_start_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        records(&s).unwrap();
+        s.append(b"a");
+        s.append(b"b");
+        s.close();
+        drop(s);
+        let tmp = dir.path().join(format!("{}.tmp", snapshot_name(1)));
+        fs::write(&tmp, b"SQSIMSNP half a snapsh").unwrap();
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        let (got, _) = records(&s).unwrap();
+        assert_eq!(got, [b"a".to_vec(), b"b".to_vec()]);
+        assert!(!tmp.exists(), "left: {:?}", files(dir.path()));
+        assert!(!files(dir.path()).iter().any(|f| f.ends_with(".tmp")));
+    }
+
+    /// A snapshot with a damaged record stops start-up naming the file and the offset;
+    /// `--salvage` starts with the records before the damage and keeps the file aside.
+    #[test]
+    fn a_damaged_snapshot_is_refused_with_its_file_and_offset_or_salvaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        records(&s).unwrap();
+        for r in [&b"x1"[..], b"x2", b"x3"] {
+            s.append(r);
+        }
+        let snap: Vec<Vec<u8>> = ["s0", "s1", "s2"]
+            .iter()
+            .map(|r| r.as_bytes().to_vec())
+            .collect();
+        s.snapshot(3, &mut snap.clone().into_iter()).unwrap();
+        s.append(b"after");
+        s.close();
+        drop(s);
+        let path = dir.path().join(snapshot_name(3));
+        let mut bytes = fs::read(&path).unwrap();
+        // The second record: header, then the first frame (8 bytes + 2), then its payload.
+        let second = frame::HEADER_LEN as usize + frame::FRAME_OVERHEAD + 2;
+        bytes[second + frame::FRAME_OVERHEAD] ^= 0xff;
+        fs::write(&path, &bytes).unwrap();
+
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        let err = records(&s).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{text}");
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(text.contains(&format!("offset {second}")), "{text}");
+        drop(s);
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            bytes,
+            "a refused start changes nothing"
+        );
+
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, true).unwrap();
+        let (got, report) = records(&s).unwrap();
+        assert_eq!(
+            got,
+            snap[..1],
+            "the records before the damage, nothing after"
+        );
+        assert!(report.salvaged.is_some_and(|r| r.contains("offset")));
+        let names = files(dir.path());
+        assert!(names.iter().any(|f| f.ends_with(".salvaged")), "{names:?}");
+        assert!(!path.exists(), "the damaged snapshot is no longer read");
+    }
 
     /// Requests that wait for their records while snapshots rotate the segment never hang:
     /// whoever holds the segment writes what is pending before letting go.

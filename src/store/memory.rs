@@ -15,6 +15,14 @@ struct Kept {
     snapshot_at: Lsn,
     /// Records from `snapshot_at` on.
     log: Vec<Vec<u8>>,
+    /// With `lagging`: how many of `log` are durable (a crash keeps only those).
+    durable: usize,
+    /// Appends are durable only on [`MemoryStore::flush`] (or a snapshot), as a disk's
+    /// would be only once written, so tests can crash in between.
+    lagging: bool,
+    /// A deliberately broken store for tests: snapshots take effect without making the
+    /// records appended before them durable.
+    publish_early: bool,
     snapshots: u64,
 }
 
@@ -23,6 +31,7 @@ struct Kept {
 pub(crate) struct MemoryStore {
     kept: Arc<Mutex<Kept>>,
     progress: Arc<watch::Sender<Progress>>,
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl MemoryStore {
@@ -31,7 +40,23 @@ impl MemoryStore {
         MemoryStore {
             kept: Arc::default(),
             progress: Arc::new(watch::Sender::new(Progress::default())),
+            closed: Arc::default(),
         }
+    }
+
+    /// An empty store whose appends become durable only when flushed (or snapshotted), and
+    /// that can [`MemoryStore::crashed`] before that.
+    pub(crate) fn lagging() -> MemoryStore {
+        let s = MemoryStore::new();
+        s.kept().lagging = true;
+        s
+    }
+
+    /// Makes a lagging store take snapshots in without making what was appended before
+    /// them durable (what the [`Store::snapshot`] contract forbids): for a test to show
+    /// what that would lose.
+    pub(crate) fn publish_snapshots_early(&self) {
+        self.kept().publish_early = true;
     }
 
     /// Another handle on the same records, as a process restarted on them would open.
@@ -39,6 +64,48 @@ impl MemoryStore {
         MemoryStore {
             kept: Arc::clone(&self.kept),
             progress: Arc::new(watch::Sender::new(Progress::default())),
+            closed: Arc::default(),
+        }
+    }
+
+    /// Makes every record appended so far durable.
+    pub(crate) fn flush(&self) {
+        let mut k = self.kept();
+        k.durable = k.log.len();
+        let next = k.snapshot_at + k.log.len() as Lsn;
+        self.progress.send_modify(|p| p.durable = next);
+    }
+
+    /// How many records were appended but are not durable yet.
+    pub(crate) fn not_durable(&self) -> usize {
+        let k = self.kept();
+        k.log.len() - k.durable
+    }
+
+    /// What a process killed now would restart on: a separate store with the snapshot and
+    /// the durable records only. This one goes on unchanged.
+    pub(crate) fn crashed(&self) -> MemoryStore {
+        self.crashed_keeping(0)
+    }
+
+    /// [`MemoryStore::crashed`], where the disk also kept the first `extra` records that were
+    /// not durable yet (a crash can leave any prefix of what was being written).
+    pub(crate) fn crashed_keeping(&self, extra: usize) -> MemoryStore {
+        let k = self.kept();
+        let kept = (k.durable + extra).min(k.log.len());
+        let copy = Kept {
+            snapshot: k.snapshot.clone(),
+            snapshot_at: k.snapshot_at,
+            log: k.log[..kept].to_vec(),
+            durable: kept,
+            lagging: k.lagging,
+            publish_early: k.publish_early,
+            snapshots: k.snapshots,
+        };
+        MemoryStore {
+            kept: Arc::new(Mutex::new(copy)),
+            progress: Arc::new(watch::Sender::new(Progress::default())),
+            closed: Arc::default(),
         }
     }
 
@@ -49,7 +116,8 @@ impl MemoryStore {
 
 impl Store for MemoryStore {
     fn recover(&self, apply: &mut Apply<'_>) -> Result<Recovered, StoreError> {
-        let k = self.kept();
+        let mut k = self.kept();
+        k.durable = k.log.len();
         let mut report = Recovered::default();
         let snapshot = k.snapshot.iter().map(|r| (None, r));
         let log = (k.snapshot_at..).map(Some).zip(&k.log);
@@ -68,9 +136,16 @@ impl Store for MemoryStore {
 
     fn append(&self, record: &[u8]) -> Lsn {
         let mut k = self.kept();
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            // Never kept; its waiter learns so from the failure `close` published.
+            return k.snapshot_at + k.log.len() as Lsn;
+        }
         k.log.push(record.to_vec());
         let lsn = k.snapshot_at + k.log.len() as Lsn - 1;
-        self.progress.send_modify(|p| p.durable = lsn + 1);
+        if !k.lagging {
+            k.durable = k.log.len();
+            self.progress.send_modify(|p| p.durable = lsn + 1);
+        }
         lsn
     }
 
@@ -88,17 +163,32 @@ impl Store for MemoryStore {
         at: Lsn,
         records: &mut dyn Iterator<Item = Vec<u8>>,
     ) -> Result<(), StoreError> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(StoreError::Io(Arc::from("the store is closed")));
+        }
+        let records: Vec<Vec<u8>> = records.collect();
         let mut k = self.kept();
+        if !k.publish_early {
+            k.durable = k.log.len();
+            let next = k.snapshot_at + k.log.len() as Lsn;
+            self.progress.send_modify(|p| p.durable = next);
+        }
         let drop = (at - k.snapshot_at) as usize;
         let drop = drop.min(k.log.len());
         k.log.drain(..drop);
-        k.snapshot = records.collect();
+        k.durable = k.durable.saturating_sub(drop);
+        k.snapshot = records;
         k.snapshot_at = at;
         k.snapshots += 1;
         Ok(())
     }
 
-    fn close(&self) {}
+    fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.progress
+            .send_modify(|p| p.failure = Some((Lsn::MAX, Arc::from("the store is closed"))));
+    }
 
     fn stats(&self) -> StoreStats {
         let k = self.kept();

@@ -146,8 +146,11 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Durability as it advances.
     fn progress(&self) -> watch::Receiver<Progress>;
 
-    /// Replaces every record before `at` (all of them appended and durable) with `records`,
-    /// which must rebuild the same state. Older log and snapshot files are removed.
+    /// Replaces every record before `at` (all of them appended) with `records`, which must
+    /// rebuild the same state. The snapshot takes effect only once every record appended
+    /// before this call is durable (the records may show their effects: the caller copies
+    /// its state while appending goes on); if they cannot be made durable it fails and
+    /// changes nothing. Older log and snapshot files are removed.
     fn snapshot(
         &self,
         at: Lsn,

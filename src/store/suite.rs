@@ -204,6 +204,79 @@ pub(super) fn a_failed_apply_stops_recovery(h: &mut dyn Harness) {
     assert!(err.to_string().contains("record 1"), "{err}");
 }
 
+pub(super) fn a_snapshot_takes_effect_with_every_record_before_it_durable(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    let mut last = 0;
+    for r in records(3, "r") {
+        // Nobody waits for these: only the snapshot makes them durable.
+        last = s.append(&r);
+    }
+    s.snapshot(1, &mut records(1, "snap").into_iter()).unwrap();
+    assert!(
+        s.progress().borrow().durable > last,
+        "the snapshot returned before the records appended before it were durable"
+    );
+    let s = h.reopen(s);
+    let want: Vec<Vec<u8>> = records(1, "snap")
+        .into_iter()
+        .chain([b"r-1".to_vec(), b"r-2".to_vec()])
+        .collect();
+    assert_eq!(recover_all(&*s), want);
+}
+
+pub(super) fn close_keeps_what_was_appended_and_refuses_what_follows(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    for r in records(3, "kept") {
+        s.append(&r);
+    }
+    s.close();
+    let late = s.append(b"after close");
+    let err = block_on(durable(&*s, late)).expect_err("an append after close is never durable");
+    assert!(!err.to_string().is_empty());
+    assert!(
+        s.snapshot(0, &mut records(1, "snap").into_iter()).is_err(),
+        "no snapshot after close"
+    );
+    // Closing twice (a server stopping after an explicit close) is harmless.
+    s.close();
+    let s = h.reopen(s);
+    assert_eq!(recover_all(&*s), records(3, "kept"));
+    // The records are open to the next process.
+    let l = s.append(b"next");
+    wait(&*s, l);
+}
+
+pub(super) fn stats_count_records_bytes_and_snapshots(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    let st = s.stats();
+    assert_eq!((st.appended_records, st.snapshots), (0, 0));
+    assert!(st.writable && st.last_error.is_none(), "{st:?}");
+    let want = records(10, "counted");
+    let payload: u64 = want.iter().map(|r| r.len() as u64).sum();
+    let mut last = 0;
+    for r in &want {
+        last = s.append(r);
+    }
+    wait(&*s, last);
+    let st = s.stats();
+    assert_eq!(st.appended_records, 10, "{st:?}");
+    assert!(st.log_bytes >= payload, "{st:?}");
+    assert_eq!(st.snapshots, 0);
+    s.snapshot(s.next_lsn(), &mut records(4, "snap").into_iter())
+        .unwrap();
+    let st = s.stats();
+    assert_eq!(st.snapshots, 1, "{st:?}");
+    assert!(st.snapshot_bytes >= 4 * 6, "{st:?}");
+    assert!(
+        st.log_bytes < payload,
+        "the log before the snapshot is gone: {st:?}"
+    );
+    assert!(st.writable, "{st:?}");
+}
+
 macro_rules! suite {
     ($name:ident, $harness:expr) => {
         mod $name {
@@ -231,6 +304,18 @@ macro_rules! suite {
             #[test]
             fn a_failed_apply_stops_recovery() {
                 super::a_failed_apply_stops_recovery(&mut $harness);
+            }
+            #[test]
+            fn a_snapshot_takes_effect_with_every_record_before_it_durable() {
+                super::a_snapshot_takes_effect_with_every_record_before_it_durable(&mut $harness);
+            }
+            #[test]
+            fn close_keeps_what_was_appended_and_refuses_what_follows() {
+                super::close_keeps_what_was_appended_and_refuses_what_follows(&mut $harness);
+            }
+            #[test]
+            fn stats_count_records_bytes_and_snapshots() {
+                super::stats_count_records_bytes_and_snapshots(&mut $harness);
             }
         }
     };

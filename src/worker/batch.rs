@@ -107,7 +107,7 @@ fn decisions(msgs: &[Message], answer: &Answer) -> Vec<Option<Option<u32>>> {
                 continue;
             };
             let verdict = match r["status"].as_str() {
-                Some("retry") => Some(r["delaySeconds"].as_u64().map(|d| d as u32)),
+                Some("retry") => Some(delay_seconds(&r["delaySeconds"])),
                 _ => None,
             };
             verdicts.entry(id.to_string()).or_insert(verdict);
@@ -121,6 +121,22 @@ fn decisions(msgs: &[Message], answer: &Answer) -> Vec<Option<Option<u32>>> {
                 .unwrap_or(None)
         })
         .collect()
+}
+
+/// The app's `delaySeconds`, clamped to what a visibility timeout can be (0 to 12 hours):
+/// a negative number retries at once, a huge one waits the longest SQS allows. Anything but
+/// a number leaves the delay to the worker's own retry rules.
+fn delay_seconds(v: &Value) -> Option<u32> {
+    let cap = super::VISIBILITY_CAP.as_secs();
+    if let Some(d) = v.as_u64() {
+        return Some(u32::try_from(d.min(cap)).unwrap_or(u32::MAX));
+    }
+    if v.as_i64().is_some() {
+        return Some(0);
+    }
+    let d = v.as_f64()?;
+    // NaN cannot come from JSON; `as` saturates, and the clamp keeps it within the cap.
+    Some(d.clamp(0.0, cap as f64).round() as u32)
 }
 
 impl Job {
@@ -235,5 +251,53 @@ mod tests {
             vec![None, Some(Some(30)), Some(None)]
         );
         assert_eq!(decisions(&msgs, &Answer::TimedOut), vec![Some(None); 3]);
+    }
+
+    #[test]
+    fn a_deeply_nested_reply_is_refused_not_recursed_into() {
+        // serde_json stops at 128 levels; the app's answer then names no message, and a 2xx
+        // that names none acknowledges them all.
+        let deep = format!(
+            r#"{{"results":[{{"messageId":"a","status":"retry","x":{}1{}}}]}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let reply = Answer::Replied {
+            status: 200,
+            retry_after: None,
+            body: Bytes::from(deep),
+        };
+        assert_eq!(decisions(&[msg("a")], &reply), vec![None]);
+    }
+
+    #[test]
+    fn delay_seconds_is_clamped_not_wrapped() {
+        let msgs = [msg("a"), msg("b"), msg("c"), msg("d"), msg("e"), msg("f")];
+        let body = r#"{"results":[
+            {"messageId":"a","status":"retry","delaySeconds":4294967296},
+            {"messageId":"b","status":"retry","delaySeconds":18446744073709551615},
+            {"messageId":"c","status":"retry","delaySeconds":-5},
+            {"messageId":"d","status":"retry","delaySeconds":1e300},
+            {"messageId":"e","status":"retry","delaySeconds":-1e300},
+            {"messageId":"f","status":"retry","delaySeconds":"30"}]}"#;
+        let reply = Answer::Replied {
+            status: 200,
+            retry_after: None,
+            body: Bytes::from(body),
+        };
+        // 4294967296 as u32 once wrapped to 0: an immediate retry instead of the longest wait.
+        assert_eq!(
+            decisions(&msgs, &reply),
+            vec![
+                Some(Some(43_200)),
+                Some(Some(43_200)),
+                Some(Some(0)),
+                Some(Some(43_200)),
+                Some(Some(0)),
+                Some(None),
+            ]
+        );
+        assert_eq!(delay_seconds(&json!(12.6)), Some(13));
+        assert_eq!(delay_seconds(&json!(30)), Some(30));
     }
 }

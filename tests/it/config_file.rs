@@ -92,6 +92,8 @@ async fn errors_name_the_line_and_key() {
         ("[queues.orders]\nattributes = { Color = \"blue\" }\n", "line 2: queues.orders.attributes.Color: Unknown Attribute Color."),
         ("[server]\nurl_style = \"sideways\"\n", "line 2: server.url_style: \"sideways\" is not one of"),
         ("[queues.orders\n", "line 1"),
+        ("[server]\nread_timeout = 0\n", "line 2: server.read_timeout: read_timeout must be 1 to 86400 seconds, got 0"),
+        ("[server]\nmax_connections = 0\n", "line 2: server.max_connections: max_connections must be at least 1"),
     ];
     let server = sqsim::Server::builder().start().await.unwrap();
     for (text, expected) in cases {
@@ -106,6 +108,25 @@ async fn errors_name_the_line_and_key() {
             "{text:?}\n  got: {msg}\n  want: {expected}"
         );
     }
+}
+
+#[test]
+fn connection_limits_come_from_the_server_section() {
+    let text =
+        "[server]\nmax_connections = 50\nread_timeout = 5\nidle_timeout = 7\nmax_long_polls = 9\n";
+    let file = LoadedConfig::parse("limits.toml", text.to_string()).unwrap();
+    let mut config = sqsim::Config::default();
+    file.apply_server(&mut config).unwrap();
+    assert_eq!(config.limits.max_connections, 50);
+    assert_eq!(
+        config.limits.read_timeout,
+        std::time::Duration::from_secs(5)
+    );
+    assert_eq!(
+        config.limits.idle_timeout,
+        std::time::Duration::from_secs(7)
+    );
+    assert_eq!(config.engine.max_long_polls, 9);
 }
 
 #[test]

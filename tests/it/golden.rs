@@ -6,6 +6,11 @@
 //!
 //! A file's leading comment may configure its server: `# server: max_body_bytes=N` or
 //! `# server: auth=ACCESS_KEY:SECRET` (signatures verified against that key).
+//!
+//! Requests may hold placeholders, filled in before sending (the file keeps them):
+//! `<HANDLE>` and `<TASK>`, the first receipt handle / move-task handle of the newest earlier
+//! reply that held one (percent-encoded in a path or a form body), and `<REPEAT n x>`, the
+//! text `x` repeated `n` times (for bodies too large to keep in a file).
 
 use crate::common;
 
@@ -13,48 +18,7 @@ use std::path::Path;
 
 use common::{raw, start_with, RawResponse};
 
-struct Exchange {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-fn parse(text: &str) -> (Vec<String>, Vec<(Exchange, String)>) {
-    let mut preamble = Vec::new();
-    let mut out = Vec::new();
-    let mut blocks = text.split("\n>>> ");
-    let first = blocks.next().unwrap_or_default();
-    let mut rest: Vec<String> = Vec::new();
-    if let Some(req) = first.strip_prefix(">>> ") {
-        rest.push(req.to_string());
-    } else {
-        preamble.extend(first.lines().map(str::to_string));
-    }
-    rest.extend(blocks.map(str::to_string));
-    for block in rest {
-        let (request, response) = block.split_once("\n<<< ").expect("<<< response marker");
-        let (head, body) = request.split_once("\n\n").unwrap_or((request, ""));
-        let mut lines = head.lines();
-        let (method, path) = lines.next().unwrap().split_once(' ').unwrap();
-        let headers = lines
-            .map(|l| {
-                let (k, v) = l.split_once(':').unwrap();
-                (k.trim().to_string(), v.trim().to_string())
-            })
-            .collect();
-        out.push((
-            Exchange {
-                method: method.to_string(),
-                path: path.to_string(),
-                headers,
-                body: body.trim_end_matches('\n').to_string(),
-            },
-            format!("<<< {}", response.trim_end_matches('\n')),
-        ));
-    }
-    (preamble, out)
-}
+use sqsim::server::in_process::{parse_wire as parse, WireRequest as Exchange};
 
 fn is_uuid_at(b: &[u8], i: usize) -> bool {
     const SHAPE: &[usize] = &[8, 4, 4, 4, 12];
@@ -160,6 +124,70 @@ fn normalize(s: &str) -> String {
     out
 }
 
+/// The run-dependent values a later request may refer to.
+#[derive(Default)]
+struct Seen {
+    handle: Option<String>,
+    task: Option<String>,
+}
+
+impl Seen {
+    fn note(&mut self, reply: &str) {
+        if let Some(h) = first_token(reply, "AQEB") {
+            self.handle = Some(h);
+        }
+        if let Some(t) = first_token(reply, TASK_HANDLE) {
+            self.task = Some(t);
+        }
+    }
+}
+
+/// The first base64 token starting with `prefix` at a word boundary.
+fn first_token(s: &str, prefix: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(at) = s[from..].find(prefix).map(|i| i + from) {
+        if at == 0 || !b[at - 1].is_ascii_alphanumeric() {
+            let end = s[at..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=')))
+                .map_or(s.len(), |n| at + n);
+            return Some(s[at..end].to_string());
+        }
+        from = at + prefix.len();
+    }
+    None
+}
+
+/// A request text with its placeholders filled in.
+fn fill(text: &str, seen: &Seen, encode: bool) -> String {
+    let value = |v: &Option<String>, name: &str| {
+        let v = v
+            .as_deref()
+            .unwrap_or_else(|| panic!("{name} before any reply held one"));
+        if encode {
+            serde_urlencoded::to_string([("k", v)]).unwrap()[2..].to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let mut out = text.to_string();
+    if out.contains("<HANDLE>") {
+        out = out.replace("<HANDLE>", &value(&seen.handle, "<HANDLE>"));
+    }
+    if out.contains("<TASK>") {
+        out = out.replace("<TASK>", &value(&seen.task, "<TASK>"));
+    }
+    while let Some(at) = out.find("<REPEAT ") {
+        let end = at + out[at..].find('>').expect("<REPEAT n x> is closed");
+        let (n, x) = out[at + "<REPEAT ".len()..end]
+            .split_once(' ')
+            .expect("<REPEAT n x>");
+        let expanded = x.repeat(n.parse().expect("<REPEAT n x> with a number n"));
+        out.replace_range(at..=end, &expanded);
+    }
+    out
+}
+
 fn render(r: &RawResponse) -> String {
     let mut headers: Vec<_> = r
         .headers
@@ -203,14 +231,20 @@ async fn wire_fixtures() {
         let (preamble, exchanges) = parse(&text);
         let server = start_with(config_of(&preamble)).await;
         let mut blessed: Vec<String> = preamble.clone();
+        let mut seen = Seen::default();
         for (i, (ex, expected)) in exchanges.iter().enumerate() {
             let headers: Vec<(&str, &str)> = ex
                 .headers
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
-            let body = ex.body.replace("\\r", "\r");
-            let r = raw(&server, &ex.method, &ex.path, &headers, body.as_bytes()).await;
+            let form = headers.iter().any(|(k, v)| {
+                k.eq_ignore_ascii_case("content-type") && v.contains("x-www-form-urlencoded")
+            });
+            let body = fill(&ex.body.replace("\\r", "\r"), &seen, form);
+            let path = fill(&ex.path, &seen, true);
+            let r = raw(&server, &ex.method, &path, &headers, body.as_bytes()).await;
+            seen.note(&r.body);
             let actual = render(&r);
             if actual != *expected && !bless {
                 failures.push(format!(

@@ -10,6 +10,7 @@ mod durable;
 mod errors;
 mod fifo;
 mod golden;
+mod hardening;
 mod readme;
 mod readme_example;
 mod redrive;

@@ -1,7 +1,9 @@
 //! The README's examples are real tests: every code block preceded by
-//! `<!-- file: PATH -->` must equal that file, which its own test runner executes.
+//! `<!-- file: PATH -->` must equal that file, which its own test runner executes. The crate
+//! doc's Layout section is checked against the code the same way.
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 #[test]
 fn readme_examples_match_the_files_the_suite_runs() {
@@ -30,4 +32,142 @@ fn readme_examples_match_the_files_the_suite_runs() {
         checked >= 3,
         "expected the pytest, Jest and Rust examples, found {checked}"
     );
+}
+
+/// The crate doc's Layout section (src/lib.rs) names every module, file by file, and for each
+/// top-level module exactly the others it uses; a module uses only modules listed below it.
+#[test]
+fn crate_layout_names_every_module_and_what_it_uses() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let declared: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = ["pub(crate) mod ", "pub mod ", "mod "]
+                .iter()
+                .find_map(|p| l.strip_prefix(p))?;
+            rest.strip_suffix(';').map(str::to_string)
+        })
+        .collect();
+    // Each bullet: "- `name` (uses: a, b) — text", continued on the following lines.
+    let mut order = Vec::new();
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut text: BTreeMap<String, String> = BTreeMap::new();
+    for line in lib.lines().filter_map(|l| l.strip_prefix("//!")) {
+        if let Some(rest) = line.strip_prefix(" - `") {
+            let (name, rest) = rest.split_once("` (uses: ").expect("- `name` (uses: …)");
+            let (list, _) = rest.split_once(')').unwrap();
+            let list = match list {
+                "nothing" => BTreeSet::new(),
+                l => l.split(", ").map(str::to_string).collect(),
+            };
+            order.push(name.to_string());
+            uses.insert(name.to_string(), list);
+            text.insert(name.to_string(), rest.to_string());
+        } else if line.starts_with("   ") {
+            if let Some(last) = order.last() {
+                text.get_mut(last).unwrap().push_str(line);
+            }
+        } else if line.starts_with(" #") {
+            order.push(String::new()); // the section ended
+        }
+    }
+    order.retain(|n| !n.is_empty());
+    assert_eq!(
+        order.iter().cloned().collect::<BTreeSet<_>>(),
+        declared,
+        "the Layout section lists exactly the modules lib.rs declares"
+    );
+    for (i, name) in order.iter().enumerate() {
+        let files = rust_files(&src, name);
+        let used = crate_paths(&files, &declared, name);
+        assert_eq!(used, uses[name], "what `{name}` uses");
+        for u in &used {
+            assert!(
+                order[i + 1..].contains(u),
+                "`{name}` uses `{u}`, which the Layout lists above it"
+            );
+        }
+        let dir = src.join(name);
+        for f in files.iter().filter(|f| f.starts_with(&dir)) {
+            for part in f.strip_prefix(&dir).unwrap().with_extension("").iter() {
+                let part = part.to_str().unwrap();
+                assert!(
+                    part == "mod" || text[name].contains(&format!("`{part}`")),
+                    "the Layout's `{name}` line does not name `{part}`"
+                );
+            }
+        }
+    }
+}
+
+/// A module's source files: `src/NAME.rs`, or every `.rs` file under `src/NAME/`.
+fn rust_files(src: &Path, name: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let dir = src.join(name);
+    let mut out = Vec::new();
+    if dir.is_dir() {
+        walk(&dir, &mut out);
+    } else {
+        out.push(src.join(format!("{name}.rs")));
+    }
+    out.sort();
+    out
+}
+
+/// The other top-level modules that `files` name through `crate::`, outside their
+/// `#[cfg(test)] mod tests`.
+fn crate_paths(files: &[PathBuf], modules: &BTreeSet<String>, own: &str) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+        for (at, _) in code.match_indices("crate::") {
+            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let rest = &code[at + "crate::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                // `crate::{a::x, b}`: the first segment of each path in the group.
+                Some(group) => {
+                    let mut depth = 0;
+                    let end = group
+                        .find(|c| {
+                            match c {
+                                '{' => depth += 1,
+                                '}' if depth == 0 => return true,
+                                '}' => depth -= 1,
+                                _ => {}
+                            }
+                            false
+                        })
+                        .unwrap_or(group.len());
+                    group[..end]
+                        .split(',')
+                        .map(|p| p.trim().split("::").next().unwrap_or_default())
+                        .collect()
+                }
+                None => vec![rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or_default()],
+            };
+            for n in names {
+                if n != own && modules.contains(n) {
+                    used.insert(n.to_string());
+                }
+            }
+        }
+    }
+    used
 }

@@ -6,6 +6,7 @@ use crate::common;
 
 use common::{json, raw, raw_url, start};
 use serde_json::json;
+use sqsim::Server;
 
 /// A small deterministic generator (xorshift), so failures reproduce.
 struct Rng(u64);
@@ -44,6 +45,11 @@ const ACTIONS: &[&str] = &[
     "UntagQueue",
     "ListQueueTags",
     "AddPermission",
+    "RemovePermission",
+    "ListDeadLetterSourceQueues",
+    "StartMessageMoveTask",
+    "CancelMessageMoveTask",
+    "ListMessageMoveTasks",
     "Bogus",
 ];
 
@@ -73,6 +79,16 @@ const KEYS: &[&str] = &[
     "TagKey.1",
     "MaxResults",
     "NextToken",
+    "SourceArn",
+    "DestinationArn",
+    "TaskHandle",
+    "MaxNumberOfMessagesPerSecond",
+    "Label",
+    "AWSAccountId.1",
+    "ActionName.1",
+    "AWSAccountIds",
+    "Actions",
+    "MessageSystemAttributeName.1",
     "..",
     ".1.",
     "Entries",
@@ -86,6 +102,9 @@ const VALUES: &[&str] = &[
     "99999999999999999999",
     "abc",
     "http://sqsim.test/000000000000/q",
+    "arn:aws:sqs:us-east-1:000000000000:q-dlq",
+    "arn:aws:sqs:us-east-1:000000000000:q",
+    "eyJzb3VyY2VBcm4iOiJ4In0=",
     "q",
     "All",
     "String",
@@ -115,6 +134,8 @@ const JSON_VALUES: &[&str] = &[
     "{\"DataType\":\"String\"}",
     "{\"a\":{\"b\":[]}}",
     "\"http://sqsim.test/000000000000/q\"",
+    "\"arn:aws:sqs:us-east-1:000000000000:q-dlq\"",
+    "\"eyJzb3VyY2VBcm4iOiJ4In0=\"",
     "[{\"Id\":\"a\"}]",
     "[{\"Id\":\"a\",\"MessageBody\":\"b\"},{\"Id\":\"a\"}]",
     "18446744073709551616",
@@ -153,250 +174,470 @@ const EXTREME_NUMBERS: &[&str] = &[
     "1e-400",
 ];
 
+/// One generated request.
+struct Garbage {
+    method: &'static str,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// Answered by sqsim's own endpoints (plain JSON, no SQS request id).
+    admin: bool,
+    /// The action it names, if any.
+    action: &'static str,
+}
+
+impl Garbage {
+    fn sqs(method: &'static str, path: String, headers: &[(&str, &str)], body: Vec<u8>) -> Self {
+        Garbage {
+            method,
+            path,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body,
+            admin: false,
+            action: "",
+        }
+    }
+
+    fn form(body: String, accept: Option<&str>) -> Self {
+        let mut g = Garbage::sqs(
+            "POST",
+            "/".into(),
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            body.into_bytes(),
+        );
+        g.accept(accept);
+        g
+    }
+
+    fn json(action: &str, body: String) -> Self {
+        Garbage::sqs(
+            "POST",
+            "/".into(),
+            &[
+                ("Content-Type", "application/x-amz-json-1.0"),
+                ("X-Amz-Target", &format!("AmazonSQS.{action}")),
+            ],
+            body.into_bytes(),
+        )
+    }
+
+    fn accept(&mut self, accept: Option<&str>) {
+        if let Some(a) = accept {
+            self.headers.push(("Accept".into(), a.into()));
+        }
+    }
+
+    async fn send(&self, server: &Server) -> common::RawResponse {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        raw(server, self.method, &self.path, &headers, &self.body).await
+    }
+}
+
+/// What a query request may ask its reply to be rendered as: XML (no header, or one that
+/// does not take JSON) or the JSON rendering of query replies.
+const ACCEPTS: &[Option<&str>] = &[
+    None,
+    Some("application/json"),
+    Some("application/json"),
+    Some("*/*"),
+    Some("text/xml, application/json;q=0.5"),
+    Some("application/json;;;q=x"),
+];
+
+/// A random JSON value for a garbage member: a plain one, a deep one or an extreme number.
+fn json_value(rng: &mut Rng) -> String {
+    match rng.below(6) {
+        0 => {
+            let depth = 1 + rng.below(5000);
+            format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+        }
+        1 => rng.pick(EXTREME_NUMBERS).to_string(),
+        _ => rng.pick(JSON_VALUES).to_string(),
+    }
+}
+
+/// A garbage query string for `GET /_sqsim/peek`.
+fn peek_query(rng: &mut Rng, q: &str) -> String {
+    let mut pairs = Vec::new();
+    if rng.below(2) == 0 {
+        pairs.push(format!("queue_url={}", urlencode(q)));
+    }
+    for _ in 0..rng.below(4) {
+        let key = rng.pick(&[
+            "queue_url",
+            "offset",
+            "limit",
+            "region",
+            "x",
+            "",
+            "queue_url",
+        ]);
+        let value = match rng.below(4) {
+            0 => urlencode(q),
+            1 => rng.pick(EXTREME_NUMBERS).to_string(),
+            2 => urlencode(rng.pick(VALUES)),
+            _ => rng
+                .pick(&["%", "%zz", "%FF%FE", "==", "a%00b", "-1", "%2E%2E%2F", "[]"])
+                .to_string(),
+        };
+        pairs.push(format!("{key}={value}"));
+    }
+    if rng.below(4) == 0 {
+        let depth = 1 + rng.below(3000);
+        pairs.push(format!("{}x=1", "a.".repeat(depth)));
+    }
+    pairs.join(rng.pick(&["&", "&&", ";"]))
+}
+
+/// The `round`th garbage request (a deterministic mix of every kind).
+fn garbage(rng: &mut Rng, round: usize, q: &str) -> Garbage {
+    let action = rng.pick(ACTIONS);
+    let mut g = garbage_for(rng, round, q, action);
+    g.action = action;
+    g
+}
+
+fn garbage_for(rng: &mut Rng, round: usize, q: &str, action: &'static str) -> Garbage {
+    match round % 12 {
+        5 => {
+            // Deep keys, named or numeric, by POST or GET.
+            let segment = rng.pick(&["a", "1", "Attribute", "99999999999", ""]);
+            let depth = 1 + rng.below(5000);
+            let key = format!("{segment}.").repeat(depth);
+            let form = format!("Action={action}&{key}x={}", urlencode(rng.pick(VALUES)));
+            let accept = rng.pick(ACCEPTS);
+            if rng.below(2) == 0 {
+                let mut g = Garbage::sqs("GET", format!("/?{form}"), &[], Vec::new());
+                g.accept(accept);
+                g
+            } else {
+                Garbage::form(form, accept)
+            }
+        }
+        6 => {
+            // Deep nesting: as the JSON body, as a member, or inside a policy document.
+            let depth = 1 + rng.below(20_000);
+            let (open, close) = rng.pick(&[("[", "]"), ("{\"a\":", "}")]);
+            let nested = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+            let body = match rng.below(3) {
+                0 => nested,
+                1 => format!("{{\"{}\":{nested}}}", rng.pick(KEYS)),
+                _ => {
+                    let doc = serde_json::to_string(&nested).unwrap();
+                    format!(
+                        "{{\"QueueUrl\":\"{q}\",\"Attributes\":{{\"{}\":{doc}}}}}",
+                        rng.pick(&["Policy", "RedrivePolicy", "RedriveAllowPolicy"])
+                    )
+                }
+            };
+            Garbage::json(action, body)
+        }
+        7 => {
+            // Extreme numbers in every numeric member, in both protocols.
+            let member = rng.pick(NUMERIC_MEMBERS);
+            let number = rng.pick(EXTREME_NUMBERS);
+            if rng.below(2) == 0 {
+                let body = format!("{{\"QueueUrl\":\"{q}\",\"{member}\":{number}}}");
+                Garbage::json(action, body)
+            } else {
+                let form = format!(
+                    "Action={action}&QueueUrl={}&{member}={}&Attribute.1.Name={member}&Attribute.1.Value={}",
+                    urlencode(q),
+                    urlencode(number),
+                    urlencode(number)
+                );
+                Garbage::form(form, rng.pick(ACCEPTS))
+            }
+        }
+        8 => {
+            // The admin API with extreme numbers, deep nesting and garbage.
+            let number = rng.pick(EXTREME_NUMBERS);
+            let depth = 1 + rng.below(20_000);
+            let (path, body) = match rng.below(5) {
+                0 => ("/_sqsim/clock", format!("{{\"advance_seconds\":{number}}}")),
+                1 => (
+                    "/_sqsim/faults",
+                    format!(
+                        "{{\"{}\":{number}}}",
+                        rng.pick(&[
+                            "latency_ms",
+                            "count",
+                            "probability",
+                            "redeliver_probability"
+                        ])
+                    ),
+                ),
+                2 => (
+                    "/_sqsim/clock",
+                    format!("{}{}", "[".repeat(depth), "]".repeat(depth)),
+                ),
+                3 => (
+                    "/_sqsim/reset",
+                    format!("{{\"queue_url\":{}}}", "[".repeat(depth)),
+                ),
+                _ => {
+                    let bytes: Vec<u8> = (0..rng.below(200)).map(|_| rng.next() as u8).collect();
+                    (
+                        "/_sqsim/faults",
+                        String::from_utf8_lossy(&bytes).into_owned(),
+                    )
+                }
+            };
+            let mut g = Garbage::sqs("POST", path.into(), &[], body.into_bytes());
+            g.admin = true;
+            g
+        }
+        9 => {
+            // The admin API's peek with garbage query strings.
+            let mut g = Garbage::sqs(
+                "GET",
+                format!("/_sqsim/peek?{}", peek_query(rng, q)),
+                &[],
+                Vec::new(),
+            );
+            g.admin = true;
+            g
+        }
+        10 => {
+            // The console's action endpoint: any action name, garbage namespace, garbage body.
+            let name = if rng.below(4) == 0 {
+                rng.pick(&[
+                    "",
+                    "%00",
+                    "..%2F..",
+                    "a/b",
+                    "CreateQueue/x",
+                    "X".repeat(300).leak(),
+                ])
+            } else {
+                action
+            };
+            let body = match rng.below(3) {
+                0 => {
+                    let members: Vec<String> = (0..rng.below(6))
+                        .map(|_| {
+                            let key = rng.pick(KEYS).split('.').next().unwrap_or("x");
+                            format!("\"{key}\":{}", json_value(rng))
+                        })
+                        .collect();
+                    format!("{{{}}}", members.join(",")).into_bytes()
+                }
+                1 => format!("{{\"QueueUrl\":\"{q}\",\"QueueName\":{}}}", json_value(rng))
+                    .into_bytes(),
+                _ => (0..rng.below(300)).map(|_| rng.next() as u8).collect(),
+            };
+            let query = format!(
+                "account={}&region={}",
+                urlencode(rng.pick(&["000000000000", "x", "", "9999999999999999999999"])),
+                urlencode(rng.pick(&["us-east-1", "", "é", "../.."]))
+            );
+            let mut g = Garbage::sqs(
+                "POST",
+                format!("/_sqsim/console/sqs/{name}?{query}"),
+                &[("Content-Type", "application/json")],
+                body,
+            );
+            g.admin = true;
+            g
+        }
+        11 => {
+            // Well-formed query requests on the live queue, rendered as JSON (or by a
+            // `ContentType=JSON` parameter), so that success replies are rendered too.
+            let mut body = format!(
+                "Action={action}&Version=2012-11-05&QueueUrl={}",
+                urlencode(q)
+            );
+            for _ in 0..rng.below(5).saturating_sub(2) {
+                body.push_str(&format!(
+                    "&{}={}",
+                    rng.pick(KEYS),
+                    urlencode(rng.pick(VALUES))
+                ));
+            }
+            if rng.below(3) == 0 {
+                body.push_str("&ContentType=JSON");
+                Garbage::form(body, None)
+            } else {
+                Garbage::form(body, Some("application/json"))
+            }
+        }
+        0 => {
+            // Random form pairs.
+            let mut body = format!("Action={action}");
+            for _ in 0..rng.below(8) {
+                body.push_str(&format!(
+                    "&{}={}",
+                    rng.pick(KEYS),
+                    urlencode(rng.pick(VALUES))
+                ));
+            }
+            let cut = rng.below(body.len() + 1);
+            let body = if round.is_multiple_of(3) {
+                body[..cut].to_string()
+            } else {
+                body
+            };
+            Garbage::form(body, rng.pick(ACCEPTS))
+        }
+        1 => {
+            // Random JSON members of random types, sometimes truncated.
+            let mut members = Vec::new();
+            for _ in 0..rng.below(6) {
+                let key = rng.pick(KEYS).split('.').next().unwrap_or("x");
+                members.push(format!("\"{key}\":{}", rng.pick(JSON_VALUES)));
+            }
+            let body = format!("{{{}}}", members.join(","));
+            let body = if rng.below(3) == 0 {
+                body[..rng.below(body.len() + 1)].to_string()
+            } else {
+                body
+            };
+            Garbage::json(action, body)
+        }
+        2 => {
+            // Random bytes to either decoder.
+            let bytes: Vec<u8> = (0..rng.below(300)).map(|_| rng.next() as u8).collect();
+            let headers: &[(&str, &str)] = if rng.below(2) == 0 {
+                &[
+                    ("Content-Type", "application/x-amz-json-1.0"),
+                    ("X-Amz-Target", "AmazonSQS.SendMessage"),
+                ]
+            } else {
+                &[("Content-Type", "application/x-www-form-urlencoded")]
+            };
+            let mut g = Garbage::sqs("POST", "/".into(), headers, bytes);
+            if g.headers.len() == 1 {
+                g.accept(rng.pick(ACCEPTS));
+            }
+            g
+        }
+        3 => {
+            // Query GET to random paths.
+            let path = format!(
+                "/{}?Action={action}&{}={}",
+                rng.pick(&["", "000000000000/q", "a/b/c", "000000000000/missing"]),
+                rng.pick(KEYS),
+                urlencode(rng.pick(VALUES))
+            );
+            let mut g = Garbage::sqs("GET", path, &[], Vec::new());
+            g.accept(rng.pick(ACCEPTS));
+            g
+        }
+        _ => {
+            // Odd targets and content types.
+            let target = rng.pick(&[
+                "AmazonSQS.",
+                "AmazonSQS",
+                "Other.SendMessage",
+                "AmazonSQS.SendMessage",
+            ]);
+            Garbage::sqs(
+                "POST",
+                "/".into(),
+                &[("X-Amz-Target", target), ("Content-Type", "text/plain")],
+                b"{}".to_vec(),
+            )
+        }
+    }
+}
+
+/// Asserts an answer is a well-formed 2xx or 4xx in the shape its content type says.
+fn check_answer(what: &str, g: &Garbage, r: &common::RawResponse) {
+    assert!(
+        r.status < 500,
+        "{what}: {} {}: status {} body {}",
+        g.method,
+        &g.path[..g.path.len().min(120)],
+        r.status,
+        &r.body[..r.body.len().min(500)]
+    );
+    assert!(
+        g.admin || r.header("x-amzn-requestid").is_some(),
+        "{what}: {} {}",
+        r.status,
+        r.body
+    );
+    assert!(!r.body.is_empty(), "{what}: empty body");
+    match r.header("content-type").unwrap_or_default() {
+        "application/json" | "application/x-amz-json-1.0" => {
+            let parsed = serde_json::from_str::<serde_json::Value>(&r.body);
+            assert!(parsed.is_ok(), "{what}: not JSON: {}", r.body);
+        }
+        "text/xml" => assert!(r.body.starts_with('<'), "{what}: not XML: {}", r.body),
+        other => panic!("{what}: content type {other:?}: {}", r.body),
+    }
+}
+
+/// Sets up a queue with a message, a dead-letter queue and a permission to act on.
+async fn seed(server: &Server, sign: impl Fn(Garbage) -> Garbage) -> String {
+    let q = raw_url("q");
+    for (action, body) in [
+        ("CreateQueue", json!({"QueueName": "q-dlq"})),
+        (
+            "CreateQueue",
+            json!({"QueueName": "q", "Attributes": {"RedrivePolicy":
+            "{\"deadLetterTargetArn\":\"arn:aws:sqs:us-east-1:000000000000:q-dlq\",\"maxReceiveCount\":3}"}}),
+        ),
+        (
+            "SendMessage",
+            json!({"QueueUrl": q, "MessageBody": "keep me"}),
+        ),
+        (
+            "AddPermission",
+            json!({"QueueUrl": q, "Label": "l", "AWSAccountIds": ["111122223333"], "Actions": ["SendMessage"]}),
+        ),
+    ] {
+        let r = sign(Garbage::json(action, body.to_string()))
+            .send(server)
+            .await;
+        assert_eq!(r.status, 200, "{action}: {}", r.body);
+    }
+    q
+}
+
+/// Sets the queue up again if the garbage deleted it (after the 60 seconds AWS makes a
+/// deleted queue's name wait), so that later rounds act on a live queue.
+async fn reseed_if_deleted(server: &Server, g: &Garbage, sign: impl Fn(Garbage) -> Garbage) {
+    if g.action != "DeleteQueue" {
+        return;
+    }
+    let get = Garbage::json("GetQueueUrl", json!({"QueueName": "q"}).to_string());
+    if sign(get).send(server).await.status == 200 {
+        return;
+    }
+    let r = raw(
+        server,
+        "POST",
+        "/_sqsim/clock",
+        &[],
+        br#"{"advance_seconds": 61}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    seed(server, sign).await;
+}
+
 #[tokio::test]
 async fn garbage_never_breaks_the_server() {
     let server = start().await;
-    let q = raw_url("q");
-    json(&server, "CreateQueue", &json!({"QueueName": "q"})).await;
-    json(
-        &server,
-        "SendMessage",
-        &json!({"QueueUrl": q, "MessageBody": "keep me"}),
-    )
-    .await;
-
+    let q = seed(&server, |g| g).await;
     let mut rng = Rng(0x5eed_1234_abcd_0042);
     for round in 0..2700 {
-        let action = rng.pick(ACTIONS);
-        // Admin endpoints answer plain JSON, without SQS's request id.
-        let mut admin = false;
-        let response = match round % 9 {
-            5 => {
-                // Deep keys, named or numeric, by POST or GET.
-                let segment = rng.pick(&["a", "1", "Attribute", "99999999999", ""]);
-                let depth = 1 + rng.below(5000);
-                let key = format!("{segment}.").repeat(depth);
-                let form = format!("Action={action}&{key}x={}", urlencode(rng.pick(VALUES)));
-                if rng.below(2) == 0 {
-                    raw(&server, "GET", &format!("/?{form}"), &[], b"").await
-                } else {
-                    raw(
-                        &server,
-                        "POST",
-                        "/",
-                        &[("Content-Type", "application/x-www-form-urlencoded")],
-                        form.as_bytes(),
-                    )
-                    .await
-                }
-            }
-            6 => {
-                // Deep nesting: as the JSON body, as a member, or inside a policy document.
-                let depth = 1 + rng.below(20_000);
-                let (open, close) = rng.pick(&[("[", "]"), ("{\"a\":", "}")]);
-                let nested = format!("{}1{}", open.repeat(depth), close.repeat(depth));
-                let body = match rng.below(3) {
-                    0 => nested,
-                    1 => format!("{{\"{}\":{nested}}}", rng.pick(KEYS)),
-                    _ => {
-                        let doc = serde_json::to_string(&nested).unwrap();
-                        format!(
-                            "{{\"QueueUrl\":\"{q}\",\"Attributes\":{{\"{}\":{doc}}}}}",
-                            rng.pick(&["Policy", "RedrivePolicy", "RedriveAllowPolicy"])
-                        )
-                    }
-                };
-                raw(
-                    &server,
-                    "POST",
-                    "/",
-                    &[
-                        ("Content-Type", "application/x-amz-json-1.0"),
-                        ("X-Amz-Target", &format!("AmazonSQS.{action}")),
-                    ],
-                    body.as_bytes(),
-                )
-                .await
-            }
-            7 => {
-                // Extreme numbers in every numeric member, in both protocols.
-                let member = rng.pick(NUMERIC_MEMBERS);
-                let number = rng.pick(EXTREME_NUMBERS);
-                if rng.below(2) == 0 {
-                    let body = format!("{{\"QueueUrl\":\"{q}\",\"{member}\":{number}}}");
-                    raw(
-                        &server,
-                        "POST",
-                        "/",
-                        &[
-                            ("Content-Type", "application/x-amz-json-1.0"),
-                            ("X-Amz-Target", &format!("AmazonSQS.{action}")),
-                        ],
-                        body.as_bytes(),
-                    )
-                    .await
-                } else {
-                    let form = format!(
-                        "Action={action}&QueueUrl={}&{member}={}&Attribute.1.Name={member}&Attribute.1.Value={}",
-                        urlencode(&q),
-                        urlencode(number),
-                        urlencode(number)
-                    );
-                    raw(
-                        &server,
-                        "POST",
-                        "/",
-                        &[("Content-Type", "application/x-www-form-urlencoded")],
-                        form.as_bytes(),
-                    )
-                    .await
-                }
-            }
-            8 => {
-                // The admin API with extreme numbers, deep nesting and garbage.
-                admin = true;
-                let number = rng.pick(EXTREME_NUMBERS);
-                let depth = 1 + rng.below(20_000);
-                let (path, body) = match rng.below(5) {
-                    0 => ("/_sqsim/clock", format!("{{\"advance_seconds\":{number}}}")),
-                    1 => (
-                        "/_sqsim/faults",
-                        format!(
-                            "{{\"{}\":{number}}}",
-                            rng.pick(&[
-                                "latency_ms",
-                                "count",
-                                "probability",
-                                "redeliver_probability"
-                            ])
-                        ),
-                    ),
-                    2 => (
-                        "/_sqsim/clock",
-                        format!("{}{}", "[".repeat(depth), "]".repeat(depth)),
-                    ),
-                    3 => (
-                        "/_sqsim/reset",
-                        format!("{{\"queue_url\":{}}}", "[".repeat(depth)),
-                    ),
-                    _ => {
-                        let bytes: Vec<u8> =
-                            (0..rng.below(200)).map(|_| rng.next() as u8).collect();
-                        (
-                            "/_sqsim/faults",
-                            String::from_utf8_lossy(&bytes).into_owned(),
-                        )
-                    }
-                };
-                let r = raw(&server, "POST", path, &[], body.as_bytes()).await;
-                // Faults that did get added must not disturb the rest of the run.
-                raw(&server, "DELETE", "/_sqsim/faults", &[], b"").await;
-                r
-            }
-            0 => {
-                // Random form pairs.
-                let mut body = format!("Action={action}");
-                for _ in 0..rng.below(8) {
-                    body.push_str(&format!(
-                        "&{}={}",
-                        rng.pick(KEYS),
-                        urlencode(rng.pick(VALUES))
-                    ));
-                }
-                let cut = rng.below(body.len() + 1);
-                let body = if round % 3 == 0 {
-                    &body[..cut]
-                } else {
-                    &body[..]
-                };
-                raw(
-                    &server,
-                    "POST",
-                    "/",
-                    &[("Content-Type", "application/x-www-form-urlencoded")],
-                    body.as_bytes(),
-                )
-                .await
-            }
-            1 => {
-                // Random JSON members of random types, sometimes truncated.
-                let mut members = Vec::new();
-                for _ in 0..rng.below(6) {
-                    let key = rng.pick(KEYS).split('.').next().unwrap_or("x");
-                    members.push(format!("\"{key}\":{}", rng.pick(JSON_VALUES)));
-                }
-                let body = format!("{{{}}}", members.join(","));
-                let body = if rng.below(3) == 0 {
-                    body[..rng.below(body.len() + 1)].to_string()
-                } else {
-                    body
-                };
-                raw(
-                    &server,
-                    "POST",
-                    "/",
-                    &[
-                        ("Content-Type", "application/x-amz-json-1.0"),
-                        ("X-Amz-Target", &format!("AmazonSQS.{action}")),
-                    ],
-                    body.as_bytes(),
-                )
-                .await
-            }
-            2 => {
-                // Random bytes to either decoder.
-                let bytes: Vec<u8> = (0..rng.below(300)).map(|_| rng.next() as u8).collect();
-                let headers: Vec<(&str, &str)> = if rng.below(2) == 0 {
-                    vec![
-                        ("Content-Type", "application/x-amz-json-1.0"),
-                        ("X-Amz-Target", "AmazonSQS.SendMessage"),
-                    ]
-                } else {
-                    vec![("Content-Type", "application/x-www-form-urlencoded")]
-                };
-                raw(&server, "POST", "/", &headers, &bytes).await
-            }
-            3 => {
-                // Query GET to random paths.
-                let path = format!(
-                    "/{}?Action={action}&{}={}",
-                    rng.pick(&["", "000000000000/q", "a/b/c", "000000000000/missing"]),
-                    rng.pick(KEYS),
-                    urlencode(rng.pick(VALUES))
-                );
-                raw(&server, "GET", &path, &[], b"").await
-            }
-            _ => {
-                // Odd targets and content types.
-                let target = rng.pick(&[
-                    "AmazonSQS.",
-                    "AmazonSQS",
-                    "Other.SendMessage",
-                    "AmazonSQS.SendMessage",
-                ]);
-                raw(
-                    &server,
-                    "POST",
-                    "/",
-                    &[("X-Amz-Target", target), ("Content-Type", "text/plain")],
-                    b"{}",
-                )
-                .await
-            }
-        };
-        assert!(
-            response.status < 500,
-            "round {round}: status {} body {}",
-            response.status,
-            response.body
-        );
-        assert!(
-            admin || response.header("x-amzn-requestid").is_some(),
-            "round {round}: {} {}",
-            response.status,
-            response.body
-        );
-        assert!(!response.body.is_empty(), "round {round}: empty body");
+        let g = garbage(&mut rng, round, &q);
+        let r = g.send(&server).await;
+        if g.admin && g.path.starts_with("/_sqsim/faults") {
+            // Faults that did get added must not disturb the rest of the run.
+            raw(&server, "DELETE", "/_sqsim/faults", &[], b"").await;
+        }
+        check_answer(&format!("round {round}"), &g, &r);
+        reseed_if_deleted(&server, &g, |g| g).await;
     }
 
     let health = raw(&server, "GET", "/_sqsim/health", &[], b"").await;
@@ -404,6 +645,142 @@ async fn garbage_never_breaks_the_server() {
     // Whatever the garbage did, well-formed requests still work.
     let r = json(&server, "CreateQueue", &json!({"QueueName": "after"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// Signs a request as the SDKs do (SigV4 in headers); `None` when its path is no URI.
+fn signed(g: &Garbage, key: &str, secret: &str) -> Option<Garbage> {
+    use aws_sdk_sqs::config::Credentials;
+    use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+    use aws_sigv4::sign::v4;
+    let identity = Credentials::new(key, secret, None, None, "test").into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region("us-east-1")
+        .name("sqs")
+        .time(std::time::SystemTime::now())
+        .settings(SigningSettings::default())
+        .build()
+        .ok()?
+        .into();
+    let url = format!("http://sqsim.test{}", g.path);
+    let mut headers = vec![("host".to_string(), "sqsim.test".to_string())];
+    headers.extend(
+        g.headers
+            .iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone())),
+    );
+    let signable = SignableRequest::new(
+        g.method,
+        &url,
+        headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        SignableBody::Bytes(&g.body),
+    )
+    .ok()?;
+    let (instructions, _) = sign(signable, &params).ok()?.into_parts();
+    let mut out = Garbage {
+        headers: g.headers.clone(),
+        path: g.path.clone(),
+        body: g.body.clone(),
+        ..*g
+    };
+    for (k, v) in instructions.headers() {
+        out.headers.push((k.to_string(), v.to_string()));
+    }
+    Some(out)
+}
+
+/// Garbles a signed request's `Authorization` header, or moves a garbled signature into
+/// presigned query parameters.
+fn garble_signature(rng: &mut Rng, g: &mut Garbage) {
+    let Some(at) = g.headers.iter().position(|(k, _)| k == "authorization") else {
+        return;
+    };
+    let auth = g.headers[at].1.clone();
+    let long = "/".repeat(5000);
+    let garbled = match rng.below(8) {
+        0 => auth[..rng.below(auth.len() + 1)].to_string(),
+        1 => auth.replace("Credential=", &format!("Credential={long}")),
+        2 => auth.replace("SignedHeaders=", "SignedHeaders=;;;;x-nope;"),
+        3 => auth.replace(',', ",,,,"),
+        4 => auth.replace("AWS4-HMAC-SHA256", "AWS4-HMAC-SHA512"),
+        5 => format!("{auth}, Signature={}", "f".repeat(3000)),
+        6 => {
+            // Presigned instead, with garbage values.
+            g.headers.remove(at);
+            let sep = if g.path.contains('?') { '&' } else { '?' };
+            g.path.push_str(&format!(
+                "{sep}X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={}\
+                &X-Amz-Date={}&X-Amz-Expires={}&X-Amz-SignedHeaders={}&X-Amz-Signature={}",
+                urlencode(rng.pick(&[
+                    "AKID/20240101/us-east-1/sqs/aws4_request",
+                    "",
+                    "////",
+                    "AKID"
+                ])),
+                rng.pick(&["20240101T000000Z", "", "99999999T999999Z", "x"]),
+                rng.pick(EXTREME_NUMBERS),
+                rng.pick(&["host", "", ";;", "host;x-amz-date"]),
+                rng.pick(&["00", "", "zz", "0"]),
+            ));
+            return;
+        }
+        _ => {
+            let bytes: Vec<u8> = (0..rng.below(100)).map(|_| rng.next() as u8).collect();
+            String::from_utf8_lossy(&bytes)
+                .chars()
+                .filter(|c| c.is_ascii_graphic() || *c == ' ')
+                .collect()
+        }
+    };
+    g.headers[at].1 = garbled;
+}
+
+/// The same garbage against a server that checks SigV4: unsigned, correctly signed (so it
+/// reaches the decoders), and with signatures garbled in headers and query strings.
+#[tokio::test]
+async fn garbage_never_breaks_a_verifying_server() {
+    use sqsim::config::{AuthMode, Credential};
+    let keys = std::collections::HashMap::from([(
+        "AKID".to_string(),
+        Credential::parse("AKID:secret").unwrap(),
+    )]);
+    let server = common::start_with(sqsim::Config {
+        auth: AuthMode::Verify(keys),
+        ..sqsim::Config::default()
+    })
+    .await;
+    let q = seed(&server, |g| signed(&g, "AKID", "secret").unwrap()).await;
+    let mut rng = Rng(0x0bad_5eed_0000_0007);
+    let mut reached = 0;
+    for round in 0..900 {
+        let mut g = garbage(&mut rng, round, &q);
+        if !g.admin {
+            match rng.below(3) {
+                0 => {}
+                1 => g = signed(&g, "AKID", "secret").unwrap_or(g),
+                _ => {
+                    g = signed(&g, rng.pick(&["AKID", "NOBODY"]), "secret").unwrap_or(g);
+                    garble_signature(&mut rng, &mut g);
+                }
+            }
+        }
+        let r = g.send(&server).await;
+        if g.admin && g.path.starts_with("/_sqsim/faults") {
+            raw(&server, "DELETE", "/_sqsim/faults", &[], b"").await;
+        }
+        check_answer(&format!("signed round {round}"), &g, &r);
+        reseed_if_deleted(&server, &g, |g| signed(&g, "AKID", "secret").unwrap()).await;
+        if !g.admin && r.status != 403 {
+            reached += 1;
+        }
+    }
+    // Enough signed garbage got past the signature check to exercise the decoders behind it.
+    assert!(
+        reached > 100,
+        "only {reached} requests passed the signature check"
+    );
+    let health = raw(&server, "GET", "/_sqsim/health", &[], b"").await;
+    assert_eq!(health.status, 200);
 }
 
 fn urlencode(s: &str) -> String {
@@ -675,4 +1052,91 @@ async fn huge_presigned_expiry_is_refused() {
     assert!((400..500).contains(&r.status), "{} {}", r.status, r.body);
     let health = raw(&server, "GET", "/_sqsim/health", &[], b"").await;
     assert_eq!(health.status, 200);
+}
+
+/// Config files are parsed by `toml` (the server's file) and `serde_norway` (the worker's
+/// `cron.yaml`): nesting 100,000 deep, in every form either format allows, gets a clean
+/// error on a thread with a 2 MiB stack (sqsim reads its config on the 8 MiB main thread),
+/// never a stack overflow.
+#[test]
+fn deeply_nested_config_files_are_refused_cleanly() {
+    const DEPTH: usize = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let tomls = [
+        (
+            "arrays",
+            format!(
+                "[queues.q]\nattributes = {{ Policy = {}1{} }}\n",
+                "[".repeat(DEPTH),
+                "]".repeat(DEPTH)
+            ),
+        ),
+        (
+            "inline tables",
+            format!(
+                "[queues.q]\nattributes = {{ Policy = {}1{} }}\n",
+                "{a=".repeat(DEPTH),
+                "}".repeat(DEPTH)
+            ),
+        ),
+        (
+            "table header",
+            format!("[queues.{}q]\nattributes = {{}}\n", "a.".repeat(DEPTH)),
+        ),
+        ("dotted key", format!("{}a = 1\n", "a.".repeat(DEPTH))),
+    ];
+    for (form, text) in tomls {
+        let path = dir.path().join("deep.toml");
+        std::fs::write(&path, text).unwrap();
+        let path = path.to_str().unwrap().to_string();
+        let err = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || sqsim::config_file::LoadedConfig::read(&path).err())
+            .unwrap()
+            .join()
+            .expect("no panic")
+            .unwrap_or_else(|| panic!("{form}: accepted"))
+            .to_string();
+        assert!(err.contains("recurs"), "{form}: {err}");
+    }
+    // YAML: libyaml's scanner takes time quadratic in the flow depth (100,000 levels: two
+    // minutes in a debug build), so fewer levels on a 256 KiB stack show the same thing: the
+    // parser does not recurse per level.
+    const YAML_DEPTH: usize = 5_000;
+    let yamls = [
+        (
+            "flow sequences",
+            format!(
+                "cron: {}1{}\n",
+                "[".repeat(YAML_DEPTH),
+                "]".repeat(YAML_DEPTH)
+            ),
+        ),
+        (
+            "flow mappings",
+            format!(
+                "cron: {}1{}\n",
+                "{a: ".repeat(YAML_DEPTH),
+                "}".repeat(YAML_DEPTH)
+            ),
+        ),
+        (
+            "block sequences",
+            (0..2_000).fold(String::from("cron:\n"), |mut s, i| {
+                s.push_str(&" ".repeat(i));
+                s.push_str("- \n");
+                s
+            }),
+        ),
+    ];
+    for (form, text) in yamls {
+        let err = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || sqsim::worker::cron::parse(&text).err())
+            .unwrap()
+            .join()
+            .expect("no panic")
+            .unwrap_or_else(|| panic!("{form}: accepted"));
+        assert!(err.contains("invalid type"), "{form}: {err}");
+    }
 }

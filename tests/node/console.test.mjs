@@ -1,10 +1,15 @@
 // The web console in a real headless Chromium (the system's, driven by puppeteer-core):
 // queues and counts through the SDK, then what the page shows and does, checked through the
 // SDK again. CHROMIUM_BIN names the browser (default: `chromium` on PATH); CONSOLE_SCREENSHOT,
-// when set, is where the queue page's screenshot for the README is written.
+// when set, is where the queue page's screenshot for the README is written:
+//   cd tests/node && CONSOLE_SCREENSHOT=../../docs/console.png node --test console.test.mjs
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import * as sqs from '@aws-sdk/client-sqs';
@@ -126,10 +131,12 @@ describe('web console', () => {
 
   it('shows messages without receiving them', async () => {
     const url = await createQueue('console-peek');
+    const trace = 'Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1';
     await client.send(new sqs.SendMessageCommand({
       QueueUrl: url,
       MessageBody: JSON.stringify({ order: 7, items: ['a', 'b'] }),
       MessageAttributes: { kind: { DataType: 'String', StringValue: 'order' } },
+      MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: trace } },
     }));
     await openQueue('console-peek');
     await page.waitForSelector('#message-rows tr', WAIT);
@@ -138,6 +145,10 @@ describe('web console', () => {
     const row = await page.$eval('#message-rows tr', (tr) => tr.textContent);
     assert.match(row, /kind/);
     assert.match(row, /SentTimestamp/, 'system attributes are shown');
+    const system = await page.$eval('#message-rows tr dl.system', (dl) => Object.fromEntries(
+      [...dl.querySelectorAll('dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+    assert.equal(system.SenderId, ACCOUNT, 'the sender is the account that sent');
+    assert.equal(system.AWSTraceHeader, trace);
     const text = await page.$eval('main', (m) => m.textContent);
     assert.doesNotMatch(text, /null|undefined/, 'no placeholder leaks into the page');
     assert.equal(await page.$eval('#message-rows td[data-col="receives"]', (td) => td.textContent), '0');
@@ -250,11 +261,11 @@ describe('web console', () => {
       await page.waitForSelector('#message-rows tr', WAIT);
       await page.evaluate(() => {
         const t = document.getElementById('toast');
-        t.className = '';
-        t.textContent = '';
+        t.style.display = 'none';
         window.scrollTo(0, 0);
       });
       await page.screenshot({ path: process.env.CONSOLE_SCREENSHOT, fullPage: false });
+      await page.evaluate(() => { document.getElementById('toast').style.display = ''; });
     }
   });
 
@@ -284,8 +295,36 @@ describe('web console', () => {
     await page.waitForFunction(
       () => document.querySelector('#fault-rows tr td.num')?.textContent === '1', WAIT,
     );
+    // Remove one rule with its row's button: the other stays.
+    const faultsNow = async () => (await (await fetch(`${server.endpoint}/_sqsim/faults`)).json()).faults;
+    const [spent] = await faultsNow();
+    await page.$eval('#fault-form textarea[name="rule"]', (el) => {
+      el.value = '{"action": "DeleteQueue", "error": "InternalError"}';
+    });
+    await page.click('#fault-form button[type="submit"]');
+    await page.waitForFunction(() => document.querySelectorAll('#fault-rows tr').length === 2, WAIT);
+    await page.click(`#fault-rows tr[data-rule-id="${spent.id}"] button`);
+    await page.waitForFunction(() => document.querySelectorAll('#fault-rows tr').length === 1, WAIT);
+    const left = await faultsNow();
+    assert.deepEqual(left.map((r) => r.action), ['DeleteQueue'], 'only the removed rule is gone');
+    assert.ok(await page.$(`#fault-rows tr[data-rule-id="${left[0].id}"]`));
+    // The API also takes the rule in a body; an unknown id is a 404 that removes nothing.
+    const removeById = (id) => fetch(`${server.endpoint}/_sqsim/faults`, {
+      method: 'DELETE', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id }),
+    });
+    assert.equal((await removeById(left[0].id + 1000)).status, 404);
+    assert.equal((await faultsNow()).length, 1);
+    const added = await (await fetch(`${server.endpoint}/_sqsim/faults`, {
+      method: 'POST', body: JSON.stringify({ action: 'PurgeQueue', latency_ms: 1 }),
+    })).json();
+    await page.waitForFunction(() => document.querySelectorAll('#fault-rows tr').length === 2, WAIT);
+    const afterBody = await (await removeById(added.id)).json();
+    assert.deepEqual(afterBody.faults.map((r) => r.id), [left[0].id]);
+    await page.waitForFunction(() => document.querySelectorAll('#fault-rows tr').length === 1, WAIT);
+    // And every rule at once.
     await page.click('#fault-form button.secondary');
     await page.waitForFunction(() => document.querySelectorAll('#fault-rows tr').length === 0, WAIT);
+    assert.deepEqual(await faultsNow(), []);
 
     await page.click('#reset');
     const deadline = Date.now() + 10_000;
@@ -296,6 +335,69 @@ describe('web console', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(dialogs.some((d) => d.startsWith('Reset sqsim?')));
+  });
+
+  it('sends to a FIFO queue with a group and a deduplication id', async () => {
+    const url = await createQueue('console-orders.fifo', { FifoQueue: 'true' });
+    await openQueue('console-orders.fifo');
+    await page.type('#send-form textarea[name="body"]', 'fifo from the console');
+    await page.type('#send-form input[name="group"]', 'customer-7');
+    await page.type('#send-form input[name="dedup"]', 'order-42');
+    await page.click('#send-form button[type="submit"]');
+    await page.waitForSelector('#message-rows tr td[data-col="group"]', WAIT);
+    const cellText = await page.$eval('#message-rows tr td[data-col="group"]', (td) => td.textContent);
+
+    const got = await client.send(new sqs.ReceiveMessageCommand({
+      QueueUrl: url, MessageSystemAttributeNames: ['All'], VisibilityTimeout: 0,
+    }));
+    assert.equal(got.Messages.length, 1);
+    const m = got.Messages[0];
+    assert.equal(m.Body, 'fifo from the console');
+    assert.equal(m.Attributes.MessageGroupId, 'customer-7');
+    assert.equal(m.Attributes.MessageDeduplicationId, 'order-42');
+    assert.match(m.Attributes.SequenceNumber, /^\d+$/);
+    assert.equal(cellText, `customer-7 · ${m.Attributes.SequenceNumber}`);
+    // The deduplication id took effect: the same id again within five minutes is dropped.
+    await client.send(new sqs.SendMessageCommand({
+      QueueUrl: url, MessageBody: 'again', MessageGroupId: 'customer-7', MessageDeduplicationId: 'order-42',
+    }));
+    const c = await counts(url);
+    assert.equal(c.visible + c.inFlight, 1);
+  });
+
+  it('freezes and unfreezes the clock from the test controls', async () => {
+    await page.goto(`${server.endpoint}/_sqsim/console#/controls`);
+    await page.waitForSelector('main[data-view="controls"]', WAIT);
+    assert.equal((await server.clock()).frozen, false);
+    assert.equal(await page.$eval('#freeze', (b) => b.textContent), 'Freeze');
+    await page.click('#freeze');
+    await page.waitForFunction(() => document.getElementById('freeze').textContent === 'Unfreeze', WAIT);
+    const frozen = await server.clock();
+    assert.equal(frozen.frozen, true, '/_sqsim/clock reports the clock frozen');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await server.clock()).now_ms, frozen.now_ms, 'a frozen clock does not move');
+    assert.match(await page.$eval('#clock-state', (p) => p.textContent), /frozen/);
+    await page.click('#freeze');
+    await page.waitForFunction(() => document.getElementById('freeze').textContent === 'Freeze', WAIT);
+    assert.equal((await server.clock()).frozen, false);
+  });
+
+  it('renders with the dark palette when the system asks for it', async () => {
+    const background = () => page.$eval('body', (b) => getComputedStyle(b).backgroundColor);
+    const accent = () => page.$eval('header a.brand', (a) => getComputedStyle(a).color);
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
+    await page.goto(`${server.endpoint}/_sqsim/console`);
+    await page.waitForSelector('main[data-view="queues"]', WAIT);
+    assert.equal(await background(), 'rgb(255, 255, 255)');
+    assert.equal(await accent(), 'rgb(11, 92, 173)');
+    try {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
+      assert.equal(await background(), 'rgb(20, 23, 26)', 'the dark background (--bg)');
+      assert.equal(await accent(), 'rgb(108, 179, 255)', 'the dark accent (--accent)');
+      assert.equal(await page.$eval('body', (b) => getComputedStyle(b).color), 'rgb(230, 233, 236)');
+    } finally {
+      await page.emulateMediaFeatures([]);
+    }
   });
 
   it('is keyboard usable: the queue links are reachable with Tab', async () => {
@@ -311,5 +413,81 @@ describe('web console', () => {
     await page.keyboard.press('Enter');
     await page.waitForSelector(`main[data-view="queue:${ACCOUNT}/${REGION}/console-keys"]`, WAIT);
     assert.match(page.url(), /#\/queue\/000000000000\/us-east-1\/console-keys$/);
+  });
+});
+
+describe('web console: workers from the config file', () => {
+  let server;
+  let client;
+  let browser;
+  let page;
+  let app;
+  let dir;
+  const posted = [];
+
+  before(async () => {
+    // The worker's application: records each POST and answers 200.
+    app = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => { body += d; });
+      req.on('end', () => {
+        posted.push(body);
+        res.writeHead(200, { 'content-length': '0' });
+        res.end();
+      });
+    });
+    await new Promise((r) => app.listen(0, '127.0.0.1', r));
+    dir = mkdtempSync(path.join(tmpdir(), 'sqsim-console-'));
+    const config = path.join(dir, 'sqsim.toml');
+    writeFileSync(config, [
+      '[queues.console-jobs]',
+      '',
+      '[[workers]]',
+      'name = "console-app"',
+      'queues = ["console-jobs"]',
+      `http_url = "http://127.0.0.1:${app.address().port}/"`,
+      'http_connections = 2',
+      '',
+    ].join('\n'));
+    // startServer passes the environment on: SQSIM_CONFIG is the --config flag.
+    process.env.SQSIM_CONFIG = config;
+    try {
+      server = await startServer();
+    } finally {
+      delete process.env.SQSIM_CONFIG;
+    }
+    client = await v3Client(server.endpoint);
+    browser = await puppeteer.launch({
+      executablePath: chromiumPath(),
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
+    page = await browser.newPage();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    await new Promise((r) => (app ? app.close(r) : r()));
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows the worker with its counters', async () => {
+    const url = (await client.send(new sqs.GetQueueUrlCommand({ QueueName: 'console-jobs' }))).QueueUrl;
+    for (let i = 0; i < 3; i += 1) {
+      await client.send(new sqs.SendMessageCommand({ QueueUrl: url, MessageBody: `job ${i}` }));
+    }
+    await page.goto(`${server.endpoint}/_sqsim/console#/controls`);
+    await page.waitForSelector('main[data-view="controls"]', WAIT);
+    // The table refreshes every second until the worker has delivered all three.
+    await page.waitForFunction(
+      () => document.querySelector('#worker-rows tr td:nth-child(2)')?.textContent === '3', WAIT,
+    );
+    const row = await page.$$eval('#worker-rows tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    // Worker, Delivered, Failed, Retried, Released, In flight.
+    assert.deepEqual(row, [['console-app', '3', '0', '0', '0', '0']]);
+    assert.deepEqual(posted.sort(), ['job 0', 'job 1', 'job 2']);
+    const stats = await (await fetch(`${server.endpoint}/_sqsim/stats`)).json();
+    assert.equal(stats.workers[0].delivered, 3);
   });
 });

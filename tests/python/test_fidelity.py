@@ -4,6 +4,8 @@ protocols (`make test-python` and `make test-query`)."""
 
 import json
 import threading
+import urllib.parse
+import urllib.request
 import uuid
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from sqsim_helpers import (
     counts,
     expect_error,
+    protocol_of,
     queue_arn,
     queue_attrs,
     receive,
@@ -226,3 +229,124 @@ def test_untag_queue_with_no_keys_is_invalid(sqs, queue):
             == "Tag keys must be between 1 and 128 characters in length."
         )
     assert sqs.list_queue_tags(QueueUrl=queue)["Tags"] == {"keep": "me"}
+
+
+# --- 6. siblings: earlier and foreign handles, empty lists ------------------------------
+
+
+def test_earlier_handle_deletes_in_a_batch(sqs, queue, frozen):
+    # AWS's API reference says a delete with an earlier handle succeeds but the message
+    # might not be deleted; sqsim deletes it (README, "What differs from AWS").
+    sqs.send_message(QueueUrl=queue, MessageBody="old")
+    r1 = receive_one(sqs, queue, VisibilityTimeout=0)["ReceiptHandle"]
+    r2 = receive_one(sqs, queue, VisibilityTimeout=30)["ReceiptHandle"]
+    assert r1 != r2
+    out = sqs.delete_message_batch(QueueUrl=queue, Entries=[{"Id": "old", "ReceiptHandle": r1}])
+    assert [e["Id"] for e in out.get("Successful", [])] == ["old"], out
+    assert out.get("Failed", []) == []
+    assert counts(sqs, queue) == (0, 0, 0)
+    frozen.advance(30)
+    assert receive(sqs, queue) == []
+
+
+def invalid_handle_message(handle):
+    return f'The input receipt handle "{handle}" is not a valid receipt handle.'
+
+
+def test_a_handle_from_another_queue_is_invalid(sqs, queue_factory):
+    mine, other = queue_factory(), queue_factory()
+    sqs.send_message(QueueUrl=mine, MessageBody="mine")
+    foreign = receive_one(sqs, mine, VisibilityTimeout=30)["ReceiptHandle"]
+    sqs.send_message(QueueUrl=other, MessageBody="other's")
+    own = receive_one(sqs, other, VisibilityTimeout=30)["ReceiptHandle"]
+
+    err = expect_error(
+        sqs.delete_message, "ReceiptHandleIsInvalid", 404, QueueUrl=other, ReceiptHandle=foreign
+    )
+    assert err.response["Error"]["Message"] == invalid_handle_message(foreign)
+    err = expect_error(
+        sqs.change_message_visibility,
+        "ReceiptHandleIsInvalid",
+        404,
+        QueueUrl=other,
+        ReceiptHandle=foreign,
+        VisibilityTimeout=0,
+    )
+    assert err.response["Error"]["Message"] == invalid_handle_message(foreign)
+
+    # In a batch the foreign entry fails on its own and the others go through.
+    failed = {
+        "Id": "foreign",
+        "SenderFault": True,
+        "Code": "ReceiptHandleIsInvalid",
+        "Message": invalid_handle_message(foreign),
+    }
+    out = sqs.change_message_visibility_batch(
+        QueueUrl=other,
+        Entries=[
+            {"Id": "foreign", "ReceiptHandle": foreign, "VisibilityTimeout": 0},
+            {"Id": "own", "ReceiptHandle": own, "VisibilityTimeout": 60},
+        ],
+    )
+    assert [e["Id"] for e in out["Successful"]] == ["own"]
+    assert out["Failed"] == [failed]
+    out = sqs.delete_message_batch(
+        QueueUrl=other,
+        Entries=[{"Id": "foreign", "ReceiptHandle": foreign}, {"Id": "own", "ReceiptHandle": own}],
+    )
+    assert [e["Id"] for e in out["Successful"]] == ["own"]
+    assert out["Failed"] == [failed]
+    assert counts(sqs, other) == (0, 0, 0)
+
+    # Nothing happened to the message in its own queue, where its handle still works.
+    assert counts(sqs, mine) == (0, 1, 0)
+    sqs.delete_message(QueueUrl=mine, ReceiptHandle=foreign)
+    assert counts(sqs, mine) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("empty", ["AWSAccountIds", "Actions"])
+def test_add_permission_with_an_empty_list_is_missing_parameter(sqs, queue, empty):
+    # botocore sends the empty list (JSON `[]`; query `AWSAccountId=`), so this is what
+    # sqsim itself answers.
+    given = {"AWSAccountIds": ["111122223333"], "Actions": ["SendMessage"], empty: []}
+    err = expect_error(sqs.add_permission, "MissingParameter", QueueUrl=queue, Label="l", **given)
+    assert err.response["Error"]["Message"] == f"The request must contain the parameter {empty}."
+    assert "Policy" not in queue_attrs(sqs, queue, "All")
+
+
+def test_receive_with_empty_attribute_name_lists(sqs, queue, endpoint):
+    sqs.send_message(
+        QueueUrl=queue,
+        MessageBody="plain",
+        MessageAttributes={"a": {"DataType": "String", "StringValue": "v"}},
+    )
+    msg = receive_one(
+        sqs, queue, VisibilityTimeout=0, AttributeNames=[], MessageAttributeNames=[]
+    )
+    assert msg["Body"] == "plain"
+    assert "Attributes" not in msg
+    assert "MessageAttributes" not in msg
+    if protocol_of(sqs) == "json":
+        msg = receive_one(sqs, queue, VisibilityTimeout=0, MessageSystemAttributeNames=[])
+        assert msg["Body"] == "plain"
+        assert "Attributes" not in msg
+        return
+    # The query pin's botocore predates MessageSystemAttributeNames; an empty list is sent as
+    # botocore's query serializer sends one: the bare name with an empty value.
+    form = urllib.parse.urlencode(
+        [
+            ("Action", "ReceiveMessage"),
+            ("Version", "2012-11-05"),
+            ("QueueUrl", queue),
+            ("VisibilityTimeout", "0"),
+            ("MessageSystemAttributeName", ""),
+        ]
+    ).encode()
+    req = urllib.request.Request(
+        endpoint, data=form, headers={"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 200
+        body = resp.read().decode()
+    assert "<Body>plain</Body>" in body, body
+    assert "<Attribute>" not in body, body

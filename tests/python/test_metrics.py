@@ -2,8 +2,11 @@
 whose traffic the test knows exactly; and the request log lines (`--log-format json`)."""
 
 import json
+import os
+import tempfile
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from botocore.exceptions import ClientError
@@ -226,3 +229,165 @@ def test_errors_are_logged_at_warn_by_default():
         log = srv.log()
     assert "request failed" in log and "NonExistentQueue" in log and "absent-queue" in log
     assert "ListQueues" not in log
+
+
+class FlakyApp:
+    """A worker's application: answers 500 the first time it sees a body starting with
+    "flaky", 200 to everything else; counts what it answered."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.answers = {200: 0, 500: 0}
+        self.failed_once = set()
+        app = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                with app.lock:
+                    fail = body.startswith("flaky") and body not in app.failed_once
+                    if fail:
+                        app.failed_once.add(body)
+                    status = 500 if fail else 200
+                    app.answers[status] += 1
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def counts(self):
+        with self.lock:
+            return dict(self.answers)
+
+
+def test_worker_counters_match_what_a_config_file_worker_delivered():
+    app = FlakyApp()
+    # error_visibility_timeout 0: a failed message is made visible again at once (a retry).
+    config = f"""
+[queues.m-jobs]
+
+[queues.m-idle]
+
+[[workers]]
+name = "m-app"
+queues = ["m-jobs"]
+http_url = "{app.url}"
+http_connections = 4
+error_visibility_timeout = 0
+
+[[workers]]
+name = "m-idle-app"
+queues = ["m-idle"]
+http_url = "{app.url}"
+"""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(config)
+        path = f.name
+    try:
+        with sqsim_process.running("--config", path) as srv:
+            sqs = srv.client()
+            url = sqs.get_queue_url(QueueName="m-jobs")["QueueUrl"]
+            for i in range(5):
+                sqs.send_message(QueueUrl=url, MessageBody=f"job {i}")
+            for i in range(2):
+                sqs.send_message(QueueUrl=url, MessageBody=f"flaky {i}")
+
+            def worker(name, samples):
+                return {
+                    figure: samples.get((f"sqsim_worker_{figure}{suffix}", (("worker", name),)))
+                    for figure, suffix in (
+                        ("delivered", "_total"),
+                        ("failed", "_total"),
+                        ("retried", "_total"),
+                        ("released", "_total"),
+                        ("in_flight", ""),
+                    )
+                }
+
+            deadline = time.monotonic() + 20
+            while True:
+                samples, types = scrape(srv)
+                got = worker("m-app", samples)
+                if got["delivered"] == 7 and got["in_flight"] == 0:
+                    break
+                assert time.monotonic() < deadline, got
+                time.sleep(0.05)
+            # Seven messages delivered (the two flaky ones on their second try), two
+            # deliveries failed and were retried at once; the app agrees.
+            assert got == {"delivered": 7, "failed": 2, "retried": 2, "released": 0, "in_flight": 0}
+            assert app.counts() == {200: 7, 500: 2}
+            assert worker("m-idle-app", samples) == {
+                "delivered": 0, "failed": 0, "retried": 0, "released": 0, "in_flight": 0,
+            }
+            assert types["sqsim_worker_delivered"] == "counter"
+            assert types["sqsim_worker_in_flight"] == "gauge"
+            # The same figures as /_sqsim/stats shows.
+            stats = {w["name"]: w for w in srv.admin("GET", "/_sqsim/stats")["workers"]}
+            assert {k: stats["m-app"][k] for k in got} == got
+            # And the worker's own SQS traffic is counted like any client's.
+            assert samples[("sqsim_messages_deleted_total", q("m-jobs"))] == 7
+    finally:
+        app.server.shutdown()
+        os.unlink(path)
+
+
+def requests_total(samples, action, status):
+    return samples.get(("sqsim_requests_total", (("action", action), ("status", status))), 0)
+
+
+def test_console_actions_and_dropped_connections_are_counted_and_logged(monkeypatch):
+    monkeypatch.setenv("RUST_LOG", "sqsim=debug")
+    with sqsim_process.running("--log-format", "json") as srv:
+        sqs = srv.client()
+        url = sqs.create_queue(QueueName="m-console")["QueueUrl"]
+        # Two sends through the console's endpoint, one of them to a missing queue.
+        status, _, _ = srv.http(
+            "POST", "/_sqsim/console/sqs/SendMessage", {"QueueUrl": url, "MessageBody": "c"}
+        )
+        assert status == 200
+        status, _, _ = srv.http(
+            "POST",
+            "/_sqsim/console/sqs/SendMessage",
+            {"QueueUrl": url.replace("m-console", "m-missing"), "MessageBody": "c"},
+        )
+        assert status == 400
+        # One send whose connection an injected fault drops.
+        srv.admin(
+            "POST",
+            "/_sqsim/faults",
+            {"action": "SendMessage", "drop_connection": True, "count": 1},
+        )
+        with pytest.raises(Exception):
+            sqs.send_message(QueueUrl=url, MessageBody="dropped")
+        sqs.send_message(QueueUrl=url, MessageBody="through")
+        samples, _ = scrape(srv)
+        assert requests_total(samples, "SendMessage", "200") == 2
+        assert requests_total(samples, "SendMessage", "400") == 1
+        assert requests_total(samples, "SendMessage", "dropped") == 1
+        count = samples[("sqsim_request_duration_seconds_count", (("action", "SendMessage"),))]
+        assert count == 4
+        assert samples[("sqsim_messages_sent_total", q("m-console"))] == 2
+
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and "connection dropped" not in srv.log():
+            time.sleep(0.05)
+        lines = [json.loads(line) for line in srv.log().splitlines() if line.strip()]
+    sends = [line for line in lines if line.get("action") == "SendMessage"]
+    assert [(line["level"], line.get("status")) for line in sends] == [
+        ("DEBUG", 200),
+        ("WARN", 400),
+        ("WARN", None),
+        ("DEBUG", 200),
+    ], sends
+    assert sends[0]["queue"] == "m-console"
+    assert sends[1]["queue"] == "m-missing"
+    assert sends[1]["code"] == "AWS.SimpleQueueService.NonExistentQueue"
+    assert sends[2]["message"] == "connection dropped"
+    assert sends[2]["fault"] == "drop_connection"
+    assert sends[2]["queue"] == "m-console"

@@ -7,7 +7,10 @@ Confirmed against captures of real AWS: the `{Action}Response` / `{Action}Result
 `queueUrls` and `messages`, GetQueueAttributes' `Attributes` as Name/Value entries, a
 message's `Attributes` as an object, and the `{"Error":{…},"RequestId"}` error body.
 Unconfirmed (no capture exists; the shapes follow the same rules): batch results, tags,
-message attribute values and move tasks."""
+message attribute values, move tasks (Start, Cancel, List), the actions without a result
+(`{XResponse: {ResponseMetadata}}`), ListDeadLetterSourceQueues' `queueUrls: []` when there are
+none and GetQueueAttributes' `Attributes: null` when there are none. ListQueues with none
+sends `queueUrls: []` as a 2021 capture shows (a 2020 capture had null)."""
 
 import hashlib
 import json
@@ -103,12 +106,13 @@ def test_queue_url_actions(endpoint, url):
     assert ok(endpoint, "GetQueueUrl", {"QueueName": name}) == {"QueueUrl": url}
 
 
-def test_list_queues_uses_queueUrls_and_null_when_none(endpoint, url):
+def test_list_queues_uses_queueUrls_and_an_empty_list_when_none(endpoint, url):
     name = url.rsplit("/", 1)[1]
     got = ok(endpoint, "ListQueues", {"QueueNamePrefix": name})
     assert got == {"NextExclusiveStartQueueName": None, "NextToken": None, "queueUrls": [url]}
     none = ok(endpoint, "ListQueues", {"QueueNamePrefix": "no-such-prefix-anywhere"})
-    assert none == {"NextExclusiveStartQueueName": None, "NextToken": None, "queueUrls": None}
+    # As captured from AWS in 2021 (localstack issue 3715); a 2020 capture (AWS.jl) had null.
+    assert none == {"NextExclusiveStartQueueName": None, "NextToken": None, "queueUrls": []}
     paged = ok(endpoint, "ListQueues", {"QueueNamePrefix": name, "MaxResults": "1"})
     assert paged["queueUrls"] == [url]
 

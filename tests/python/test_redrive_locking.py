@@ -4,22 +4,14 @@ the answer (accepted or InvalidParameterValue; the reference does not say), the 
 answer, and keep answering. Each test runs its own sqsim so that a hang cannot take the
 session server (and every later test) down with it."""
 
-import os
-import re
-import subprocess
 import threading
-import time
-from pathlib import Path
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from sqsim_helpers import check_error, queue_arn, queue_attrs, redrive_policy
+from sqsim_process import running
 
-REPO = Path(__file__).resolve().parents[2]
-LISTEN_LINE = re.compile(r"sqsim listening on (http://[^\s]+):(\d+)")
 #: How long one request may take before it counts as a hang.
 ANSWER_TIMEOUT_S = 5
 
@@ -27,56 +19,16 @@ ANSWER_TIMEOUT_S = 5
 @pytest.fixture
 def private_client():
     """make() -> a boto3 client of a private sqsim process (read timeout ANSWER_TIMEOUT_S)."""
-    binary = os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
-    proc = subprocess.Popen(
-        [binary, "--host", "127.0.0.1", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        endpoint = None
-        deadline = time.monotonic() + 20
-        while endpoint is None and time.monotonic() < deadline:
-            line = proc.stdout.readline().decode("utf-8", "replace")
-            if not line and proc.poll() is not None:
-                break
-            m = LISTEN_LINE.search(line)
-            if m:
-                endpoint = f"{m.group(1)}:{m.group(2)}"
-        assert endpoint, "private sqsim did not start"
+    with running() as server:
 
         def make():
-            return boto3.client(
-                "sqs",
-                endpoint_url=endpoint,
-                region_name="us-east-1",
-                aws_access_key_id="test",
-                aws_secret_access_key="test",
-                config=Config(
-                    retries={"max_attempts": 1, "mode": "standard"},
-                    read_timeout=ANSWER_TIMEOUT_S,
-                    connect_timeout=ANSWER_TIMEOUT_S,
-                ),
+            return server.client(
+                retries={"max_attempts": 1, "mode": "standard"},
+                read_timeout=ANSWER_TIMEOUT_S,
+                connect_timeout=ANSWER_TIMEOUT_S,
             )
 
-        # Wait until it answers.
-        client = make()
-        for _ in range(100):
-            try:
-                client.list_queues()
-                break
-            except Exception:  # not accepting yet
-                time.sleep(0.05)
         yield make
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
 
 
 def set_policy(client, url, policy):

@@ -36,15 +36,17 @@ impl XmlResult for Output {
     fn write_xml(&self, w: &mut XmlWriter) {
         write_url_page(w, &self.queue_urls, self.next_token.as_deref());
     }
-    /// Captured from AWS: `queueUrls` (null when there are none) and an internal member
-    /// that is always null.
+    /// Captured from AWS: `queueUrls` and an internal member that is always null. With no
+    /// queue to list, the captures disagree: `"queueUrls":[]` in the newer one (localstack
+    /// issue 3715, 2021), null in an older one (AWS.jl pull request 127, 2020); sqsim follows
+    /// the newer, which is also what ListDeadLetterSourceQueues sends.
     const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[
         Member::scalar("NextExclusiveStartQueueName"),
         Member::scalar("NextToken"),
         Member {
             from: "QueueUrls",
             name: "queueUrls",
-            shape: Shape::List(&Shape::Scalar, Empty::Null),
+            shape: Shape::List(&Shape::Scalar, Empty::List),
         },
     ]));
 }

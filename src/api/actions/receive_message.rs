@@ -18,7 +18,7 @@ use crate::engine::message::Payload;
 use crate::engine::{
     AttributeData, AttributeValue, EngineError, Queue, ReceiveRequest, ReceivedMessage,
 };
-use crate::error::SqsError;
+use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{AsStr, Empty, Member, Shape, XmlResult, XmlWriter};
 
 #[derive(Debug, Deserialize)]
@@ -326,6 +326,9 @@ async fn poll(
             .map(|o| o.messages)
             .map_err(engine_error);
     }
+    // A place under the long-poll cap, taken only once the poll has to wait: a receive
+    // that finds messages at once is never refused.
+    let mut slot = None;
     let give_up = tokio::time::Instant::now() + wait;
     let give_up_ms = engine.now_ms().saturating_add(wait.as_millis() as u64);
     let mut shutdown = engine.shutdown_signal();
@@ -354,6 +357,17 @@ async fn poll(
             // The clock may have been moved: its deadlines are due after this much real time.
             let due_ms = next_deadline.map_or(give_up_ms, |d| d.min(give_up_ms));
             wake_at = wake_at.min(now + Duration::from_millis(due_ms.saturating_sub(now_ms)));
+        }
+        if slot.is_none() {
+            slot = Some(engine.begin_long_poll().ok_or_else(|| {
+                SqsError::new(
+                    ErrorCode::ServiceUnavailable,
+                    format!(
+                        "Too many long polls are waiting ({}); retry later.",
+                        engine.settings().max_long_polls
+                    ),
+                )
+            })?);
         }
         tokio::select! {
             _ = &mut changed => {}

@@ -52,15 +52,26 @@ struct Args {
     #[arg(long)]
     no_floor: bool,
     /// Run only these scenarios (send, cycle, single, latency, fifo, backlog); default all.
+    /// A name that is none of them (e.g. `--only ablation`) runs none, leaving only
+    /// `--ablation` and `--durable`.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Protocols to run against sqsim (json, query); default both.
     #[arg(long, value_delimiter = ',')]
     protocols: Vec<String>,
-    /// Also measure what sqsim's hand-written SIMD paths buy: send and single against sqsim
-    /// with each switched off (`SQSIM_NO_SIMD`), interleaved with sqsim as it is.
+    /// Also measure what sqsim's hand-written SIMD paths buy and what its per-request
+    /// metrics and log line cost: send and single against sqsim with each SIMD path switched
+    /// off (`SQSIM_NO_SIMD`) and with metrics off (`SQSIM_NO_METRICS`), interleaved with
+    /// sqsim as it is. `--only ablation` runs nothing else.
     #[arg(long)]
     ablation: bool,
+    /// Rounds of the ablation; the median counts.
+    #[arg(long, default_value_t = 15)]
+    ablation_rounds: usize,
+    /// The ablation's variants besides sqsim as it is (no-md5, no-form, scalar, no-metrics,
+    /// control: a second sqsim as it is); default all.
+    #[arg(long, value_delimiter = ',')]
+    ablation_variants: Vec<String>,
     /// Also compare durable mode (`--sync fsync` and `--sync os`) with in-memory sqsim, and
     /// time a restart with `--backlog` messages queued.
     #[arg(long)]
@@ -96,23 +107,38 @@ fn sqsim_bin(args: &Args) -> PathBuf {
     })
 }
 
-/// sqsim with its SIMD paths switched off as `no_simd` names them (see `src/simd.rs`).
-const ABLATIONS: &[(&str, &str)] = &[("no-md5", "md5"), ("no-form", "form"), ("scalar", "all")];
+/// The ablation's variants: a name and the environment that switches something off — a
+/// SIMD path as `SQSIM_NO_SIMD` names it (see `src/simd.rs`), or the per-request metrics and
+/// request log (`SQSIM_NO_METRICS`, see `src/server/metrics`) — or, for `control`, nothing:
+/// a second sqsim as it is, whose share shows how far the machine's noise alone moves one.
+const ABLATIONS: &[(&str, &str, &str)] = &[
+    ("no-md5", "SQSIM_NO_SIMD", "md5"),
+    ("no-form", "SQSIM_NO_SIMD", "form"),
+    ("scalar", "SQSIM_NO_SIMD", "all"),
+    ("no-metrics", "SQSIM_NO_METRICS", "1"),
+    ("control", "SQSIM_NO_METRICS", "0"),
+];
 
 fn spawn_sqsim(bin: &Path) -> Spawned {
-    spawn_sqsim_with(bin, "")
-}
-
-fn spawn_sqsim_with(bin: &Path, no_simd: &str) -> Spawned {
-    spawn_sqsim_args(bin, &[], no_simd)
+    spawn_sqsim_env(bin, &[], &[])
 }
 
 /// sqsim with `extra` flags and `SQSIM_NO_SIMD=no_simd`.
 fn spawn_sqsim_args(bin: &Path, extra: &[&str], no_simd: &str) -> Spawned {
-    let mut child = Command::new(bin)
+    spawn_sqsim_env(bin, extra, &[("SQSIM_NO_SIMD", no_simd)])
+}
+
+/// sqsim with `extra` flags and `env` set (and every ablation switch not in `env` unset, so
+/// the caller's environment cannot change what is measured).
+fn spawn_sqsim_env(bin: &Path, extra: &[&str], env: &[(&str, &str)]) -> Spawned {
+    let mut cmd = Command::new(bin);
+    for (_, var, _) in ABLATIONS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
         .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
         .args(extra)
-        .env("SQSIM_NO_SIMD", no_simd)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
@@ -306,7 +332,22 @@ async fn run(args: Args) {
     }
 
     if args.ablation && args.endpoint.is_none() {
-        ablation(&bin, send_dur, &mut facts).await;
+        let variants: Vec<(&str, &str, &str)> = ABLATIONS
+            .iter()
+            .copied()
+            .filter(|(name, _, _)| {
+                args.ablation_variants.is_empty()
+                    || args.ablation_variants.iter().any(|v| v == name)
+            })
+            .collect();
+        ablation(
+            &bin,
+            &variants,
+            args.ablation_rounds.max(1),
+            send_dur,
+            &mut facts,
+        )
+        .await;
     }
     if args.durable && args.endpoint.is_none() {
         durable::run(&bin, send_dur, args.connections, args.backlog, &mut facts).await;
@@ -342,40 +383,64 @@ fn machine() -> serde_json::Value {
     serde_json::json!({"cpu": cpu, "cores": cores})
 }
 
-/// What each hand-written SIMD path buys: sqsim with both paths, with one switched off and
-/// with both off, each its own fresh process, measured in turn round after round (so a
-/// machine that slows down during the run weighs on every variant alike); the median of the
-/// rounds counts. JSON sends never scan a form, so `no-form` on JSON is the noise control.
-async fn ablation(bin: &Path, dur: Duration, facts: &mut Vec<(String, String)>) {
-    const ROUNDS: usize = 15;
+/// What each hand-written SIMD path buys, and what the per-request metrics cost: sqsim as
+/// it is, with one SIMD path switched off, with both off, and with metrics and the request
+/// log off, each its own fresh process, measured in turn round after round (so a machine
+/// that slows down during the run weighs on every variant alike); the median of the rounds
+/// counts, and so does the median of each round's own ratio (paired: robust when the load
+/// of a shared machine swings between rounds). JSON sends never scan a form, so `no-form`
+/// on JSON is the noise control; a `no-metrics` share near 1.00 means the metrics cost
+/// nothing measurable.
+async fn ablation(
+    bin: &Path,
+    switched_off: &[(&'static str, &'static str, &'static str)],
+    rounds: usize,
+    dur: Duration,
+    facts: &mut Vec<(String, String)>,
+) {
     const CONNS: usize = 32;
-    let variants: Vec<(&str, Spawned)> = std::iter::once(("sqsim", ""))
-        .chain(ABLATIONS.iter().copied())
-        .map(|(name, off)| (name, spawn_sqsim_with(bin, off)))
+    let variants: Vec<(&str, Spawned)> = std::iter::once(("sqsim", None))
+        .chain(
+            switched_off
+                .iter()
+                .map(|&(name, var, value)| (name, Some((var, value)))),
+        )
+        .map(|(name, env)| {
+            let env: Vec<(&str, &str)> = env.into_iter().collect();
+            (name, spawn_sqsim_env(bin, &[], &env))
+        })
         .collect();
     for (_, s) in &variants {
         scenarios::wait_ready(&s.addr, Duration::from_secs(10)).await;
     }
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); variants.len() * 3];
     let cases = [
         ("send", Proto::Json),
         ("send", Proto::Query),
+        ("single", Proto::Json),
         ("single", Proto::Query),
     ];
-    for round in 0..ROUNDS {
-        eprintln!("[ablation] round {}/{ROUNDS}", round + 1);
-        for (v, (name, s)) in variants.iter().enumerate() {
-            let t = Target {
-                name: (*name).into(),
-                addr: s.addr.clone(),
-            };
-            for (c, (scenario, p)) in cases.iter().enumerate() {
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); variants.len() * cases.len()];
+    for round in 0..rounds {
+        eprintln!("[ablation] round {}/{rounds}", round + 1);
+        // Each case runs on every variant back to back, so the runs compared are seconds
+        // apart; every other round in reverse, so no variant always goes first.
+        let mut order: Vec<usize> = (0..variants.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for (c, (scenario, p)) in cases.iter().enumerate() {
+            for &v in &order {
+                let (name, s) = &variants[v];
+                let t = Target {
+                    name: (*name).into(),
+                    addr: s.addr.clone(),
+                };
                 let o = if *scenario == "send" {
                     scenarios::send(&t, *p, CONNS, dur / 3).await
                 } else {
                     scenarios::single(&t, *p, 8, dur / 3).await
                 };
-                rates[v * 3 + c].push(o.messages_per_s);
+                rates[v * cases.len() + c].push(o.messages_per_s);
             }
         }
     }
@@ -384,22 +449,33 @@ async fn ablation(bin: &Path, dur: Duration, facts: &mut Vec<(String, String)>) 
         xs.sort_by(f64::total_cmp);
         xs[xs.len() / 2]
     };
-    println!("\nablation: median msgs/s of {ROUNDS} interleaved rounds, and the share of sqsim with both SIMD paths on");
+    println!(
+        "\nablation: median msgs/s of {rounds} interleaved rounds; its share of sqsim as it is \
+         (SIMD and metrics on); and the median of the rounds' own shares (paired)"
+    );
     for (c, (scenario, p)) in cases.iter().enumerate() {
-        let full = median(&rates[c]);
+        let base = &rates[c];
+        let full = median(base);
         for (v, (name, _)) in variants.iter().enumerate() {
-            let m = median(&rates[v * 3 + c]);
-            let (lo, hi) = rates[v * 3 + c]
+            let runs = &rates[v * cases.len() + c];
+            let m = median(runs);
+            let (lo, hi) = runs
                 .iter()
                 .fold((f64::MAX, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+            let paired: Vec<f64> = runs.iter().zip(base).map(|(x, b)| x / b).collect();
+            let paired = median(&paired);
             println!(
-                "{scenario:<7} {:<6} {name:<10} {m:>10.0}  {:.3}  (rounds {lo:.0}..{hi:.0})",
+                "{scenario:<7} {:<6} {name:<10} {m:>10.0}  {:.3}  paired {paired:.3}  (rounds {lo:.0}..{hi:.0})",
                 p.name(),
                 m / full
             );
             facts.push((
                 format!("ablation_{scenario}_{}_{name}_share", p.name()),
                 format!("{:.3}", m / full),
+            ));
+            facts.push((
+                format!("ablation_{scenario}_{}_{name}_paired_share", p.name()),
+                format!("{paired:.3}"),
             ));
         }
     }

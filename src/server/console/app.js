@@ -368,12 +368,14 @@ function messageRow(m, url, ns, fifo, refresh) {
         Object.entries({
           SentTimestamp: timeText(m.sent_timestamp),
           ApproximateFirstReceiveTimestamp: timeText(m.first_receive_timestamp),
+          SenderId: m.sender_id,
           MessageDeduplicationId: m.message_deduplication_id,
+          AWSTraceHeader: m.aws_trace_header,
           DeadLetterQueueSourceArn: m.dead_letter_source_arn,
         }).filter(([, v]) => v).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])))),
     h("td", { class: `state-${m.state}`, dataset: { col: "state" } }, state),
     h("td", { class: "num", dataset: { col: "receives" } }, m.receive_count),
-    fifo ? h("td", {}, `${m.message_group_id ?? ""} · ${m.sequence_number ?? ""}`) : null,
+    fifo ? h("td", { dataset: { col: "group" } }, `${m.message_group_id ?? ""} · ${m.sequence_number ?? ""}`) : null,
     h("td", {}, h("button", {
       class: "secondary", type: "button", "aria-label": `Delete message ${m.message_id}`,
       onclick: async () => {
@@ -491,7 +493,8 @@ async function controlsPage(main, token) {
     h("section", { class: "panel", "aria-labelledby": "h-clock" }, h("h2", { id: "h-clock" }, "Clock"),
       clockState, h("div", { class: "row" }, advance, freeze)),
     h("section", { "aria-labelledby": "h-faults" }, h("h2", { id: "h-faults" }, "Fault rules"),
-      h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Rule"), h("th", { scope: "col", class: "num" }, "Hits"))), faults),
+      h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Rule"), h("th", { scope: "col", class: "num" }, "Hits"),
+        h("th", { scope: "col" }, h("span", { class: "muted" }, "Actions")))), faults),
       faultForm),
     h("section", { "aria-labelledby": "h-workers" }, h("h2", { id: "h-workers" }, "Workers"),
       h("table", {}, h("thead", {}, h("tr", {}, ...["Worker", "Delivered", "Failed", "Retried", "Released", "In flight"]
@@ -507,9 +510,21 @@ async function controlsPage(main, token) {
     freeze.textContent = frozen ? "Unfreeze" : "Freeze";
     clockState.textContent = `Now ${timeText(clock.now_ms)}${frozen ? ", frozen" : ""}.`;
     const list = rules.faults || rules.rules || [];
-    faults.replaceChildren(...list.map((r) => h("tr", {},
+    faults.replaceChildren(...list.map((r) => h("tr", { dataset: { ruleId: r.id } },
       h("td", {}, h("code", {}, JSON.stringify(Object.fromEntries(Object.entries(r).filter(([k]) => k !== "hits"))))),
-      h("td", { class: "num" }, r.hits ?? 0))));
+      h("td", { class: "num" }, r.hits ?? 0),
+      h("td", {}, h("button", {
+        class: "secondary", type: "button", "aria-label": `Remove fault rule ${r.id}`,
+        onclick: async () => {
+          try {
+            await postJson(`/_sqsim/faults/${encodeURIComponent(r.id)}`, undefined, "DELETE");
+            toast(`Removed rule ${r.id}`);
+            await refresh();
+          } catch (e) {
+            toast(e.message, true);
+          }
+        },
+      }, "Remove")))));
     workers.replaceChildren(...(stats.workers.length ? stats.workers : []).map((w) => h("tr", {},
       h("td", {}, w.name), h("td", { class: "num" }, w.delivered), h("td", { class: "num" }, w.failed),
       h("td", { class: "num" }, w.retried), h("td", { class: "num" }, w.released), h("td", { class: "num" }, w.in_flight))));

@@ -3,19 +3,22 @@
 //! `POST /_sqsim/console/sqs/<Action>` runs any SQS action in AWS JSON shapes for a given
 //! account and region without a signature (like every `/_sqsim/` endpoint, it is for a
 //! trusted network), and `POST /_sqsim/console/delete-message` deletes one message by its
-//! MessageId. Messages are only ever shown through the side-effect-free peek.
+//! MessageId. Messages are only ever shown through the side-effect-free peek. The SQS
+//! actions the console runs are counted in `/metrics` and logged like any other request.
 
 use std::sync::Arc;
 
+use crate::server::limits::RequestBody;
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::admin::{queue_of, read_body_up_to, read_json, reply};
+use super::metrics::{self, RequestMetrics};
+use super::request_log::{self, Answered, QueueSource};
 use super::AppState;
 use crate::api::{self, Context};
 use crate::protocol::{self, Params, Protocol, Render};
@@ -58,7 +61,7 @@ pub(super) fn redirect() -> Response<Full<Bytes>> {
 }
 
 /// Handles a request under [`PREFIX`].
-pub(super) async fn handle(state: &AppState, req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/');
     let rest = path.strip_prefix(PREFIX).unwrap_or_default();
     match (req.method(), rest) {
@@ -110,7 +113,7 @@ fn delete_by_id(state: &AppState, d: DeleteById) -> Response<Full<Bytes>> {
 /// string names (`account`, `region`; the server's defaults otherwise).
 async fn run_action(
     state: &AppState,
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     action: String,
 ) -> Response<Full<Bytes>> {
     let params: Vec<(String, String)> =
@@ -126,11 +129,18 @@ async fn run_action(
             || format!("http://{}", state.local_addr),
             |h| format!("http://{h}"),
         );
+    let started = std::time::Instant::now();
     let body = match read_body_up_to(req, state.config.max_body_bytes).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };
     let request_id = uuid::Uuid::new_v4().to_string();
+    let counted = metrics::per_request();
+    let queue = if counted {
+        QueueSource::of(&body, Protocol::Json)
+    } else {
+        QueueSource::default()
+    };
     let ctx = Context {
         engine: Arc::clone(&state.engine),
         protocol: Protocol::Json,
@@ -146,5 +156,22 @@ async fn run_action(
         Ok(reply) => protocol::encode_reply(Render::Json, &action, &request_id, reply.as_ref()),
         Err(err) => protocol::encode_error(Render::Json, &request_id, &err),
     };
+    // Counted and logged like any SQS request, under the action's own label.
+    if counted {
+        let slot = RequestMetrics::slot_of(&action);
+        let took = started.elapsed();
+        state.metrics.observe(slot, encoded.status, took);
+        request_log::write(
+            Answered {
+                request_id: &request_id,
+                action: RequestMetrics::action_label(slot),
+                queue,
+                path: "/",
+                uri_query: None,
+                took,
+            },
+            &encoded,
+        );
+    }
     super::service::respond(encoded, &request_id)
 }

@@ -14,11 +14,24 @@ use crate::api::ACTIONS;
 
 mod scrape;
 
-/// The HTTP statuses sqsim answers with, each its own series; anything else is "other".
-const STATUSES: [u16; 8] = [200, 400, 403, 404, 405, 413, 500, 503];
-const STATUS_LABELS: [&str; 9] = [
-    "200", "400", "403", "404", "405", "413", "500", "503", "other",
+/// The status of a request whose connection an injected fault dropped: it got no answer.
+pub(crate) const DROPPED: u16 = 0;
+
+/// The HTTP statuses sqsim answers with, each its own series, and [`DROPPED`]; anything else
+/// is "other".
+const STATUSES: [u16; 9] = [200, 400, 403, 404, 405, 413, 500, 503, DROPPED];
+const STATUS_LABELS: [&str; 10] = [
+    "200", "400", "403", "404", "405", "413", "500", "503", "dropped", "other",
 ];
+
+/// Whether requests are counted and logged: always, unless the environment variable
+/// `SQSIM_NO_METRICS` is set (to anything but empty or `0`), read once. The switch exists
+/// so that `sqsim-bench --ablation` can measure, in one run, what the per-request metrics
+/// and log line cost; with it `/metrics` still answers but its request counters stay at 0.
+pub(crate) fn per_request() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SQSIM_NO_METRICS").map_or(true, |v| v.is_empty() || v == "0"))
+}
 
 /// Upper bounds of the latency buckets, in seconds: from sub-millisecond answers up to a
 /// full 20-second long poll.
@@ -70,6 +83,8 @@ pub(crate) struct RequestMetrics {
     /// action.
     slots: Box<[ActionSlot]>,
     connections: AtomicI64,
+    /// Connections closed on arrival because `max_connections` were open.
+    pub(crate) connections_refused: AtomicU64,
 }
 
 impl Default for RequestMetrics {
@@ -77,6 +92,7 @@ impl Default for RequestMetrics {
         RequestMetrics {
             slots: (0..SHARDS * SLOTS).map(|_| ActionSlot::default()).collect(),
             connections: AtomicI64::new(0),
+            connections_refused: AtomicU64::new(0),
         }
     }
 }
@@ -138,6 +154,11 @@ impl RequestMetrics {
             t.micros += s.micros.load(Relaxed);
         }
         t
+    }
+
+    /// Counts a connection closed on arrival (over `max_connections`).
+    pub(crate) fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Relaxed);
     }
 
     /// Counts a connection as open while the guard lives.

@@ -242,6 +242,12 @@ impl Collector for Scrape {
             "HTTP connections open now.",
             ConstGauge::new(rm.connections.load(Relaxed)),
         )?;
+        single(
+            &mut e,
+            "sqsim_connections_refused",
+            "HTTP connections closed on arrival because max_connections were open.",
+            ConstCounter::new(rm.connections_refused.load(Relaxed)),
+        )?;
         self.workers(&mut e)?;
         self.store(&mut e)
     }

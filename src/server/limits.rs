@@ -1,0 +1,179 @@
+//! What one client may hold of the server at the connection level: the open-file limit the
+//! connection cap has to fit in, a watch on each connection's idleness, and a read deadline
+//! for request bodies. The accept loop (`server::serve_with`) applies them; the body cap is
+//! in `service`, the long-poll cap in the engine.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+
+/// File descriptors kept back from the connection cap: log segments, snapshots, the
+/// listener, a worker's client sockets.
+const RESERVED_FDS: u64 = 256;
+
+/// Raises the soft open-file limit to the hard one (as Go's runtime does) and returns the
+/// connection cap that fits under it: `wanted`, or less with a warning.
+pub(crate) fn fit_connections(wanted: usize) -> usize {
+    let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() else {
+        return wanted;
+    };
+    let soft = if soft < hard && rlimit::Resource::NOFILE.set(hard, hard).is_ok() {
+        hard
+    } else {
+        soft
+    };
+    let room = soft.saturating_sub(RESERVED_FDS).max(1);
+    if (wanted as u64) > room {
+        tracing::warn!(
+            wanted,
+            open_file_limit = soft,
+            using = room,
+            "max_connections lowered to fit the open-file limit"
+        );
+        return room as usize;
+    }
+    wanted
+}
+
+/// One connection's activity: how many requests are running, and when the last one ended.
+/// Bytes do not count: a client trickling a byte a minute (or HTTP/2 pings) must not keep a
+/// connection, and the buffered answer it never reads, forever.
+#[derive(Debug)]
+pub(crate) struct Activity {
+    started: Instant,
+    /// Milliseconds after `started` when the last request's answer was ready (0: none yet).
+    last_end_ms: AtomicU64,
+    running: AtomicUsize,
+}
+
+impl Activity {
+    pub(crate) fn new() -> Arc<Activity> {
+        Arc::new(Activity {
+            started: Instant::now(),
+            last_end_ms: AtomicU64::new(0),
+            running: AtomicUsize::new(0),
+        })
+    }
+
+    /// Marks a request as running until the guard is dropped (its answer is ready, or the
+    /// connection went away).
+    pub(crate) fn request(self: &Arc<Self>) -> Running {
+        self.running.fetch_add(1, Ordering::AcqRel);
+        Running(Arc::clone(self))
+    }
+
+    /// How long the connection has been idle: no request running since the last one ended
+    /// (or since it opened). Zero while a request runs: a long poll legitimately moves
+    /// nothing for 20 seconds.
+    pub(crate) fn idle_for(&self) -> Duration {
+        if self.running.load(Ordering::Acquire) > 0 {
+            return Duration::ZERO;
+        }
+        let last = Duration::from_millis(self.last_end_ms.load(Ordering::Relaxed));
+        self.started.elapsed().saturating_sub(last)
+    }
+}
+
+/// A running request of a connection (see [`Activity::request`]).
+#[derive(Debug)]
+pub(crate) struct Running(Arc<Activity>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let a = &self.0;
+        let ms = a.started.elapsed().as_millis() as u64;
+        a.last_end_ms.store(ms, Ordering::Relaxed);
+        a.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits until `activity` has been idle for `limit`: the connection should then be closed.
+pub(crate) async fn idle_expired(activity: &Activity, limit: Duration) {
+    loop {
+        let idle = activity.idle_for();
+        if idle >= limit {
+            return;
+        }
+        // Sleep until the earliest moment the limit could be reached, then look again.
+        tokio::time::sleep(limit - idle).await;
+    }
+}
+
+/// A request body that must arrive whole by a deadline (`read_timeout` after its head):
+/// a client sending a byte a second gets an error instead of holding a request open.
+#[derive(Debug)]
+pub(crate) struct RequestBody {
+    inner: Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl RequestBody {
+    pub(crate) fn new(inner: Incoming, read_timeout: Duration) -> RequestBody {
+        RequestBody {
+            inner,
+            deadline: Box::pin(tokio::time::sleep(read_timeout)),
+        }
+    }
+}
+
+/// The body did not arrive in time.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within the read timeout")]
+pub(crate) struct BodyTimedOut;
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_request_is_never_idle_and_its_end_restarts_the_count() {
+        let a = Activity::new();
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(a.idle_for() >= Duration::from_millis(30));
+        let running = a.request();
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(a.idle_for(), Duration::ZERO);
+        drop(running);
+        assert!(a.idle_for() < Duration::from_millis(30));
+    }
+
+    #[test]
+    fn the_cap_fits_the_open_file_limit() {
+        let fitted = fit_connections(usize::MAX) as u64;
+        let (soft, _) = rlimit::Resource::NOFILE.get().unwrap();
+        assert!(fitted < soft, "{fitted} connections under {soft} files");
+        assert_eq!(fit_connections(10), 10);
+    }
+}
