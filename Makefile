@@ -10,7 +10,7 @@ SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
 
-.PHONY: chromium fuzz test-fuzz bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -20,7 +20,7 @@ build:
 	cargo build
 
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node.
-test: test-rust test-fuzz test-python test-query test-cli test-node
+test: test-rust test-fuzz test-soak test-python test-query test-cli test-node
 
 test-rust:
 	cargo test
@@ -37,6 +37,21 @@ test-fuzz: build
 fuzz:
 	cargo build --release --bin sqsim-fuzz
 	target/release/sqsim-fuzz --inputs $(FUZZ_INPUTS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+
+## The soak, bounded: 64 SDK clients for 20 s against the debug server, in memory and then
+## durable, every answer checked by the oracle (see src/bin/sqsim-soak).
+test-soak: build
+	target/debug/sqsim-soak --seconds 20 --clients 64
+	target/debug/sqsim-soak --seconds 20 --clients 64 --durable
+
+## The soak at full length: $(SOAK_CLIENTS) clients for $(SOAK_SECONDS) s against the release
+## server, in memory and then durable. Exit status non-zero on any oracle violation or RSS growth.
+SOAK_SECONDS ?= 600
+SOAK_CLIENTS ?= 64
+soak:
+	cargo build --release --bins
+	target/release/sqsim-soak --bin target/release/sqsim --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS)
+	target/release/sqsim-soak --bin target/release/sqsim --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS) --durable
 
 # Virtualenvs are rebuilt when their requirements change.
 $(VENV)/.installed: tests/requirements.txt

@@ -106,18 +106,22 @@ pub(crate) async fn idle_expired(activity: &Activity, limit: Duration) {
 }
 
 /// A request body that must arrive whole by a deadline (`read_timeout` after its head):
-/// a client sending a byte a second gets an error instead of holding a request open.
+/// a client sending a byte a second gets an error instead of holding a request open. The
+/// timer is only set once the body makes the reader wait; an SDK's body arrives with its
+/// head, so a request usually costs no timer at all.
 #[derive(Debug)]
 pub(crate) struct RequestBody {
     inner: Incoming,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    deadline: tokio::time::Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl RequestBody {
     pub(crate) fn new(inner: Incoming, read_timeout: Duration) -> RequestBody {
         RequestBody {
             inner,
-            deadline: Box::pin(tokio::time::sleep(read_timeout)),
+            deadline: tokio::time::Instant::now() + read_timeout,
+            timer: None,
         }
     }
 }
@@ -138,7 +142,11 @@ impl Body for RequestBody {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
-        match self.deadline.as_mut().poll(cx) {
+        let deadline = self.deadline;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
             Poll::Pending => Poll::Pending,
         }
