@@ -18,10 +18,19 @@ use std::sync::{Arc, Mutex};
 
 use crate::store::{Lsn, Store};
 
-use super::change::{self, Change, MessageRecord};
+use super::change::{self, Change, MessageRecord, TaskRecord};
 use super::ids::MessageKey;
 use super::message::StoredMessage;
-use super::move_task::MoveTask;
+
+/// What the journal needs of a message move task: its count, raised where the arrivals it
+/// counts are recorded, and its record. A trait, so that the journal (below the queue) does
+/// not depend on the task runner (above it).
+pub(crate) trait MoveCount: std::fmt::Debug + Send + Sync {
+    /// Counts `n` more messages moved.
+    fn count_moved(&self, n: u64);
+    /// The task as a durable store records it.
+    fn record(&self) -> TaskRecord;
+}
 
 tokio::task_local! {
     /// The newest record the current request appended, if any.
@@ -54,7 +63,7 @@ pub(super) struct Recorder {
     arrived: Vec<(u64, MessageKey)>,
     /// A move task that moved this many of them: its count goes up, and is recorded, in
     /// the same frame as their arrival.
-    moved: Option<(Arc<MoveTask>, u64)>,
+    moved: Option<(Arc<dyn MoveCount>, u64)>,
 }
 
 impl Recorder {
@@ -97,7 +106,7 @@ impl Recorder {
     }
 
     /// `task` moved `n` of the messages this operation took in.
-    pub(super) fn count_moved(&mut self, task: &Arc<MoveTask>, n: u64) {
+    pub(super) fn count_moved(&mut self, task: &Arc<dyn MoveCount>, n: u64) {
         if self.on {
             self.moved = Some((Arc::clone(task), n));
         } else {

@@ -218,7 +218,7 @@ pub(crate) struct StoredMessage {
     pub payload: Arc<Payload>,
     pub delivery: Delivery,
     /// When it entered this queue: retention counts from here, and it is the `sent_ms` of
-    /// its [`MessageKey`](super::queue::MessageKey).
+    /// its [`MessageKey`](super::ids::MessageKey).
     pub enqueued_ms: u64,
     pub receive_count: u32,
     /// Kept as non-zero so the field costs no more than a plain `u64`; a first receive at

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::change::{Change, TaskRecord};
 use super::ids::QueueId;
+use super::journal::MoveCount;
 use super::queue::Queue;
 use super::receive::Transfer;
 use super::Engine;
@@ -49,15 +50,21 @@ pub(crate) struct MoveTask {
     state: Mutex<(TaskStatus, Option<TaskFailure>)>,
 }
 
+impl MoveCount for MoveTask {
+    /// Counts `n` more messages moved: called where their arrival is recorded.
+    fn count_moved(&self, n: u64) {
+        self.moved.fetch_add(n, Ordering::AcqRel);
+    }
+
+    fn record(&self) -> TaskRecord {
+        MoveTask::record(self)
+    }
+}
+
 impl MoveTask {
     /// Messages moved so far.
     pub(crate) fn moved(&self) -> u64 {
         self.moved.load(Ordering::Acquire)
-    }
-
-    /// Counts `n` more messages moved: called where their arrival is recorded.
-    pub(super) fn count_moved(&self, n: u64) {
-        self.moved.fetch_add(n, Ordering::AcqRel);
     }
 
     /// The status and, when FAILED, the reason.

@@ -253,18 +253,19 @@ impl Queue {
 
     /// Takes in messages `task` moved here, counting them for it in the same record as
     /// their arrival (so that a restart finds the count and the messages in step).
-    pub(crate) fn accept_moved(
+    pub(crate) fn accept_moved<T: super::journal::MoveCount + 'static>(
         &self,
         messages: Vec<Taken>,
-        task: &Arc<super::move_task::MoveTask>,
+        task: &Arc<T>,
         now_ms: u64,
     ) {
+        let task: Arc<dyn super::journal::MoveCount> = Arc::clone(task) as _;
         self.with_state(now_ms, |st, now, _| {
             let n = messages.len() as u64;
             for m in messages {
                 st.accept(m, Transfer::Redrive, now);
             }
-            st.rec.count_moved(task, n);
+            st.rec.count_moved(&task, n);
         })
     }
 

@@ -10,7 +10,9 @@ use aws_sdk_sqs::types::{
 };
 use sqsim::{Config, Durability, Server, SyncMode};
 
-use crate::common::{self, create, create_with, queue_url, receive_msgs, sdk};
+use crate::common::{
+    self, create, create_with, newest_task, queue_url, receive_msgs, sdk, wait_task_until,
+};
 
 async fn open(dir: &Path) -> Server {
     open_with(Durability::new(dir)).await
@@ -609,18 +611,19 @@ async fn admin_stats(server: &Server) -> serde_json::Value {
     serde_json::from_str(&r.body).unwrap()
 }
 
-/// The newest move task of `source_arn`.
-async fn newest_task(
-    c: &aws_sdk_sqs::Client,
-    source_arn: &str,
-) -> aws_sdk_sqs::types::ListMessageMoveTasksResultEntry {
-    c.list_message_move_tasks()
-        .source_arn(source_arn)
-        .send()
-        .await
-        .unwrap()
-        .results()[0]
-        .clone()
+/// A `dlq` holding ten messages (the dead-letter queue of `work`) and an empty `dest`: the
+/// ARNs of `dlq` and `dest`.
+async fn ten_dead_letters_and_a_destination(c: &aws_sdk_sqs::Client) -> (String, String) {
+    let dlq = create(c, "dlq").await;
+    let dlq_arn = common::queue_attr(c, &dlq, N::QueueArn).await;
+    let work = create(c, "work").await;
+    common::set_redrive(c, &work, &dlq_arn, 3).await;
+    let dest = create(c, "dest").await;
+    let dest_arn = common::queue_attr(c, &dest, N::QueueArn).await;
+    for i in 0..10 {
+        common::send(c, &dlq, format!("m{i}")).await;
+    }
+    (dlq_arn, dest_arn)
 }
 
 #[tokio::test]
@@ -629,47 +632,19 @@ async fn a_running_move_task_resumes_after_a_restart() {
     let server = open(dir.path()).await;
     server.clock().freeze();
     let c = sdk(&server);
-    let dlq = create(&c, "dlq").await;
-    let dlq_arn = common::queue_attr(&c, &dlq, N::QueueArn).await;
-    let work = create(&c, "work").await;
-    common::set_redrive(&c, &work, &dlq_arn, 3).await;
-    let dest = create(&c, "dest").await;
-    let dest_arn = common::queue_attr(&c, &dest, N::QueueArn).await;
-    for i in 0..10 {
-        common::send(&c, &dlq, format!("m{i}")).await;
-    }
+    let (dlq_arn, dest_arn) = ten_dead_letters_and_a_destination(&c).await;
     // One message per second of clock time: frozen, the first goes at once and then it waits.
-    c.start_message_move_task()
-        .source_arn(&dlq_arn)
-        .destination_arn(&dest_arn)
-        .max_number_of_messages_per_second(1)
-        .send()
-        .await
-        .unwrap();
+    common::start_move_task(&c, &dlq_arn, Some(&dest_arn), 1).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while newest_task(&c, &dlq_arn)
-        .await
-        .approximate_number_of_messages_moved()
-        < 1
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the task did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_task_until(&c, &dlq_arn, deadline, |t| {
+        t.approximate_number_of_messages_moved() >= 1
+    })
+    .await;
     server.advance_clock(Duration::from_secs(2));
-    while newest_task(&c, &dlq_arn)
-        .await
-        .approximate_number_of_messages_moved()
-        < 3
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the task did not go on"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_task_until(&c, &dlq_arn, deadline, |t| {
+        t.approximate_number_of_messages_moved() >= 3
+    })
+    .await;
     let before = newest_task(&c, &dlq_arn).await;
     assert_eq!(before.status(), Some("RUNNING"));
 
@@ -683,15 +658,8 @@ async fn a_running_move_task_resumes_after_a_restart() {
     // It goes on at its rate on the restored clock, and finishes.
     server.advance_clock(Duration::from_secs(20));
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let t = newest_task(&c, &dlq_arn).await;
-        if t.status() == Some("COMPLETED") {
-            assert_eq!(t.approximate_number_of_messages_moved(), 10);
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "stuck: {t:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let t = wait_task_until(&c, &dlq_arn, deadline, |t| t.status() == Some("COMPLETED")).await;
+    assert_eq!(t.approximate_number_of_messages_moved(), 10);
     let dest = queue_url(&c, "dest").await;
     assert_eq!(common::message_counts(&c, &dest).await[0], "10");
     let dlq = queue_url(&c, "dlq").await;
@@ -959,38 +927,17 @@ async fn a_cancelled_move_task_stays_cancelled_after_a_restart() {
     let server = open(dir.path()).await;
     admin_clock(&server, serde_json::json!({ "freeze": true })).await;
     let c = sdk(&server);
-    let dlq = create(&c, "dlq").await;
-    let dlq_arn = common::queue_attr(&c, &dlq, N::QueueArn).await;
-    let work = create(&c, "work").await;
-    common::set_redrive(&c, &work, &dlq_arn, 3).await;
-    let dest = create(&c, "dest").await;
-    let dest_arn = common::queue_attr(&c, &dest, N::QueueArn).await;
-    for i in 0..10 {
-        common::send(&c, &dlq, format!("m{i}")).await;
-    }
+    let (dlq_arn, dest_arn) = ten_dead_letters_and_a_destination(&c).await;
     // One per second of a frozen clock: the first goes at once, then it waits.
-    let handle = c
-        .start_message_move_task()
-        .source_arn(&dlq_arn)
-        .destination_arn(&dest_arn)
-        .max_number_of_messages_per_second(1)
-        .send()
+    let handle = common::start_move_task(&c, &dlq_arn, Some(&dest_arn), 1)
         .await
-        .unwrap()
         .task_handle
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while newest_task(&c, &dlq_arn)
-        .await
-        .approximate_number_of_messages_moved()
-        < 1
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the task did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_task_until(&c, &dlq_arn, deadline, |t| {
+        t.approximate_number_of_messages_moved() >= 1
+    })
+    .await;
     c.cancel_message_move_task()
         .task_handle(&handle)
         .send()

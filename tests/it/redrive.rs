@@ -4,14 +4,14 @@
 use crate::common;
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use aws_sdk_sqs::types::{
     MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
 use aws_sdk_sqs::Client;
-use common::{create, sdk, set_redrive, start};
+use common::{create, sdk, set_redrive, start, start_move_task, wait_task};
 
 async fn arn_of(c: &Client, url: &str) -> String {
     common::queue_attr(c, url, QueueAttributeName::QueueArn).await
@@ -201,32 +201,6 @@ async fn redrive_policy_validation() {
     }
 }
 
-/// Waits (in real time) until the newest move task of `source_arn` satisfies `done`.
-async fn wait_task(
-    c: &Client,
-    source_arn: &str,
-    done: impl Fn(&aws_sdk_sqs::types::ListMessageMoveTasksResultEntry) -> bool,
-) -> aws_sdk_sqs::types::ListMessageMoveTasksResultEntry {
-    let start = Instant::now();
-    loop {
-        let out = c
-            .list_message_move_tasks()
-            .source_arn(source_arn)
-            .send()
-            .await
-            .unwrap();
-        let t = out.results()[0].clone();
-        if done(&t) {
-            return t;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "task stuck: {t:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 async fn fill_dlq(c: &Client, src: &str, dlq: &str, n: usize) -> HashSet<String> {
     set_redrive(c, src, &arn_of(c, dlq).await, 1).await;
     let mut ids = HashSet::new();
@@ -288,13 +262,8 @@ async fn move_task_at_a_rate_back_to_the_source() {
     assert_eq!(err.raw_response().unwrap().status().as_u16(), 404);
     assert!(err.into_service_error().is_resource_not_found_exception());
 
-    let handle = c
-        .start_message_move_task()
-        .source_arn(&dlq_arn)
-        .max_number_of_messages_per_second(1)
-        .send()
+    let handle = start_move_task(&c, &dlq_arn, None, 1)
         .await
-        .unwrap()
         .task_handle
         .unwrap();
     let decoded: serde_json::Value = serde_json::from_slice(&base64_decode(&handle)).unwrap();
@@ -365,14 +334,8 @@ async fn move_task_cancellation_and_explicit_destination() {
     fill_dlq(&c, &src, &dlq, 6).await;
     let dlq_arn = arn_of(&c, &dlq).await;
     let other_arn = arn_of(&c, &other).await;
-    let handle = c
-        .start_message_move_task()
-        .source_arn(&dlq_arn)
-        .destination_arn(&other_arn)
-        .max_number_of_messages_per_second(1)
-        .send()
+    let handle = start_move_task(&c, &dlq_arn, Some(&other_arn), 1)
         .await
-        .unwrap()
         .task_handle
         .unwrap();
     server.advance_clock(Duration::from_secs(1));

@@ -735,20 +735,25 @@ fn garble_signature(rng: &mut Rng, g: &mut Garbage) {
     g.headers[at].1 = garbled;
 }
 
-/// The same garbage against a server that checks SigV4: unsigned, correctly signed (so it
-/// reaches the decoders), and with signatures garbled in headers and query strings.
-#[tokio::test]
-async fn garbage_never_breaks_a_verifying_server() {
+/// A server that checks SigV4, knowing one key: `AKID` with the secret `secret`.
+async fn start_verifying() -> Server {
     use sqsim::config::{AuthMode, Credential};
     let keys = std::collections::HashMap::from([(
         "AKID".to_string(),
         Credential::parse("AKID:secret").unwrap(),
     )]);
-    let server = common::start_with(sqsim::Config {
+    common::start_with(sqsim::Config {
         auth: AuthMode::Verify(keys),
         ..sqsim::Config::default()
     })
-    .await;
+    .await
+}
+
+/// The same garbage against a server that checks SigV4: unsigned, correctly signed (so it
+/// reaches the decoders), and with signatures garbled in headers and query strings.
+#[tokio::test]
+async fn garbage_never_breaks_a_verifying_server() {
+    let server = start_verifying().await;
     let q = seed(&server, |g| signed(&g, "AKID", "secret").unwrap()).await;
     let mut rng = Rng(0x0bad_5eed_0000_0007);
     let mut reached = 0;
@@ -1034,16 +1039,7 @@ async fn oversize_content_length_gets_413_with_nothing_read() {
 /// arithmetic.
 #[tokio::test]
 async fn huge_presigned_expiry_is_refused() {
-    use sqsim::config::{AuthMode, Credential};
-    let keys = std::collections::HashMap::from([(
-        "AKID".to_string(),
-        Credential::parse("AKID:secret").unwrap(),
-    )]);
-    let server = common::start_with(sqsim::Config {
-        auth: AuthMode::Verify(keys),
-        ..sqsim::Config::default()
-    })
-    .await;
+    let server = start_verifying().await;
     let path = "/?Action=ListQueues&X-Amz-Algorithm=AWS4-HMAC-SHA256\
         &X-Amz-Credential=AKID%2F20240101%2Fus-east-1%2Fsqs%2Faws4_request\
         &X-Amz-Date=20240101T000000Z&X-Amz-Expires=18446744073709551615\

@@ -29,6 +29,15 @@ function chromiumPath() {
   throw new Error('no Chromium found: `make test` installs the chromium package');
 }
 
+/** The headless Chromium the tests drive. */
+function launchChromium() {
+  return puppeteer.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+}
+
 const WAIT = { timeout: 10_000 };
 
 describe('web console', () => {
@@ -41,11 +50,7 @@ describe('web console', () => {
   before(async () => {
     server = await startServer();
     client = await v3Client(server.endpoint);
-    browser = await puppeteer.launch({
-      executablePath: chromiumPath(),
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     page.on('dialog', async (d) => {
@@ -457,11 +462,7 @@ describe('web console: workers from the config file', () => {
       delete process.env.SQSIM_CONFIG;
     }
     client = await v3Client(server.endpoint);
-    browser = await puppeteer.launch({
-      executablePath: chromiumPath(),
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage();
   });
 

@@ -1,10 +1,14 @@
 """Helpers shared by the boto3 tests: error checks, MD5 digests as SQS computes them, and
 small wrappers around receive. Imported by conftest.py and the test modules."""
 
+import contextlib
 import hashlib
 import os
 import struct
+import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from botocore.exceptions import ClientError
@@ -188,3 +192,40 @@ def wait_moved(sqs, source_arn, n, timeout_s=10.0):
 
 def wait_status(sqs, source_arn, status, timeout_s=10.0):
     return wait_task(sqs, source_arn, lambda t: t["Status"] == status, timeout_s)
+
+
+class AppServer:
+    """A tiny HTTP application on a free local port, for a worker to POST to: each POST is
+    passed to `answer(path, headers, body)` (header names lower-cased, the body decoded),
+    which returns the status sent back, with an empty body."""
+
+    def __init__(self, answer):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                status = answer(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@contextlib.contextmanager
+def config_file(text):
+    """A temporary `.toml` file holding `text`: its path, removed afterwards."""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(text)
+        path = f.name
+    try:
+        yield path
+    finally:
+        os.unlink(path)

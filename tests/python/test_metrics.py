@@ -2,18 +2,15 @@
 whose traffic the test knows exactly; and the request log lines (`--log-format json`)."""
 
 import json
-import os
-import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from botocore.exceptions import ClientError
 from prometheus_client.parser import text_string_to_metric_families
 
 import sqsim_process
-from sqsim_helpers import ACCOUNT
+from sqsim_helpers import ACCOUNT, AppServer, config_file
 
 
 def scrape(srv):
@@ -231,7 +228,7 @@ def test_errors_are_logged_at_warn_by_default():
     assert "ListQueues" not in log
 
 
-class FlakyApp:
+class FlakyApp(AppServer):
     """A worker's application: answers 500 the first time it sees a body starting with
     "flaky", 200 to everything else; counts what it answered."""
 
@@ -239,27 +236,16 @@ class FlakyApp:
         self.lock = threading.Lock()
         self.answers = {200: 0, 500: 0}
         self.failed_once = set()
-        app = self
+        super().__init__(self.answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-                with app.lock:
-                    fail = body.startswith("flaky") and body not in app.failed_once
-                    if fail:
-                        app.failed_once.add(body)
-                    status = 500 if fail else 200
-                    app.answers[status] += 1
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def answer(self, path, headers, body):
+        with self.lock:
+            fail = body.startswith("flaky") and body not in self.failed_once
+            if fail:
+                self.failed_once.add(body)
+            status = 500 if fail else 200
+            self.answers[status] += 1
+        return status
 
     def counts(self):
         with self.lock:
@@ -286,11 +272,8 @@ name = "m-idle-app"
 queues = ["m-idle"]
 http_url = "{app.url}"
 """
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write(config)
-        path = f.name
     try:
-        with sqsim_process.running("--config", path) as srv:
+        with config_file(config) as path, sqsim_process.running("--config", path) as srv:
             sqs = srv.client()
             url = sqs.get_queue_url(QueueName="m-jobs")["QueueUrl"]
             for i in range(5):
@@ -333,8 +316,7 @@ http_url = "{app.url}"
             # And the worker's own SQS traffic is counted like any client's.
             assert samples[("sqsim_messages_deleted_total", q("m-jobs"))] == 7
     finally:
-        app.server.shutdown()
-        os.unlink(path)
+        app.close()
 
 
 def requests_total(samples, action, status):

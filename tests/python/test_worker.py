@@ -5,39 +5,27 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from sqsim_helpers import AppServer, config_file
 from sqsim_process import binary, running
 
 
-class App:
+class App(AppServer):
     """A tiny HTTP app that records what the worker POSTs and answers 200."""
 
     def __init__(self):
         self.seen = []
         self.lock = threading.Lock()
-        app = self
+        super().__init__(self.answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-                with app.lock:
-                    app.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def answer(self, path, headers, body):
+        with self.lock:
+            self.seen.append((path, headers, body))
+        return 200
 
     def wait_for(self, n, timeout=20):
         deadline = time.time() + timeout
@@ -48,8 +36,6 @@ class App:
             time.sleep(0.02)
         raise AssertionError(f"the app saw {len(self.seen)} requests, wanted {n}")
 
-    def close(self):
-        self.server.shutdown()
 
 
 @pytest.fixture
@@ -102,28 +88,22 @@ queues = ["orders"]
 http_url = "{app.url}"
 http_connections = 4
 """
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write(config)
-        path = f.name
-    try:
-        with running("--config", path) as server:
-            sqs = server.client()
-            url = sqs.get_queue_url(QueueName="orders")["QueueUrl"]
-            for i in range(3):
-                sqs.send_message(QueueUrl=url, MessageBody=f"order {i}")
-            seen = app.wait_for(3)
-            assert sorted(b for _, _, b in seen) == ["order 0", "order 1", "order 2"]
-            deadline = time.time() + 10
-            while time.time() < deadline:
-                stats = server.admin("GET", "/_sqsim/stats")
-                workers = {w["name"]: w for w in stats["workers"]}
-                if workers["orders-app"]["delivered"] == 3:
-                    break
-                time.sleep(0.05)
-            assert workers["orders-app"]["delivered"] == 3
-            assert workers["orders-app"]["failed"] == 0
-    finally:
-        os.unlink(path)
+    with config_file(config) as path, running("--config", path) as server:
+        sqs = server.client()
+        url = sqs.get_queue_url(QueueName="orders")["QueueUrl"]
+        for i in range(3):
+            sqs.send_message(QueueUrl=url, MessageBody=f"order {i}")
+        seen = app.wait_for(3)
+        assert sorted(b for _, _, b in seen) == ["order 0", "order 1", "order 2"]
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            stats = server.admin("GET", "/_sqsim/stats")
+            workers = {w["name"]: w for w in stats["workers"]}
+            if workers["orders-app"]["delivered"] == 3:
+                break
+            time.sleep(0.05)
+        assert workers["orders-app"]["delivered"] == 3
+        assert workers["orders-app"]["failed"] == 0
 
 
 def test_a_config_file_worker_signs_when_the_server_verifies(app):
@@ -141,14 +121,8 @@ secret_key = "worker-secret"
 queues = ["signed"]
 http_url = "{app.url}"
 """
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write(config)
-        path = f.name
-    try:
-        with running("--config", path) as server:
-            sqs = server.client(key="AKIDWORKER", secret="worker-secret")
-            url = sqs.get_queue_url(QueueName="signed")["QueueUrl"]
-            sqs.send_message(QueueUrl=url, MessageBody="signed job")
-            assert app.wait_for(1)[0][2] == "signed job"
-    finally:
-        os.unlink(path)
+    with config_file(config) as path, running("--config", path) as server:
+        sqs = server.client(key="AKIDWORKER", secret="worker-secret")
+        url = sqs.get_queue_url(QueueName="signed")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="signed job")
+        assert app.wait_for(1)[0][2] == "signed job"

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use sqsim::{Config, Server};
@@ -368,4 +368,70 @@ pub(crate) async fn message_counts(client: &aws_sdk_sqs::Client, url: &str) -> [
         a.remove(&N::ApproximateNumberOfMessagesNotVisible)
             .expect("not visible"),
     ]
+}
+
+/// The newest move task of `source_arn`.
+pub(crate) async fn newest_task(
+    client: &aws_sdk_sqs::Client,
+    source_arn: &str,
+) -> aws_sdk_sqs::types::ListMessageMoveTasksResultEntry {
+    client
+        .list_message_move_tasks()
+        .source_arn(source_arn)
+        .send()
+        .await
+        .unwrap()
+        .results()[0]
+        .clone()
+}
+
+/// Waits (in real time, until `deadline`) until the newest move task of `source_arn`
+/// satisfies `done`.
+pub(crate) async fn wait_task_until(
+    client: &aws_sdk_sqs::Client,
+    source_arn: &str,
+    deadline: Instant,
+    done: impl Fn(&aws_sdk_sqs::types::ListMessageMoveTasksResultEntry) -> bool,
+) -> aws_sdk_sqs::types::ListMessageMoveTasksResultEntry {
+    loop {
+        let t = newest_task(client, source_arn).await;
+        if done(&t) {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "task stuck: {t:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits (in real time, up to 20 s) until the newest move task of `source_arn` satisfies `done`.
+pub(crate) async fn wait_task(
+    client: &aws_sdk_sqs::Client,
+    source_arn: &str,
+    done: impl Fn(&aws_sdk_sqs::types::ListMessageMoveTasksResultEntry) -> bool,
+) -> aws_sdk_sqs::types::ListMessageMoveTasksResultEntry {
+    wait_task_until(
+        client,
+        source_arn,
+        Instant::now() + Duration::from_secs(20),
+        done,
+    )
+    .await
+}
+
+/// Starts a move task out of `source_arn` at `per_second` messages a second, to
+/// `destination_arn` (or, without one, back to the queues it came from).
+pub(crate) async fn start_move_task(
+    client: &aws_sdk_sqs::Client,
+    source_arn: &str,
+    destination_arn: Option<&str>,
+    per_second: i32,
+) -> aws_sdk_sqs::operation::start_message_move_task::StartMessageMoveTaskOutput {
+    client
+        .start_message_move_task()
+        .source_arn(source_arn)
+        .set_destination_arn(destination_arn.map(str::to_string))
+        .max_number_of_messages_per_second(per_second)
+        .send()
+        .await
+        .unwrap()
 }
