@@ -213,20 +213,37 @@ where
             uri_query: parts.uri.query(),
             took,
         };
-        match &outcome {
-            Ok(encoded) | Err(Stop::Reply(encoded)) => {
-                state.metrics.observe(slot, encoded.status, took);
-                request_log::write(answered, encoded);
-            }
-            Err(Stop::Drop) => {
-                state.metrics.observe(slot, metrics::DROPPED, took);
-                request_log::dropped(answered);
-            }
-        }
+        let encoded = match &outcome {
+            Ok(encoded) | Err(Stop::Reply(encoded)) => Some(encoded),
+            Err(Stop::Drop) => None,
+        };
+        count_and_log(state.as_ref(), slot, answered, encoded);
     }
     match outcome {
         Ok(encoded) | Err(Stop::Reply(encoded)) => Ok(respond(encoded, &request_id)),
         Err(Stop::Drop) => Err(DroppedConnection),
+    }
+}
+
+/// Counts an SQS request in `/metrics` and writes its log line: `encoded` is its answer, or
+/// `None` when a fault rule dropped the connection. One place for every way an SQS action
+/// arrives (the service, the console's action endpoint).
+pub(super) fn count_and_log(
+    state: &AppState,
+    slot: usize,
+    answered: Answered<'_>,
+    encoded: Option<&Encoded>,
+) {
+    let took = answered.took;
+    match encoded {
+        Some(encoded) => {
+            state.metrics.observe(slot, encoded.status, took);
+            request_log::write(answered, encoded);
+        }
+        None => {
+            state.metrics.observe(slot, metrics::DROPPED, took);
+            request_log::dropped(answered);
+        }
     }
 }
 

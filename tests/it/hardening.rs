@@ -231,6 +231,19 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
+/// [`get`], retried for up to 5 s while the server is at its connection cap and closes the
+/// connection on arrival.
+async fn get_once_room(addr: std::net::SocketAddr, path: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(r) = get(addr, path).await {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "no room for GET {path}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_is_closed_when_idle_and_blocks_no_one() {
     let server = start_with(limits(30, 2, 1000)).await;
@@ -360,25 +373,11 @@ async fn connections_over_the_cap_are_closed_on_arrival() {
     );
     // One leaves: the next client is served.
     drop(held.pop());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let answer = loop {
-        if let Some(r) = get(server.local_addr(), "/_sqsim/health").await {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "no room after a connection left");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let answer = get_once_room(server.local_addr(), "/_sqsim/health").await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     drop(held);
-    // The scrape needs a place too: retried until the server has seen the others go.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let scrape = loop {
-        if let Some(r) = get(server.local_addr(), "/metrics").await {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "no room for a scrape");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    // The scrape needs a place too, once the server has seen the others go.
+    let scrape = get_once_room(server.local_addr(), "/metrics").await;
     let refused: f64 = scrape
         .lines()
         .find_map(|l| {

@@ -5,6 +5,8 @@
 mod client;
 mod durable;
 mod floor;
+#[path = "../shared/rss.rs"]
+mod rss;
 mod scenarios;
 
 use std::io::{BufRead, BufReader};
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use client::Proto;
+use rss::rss_kib;
 use scenarios::{Outcome, Target};
 
 /// Load generator for sqsim and other SQS endpoints.
@@ -154,17 +157,6 @@ fn spawn_sqsim_env(bin: &Path, extra: &[&str], env: &[(&str, &str)]) -> Spawned 
         .expect("address")
         .to_string();
     Spawned { child, addr }
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 fn fmt_opt(v: Option<f64>) -> String {

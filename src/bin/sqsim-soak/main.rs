@@ -11,6 +11,8 @@ mod body;
 mod oracle;
 mod report;
 mod rng;
+#[path = "../shared/rss.rs"]
+mod rss;
 mod server;
 mod workload;
 

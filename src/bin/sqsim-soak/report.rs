@@ -47,7 +47,7 @@ pub(crate) fn progress(ctx: &Ctx, elapsed: Duration, pid: Option<u32>) {
         .map(|&q| format!("{q} {}", ctx.oracle.backlog(q)))
         .collect();
     let rss = pid
-        .and_then(crate::server::rss_kib)
+        .and_then(crate::rss::rss_kib)
         .map_or("-".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
     eprintln!(
         "[{:>5.0}s] sent {} received {} deleted {} to DLQs {}; backlog {}; RSS {rss}; errors {}; violations {}",

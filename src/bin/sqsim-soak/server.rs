@@ -130,18 +130,6 @@ impl Server {
     }
 }
 
-/// A process's resident set size in KiB, from `/proc/PID/status`.
-pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 /// Samples of VmRSS, one a second from the start of traffic.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct RssSamples {
@@ -241,7 +229,7 @@ pub(crate) async fn sample_rss(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         tick.tick().await;
-        if let Some(kib) = rss_kib(pid) {
+        if let Some(kib) = crate::rss::rss_kib(pid) {
             if let Ok(mut s) = into.lock() {
                 s.samples.push((start.elapsed().as_secs_f64(), kib));
             }

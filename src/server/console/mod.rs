@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::admin::{queue_of, read_body_up_to, read_json, reply};
 use super::metrics::{self, RequestMetrics};
-use super::request_log::{self, Answered, QueueSource};
+use super::request_log::{Answered, QueueSource};
 use super::AppState;
 use crate::api::{self, Context};
 use crate::protocol::{self, Params, Protocol, Render};
@@ -159,19 +159,15 @@ async fn run_action(
     // Counted and logged like any SQS request, under the action's own label.
     if counted {
         let slot = RequestMetrics::slot_of(&action);
-        let took = started.elapsed();
-        state.metrics.observe(slot, encoded.status, took);
-        request_log::write(
-            Answered {
-                request_id: &request_id,
-                action: RequestMetrics::action_label(slot),
-                queue,
-                path: "/",
-                uri_query: None,
-                took,
-            },
-            &encoded,
-        );
+        let answered = Answered {
+            request_id: &request_id,
+            action: RequestMetrics::action_label(slot),
+            queue,
+            path: "/",
+            uri_query: None,
+            took: started.elapsed(),
+        };
+        super::service::count_and_log(state, slot, answered, Some(&encoded));
     }
     super::service::respond(encoded, &request_id)
 }
