@@ -32,6 +32,59 @@ pub enum UrlStyle {
     RegionHost,
 }
 
+/// LocalStack's port: `--compat localstack` serves on it unless a port is given.
+pub const LOCALSTACK_PORT: u16 = 4566;
+/// The host LocalStack puts in queue URLs (`LOCALSTACK_HOST` without its port); its public
+/// DNS record, and every subdomain's, resolves to 127.0.0.1.
+pub const LOCALSTACK_DOMAIN: &str = "localhost.localstack.cloud";
+/// Where LocalStack's image looks for scripts to run once it is ready.
+pub const LOCALSTACK_READY_DIR: &str = "/etc/localstack/init/ready.d";
+
+/// LocalStack's `SQS_ENDPOINT_STRATEGY`: how queue URLs are spelled in `--compat localstack`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LocalStackStrategy {
+    /// `http://sqs.<region>.localhost.localstack.cloud:4566/<account>/<name>` (LocalStack's
+    /// default since 3.0).
+    #[default]
+    Standard,
+    /// `http://<region>.queue.localhost.localstack.cloud:4566/<account>/<name>`, without
+    /// the `<region>.` for us-east-1.
+    Domain,
+    /// `http://localhost.localstack.cloud:4566/queue/<region>/<account>/<name>`.
+    Path,
+    /// `http://localhost.localstack.cloud:4566/<account>/<name>` (no region).
+    Off,
+    /// One of the others, guessed from the request's Host (`sqs.…` standard, `queue.…` or
+    /// `<region>.queue.…` domain, anything else path), keeping that host.
+    Dynamic,
+}
+
+impl std::str::FromStr for LocalStackStrategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "standard" => Ok(Self::Standard),
+            "domain" => Ok(Self::Domain),
+            "path" => Ok(Self::Path),
+            "off" => Ok(Self::Off),
+            "dynamic" => Ok(Self::Dynamic),
+            other => Err(format!(
+                "SQS_ENDPOINT_STRATEGY must be standard, domain, path, off or dynamic, got {other:?}"
+            )),
+        }
+    }
+}
+
+/// `--compat localstack`: what a LocalStack user's setup expects besides SQS itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalStack {
+    /// How queue URLs are spelled (LocalStack's `SQS_ENDPOINT_STRATEGY`).
+    pub strategy: LocalStackStrategy,
+    /// `host[:port]` in queue URLs (LocalStack's `LOCALSTACK_HOST`); by default
+    /// `localhost.localstack.cloud` and the port sqsim listens on.
+    pub host: Option<String>,
+}
+
 /// Everything a server needs to know.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -62,6 +115,12 @@ pub struct Config {
     /// What one client may hold of the server: connections, time to send a request, idle
     /// time (long polls waiting are capped in [`EngineSettings::max_long_polls`]).
     pub limits: Limits,
+    /// LocalStack compatibility (`--compat localstack`): its queue URLs, its health,
+    /// init-status and message-peeking endpoints, and a clear error for other services.
+    pub localstack: Option<LocalStack>,
+    /// Executable scripts run once, in name order, as soon as the server answers
+    /// (LocalStack's `ready.d` convention); their output is logged.
+    pub init_dir: Option<PathBuf>,
 }
 
 /// Connection limits: a slow, idle or greedy client cannot hold what others need.
@@ -147,6 +206,8 @@ impl Default for Config {
             durability: None,
             metrics_queue_limit: DEFAULT_METRICS_QUEUE_LIMIT,
             limits: Limits::default(),
+            localstack: None,
+            init_dir: None,
         }
     }
 }
@@ -231,6 +292,63 @@ impl Config {
             port: DEFAULT_PORT,
             ..Config::default()
         }
+    }
+
+    /// The first part of queue URLs (everything before `/<account>/<name>`) for a request
+    /// that arrived with `host` (its Host header) in `region`, on a server listening on
+    /// `local`. The advertised URL wins; then LocalStack's strategy; then the URL style.
+    pub fn queue_base_url(
+        &self,
+        host: Option<&str>,
+        region: &str,
+        local: std::net::SocketAddr,
+    ) -> String {
+        if let Some(u) = &self.advertised_url {
+            return u.trim_end_matches('/').to_string();
+        }
+        let port = || {
+            host.and_then(|h| h.rsplit_once(':'))
+                .map(|(_, p)| p.to_string())
+                .unwrap_or_else(|| local.port().to_string())
+        };
+        let request_host = || host.map_or_else(|| local.to_string(), str::to_string);
+        if let Some(ls) = &self.localstack {
+            let configured = || match &ls.host {
+                Some(h) if h.contains(':') => h.clone(),
+                Some(h) => format!("{h}:{}", local.port()),
+                None => format!("{LOCALSTACK_DOMAIN}:{}", local.port()),
+            };
+            let (strategy, h) = match ls.strategy {
+                LocalStackStrategy::Dynamic => guess_strategy(&request_host()),
+                s => (s, configured()),
+            };
+            return match strategy {
+                LocalStackStrategy::Standard => format!("http://sqs.{region}.{h}"),
+                LocalStackStrategy::Domain if region == "us-east-1" => format!("http://queue.{h}"),
+                LocalStackStrategy::Domain => format!("http://{region}.queue.{h}"),
+                LocalStackStrategy::Path | LocalStackStrategy::Dynamic => {
+                    format!("http://{h}/queue/{region}")
+                }
+                LocalStackStrategy::Off => format!("http://{h}"),
+            };
+        }
+        match self.url_style {
+            UrlStyle::RegionHost => format!("http://sqs.{region}.localhost:{}", port()),
+            UrlStyle::Path => format!("http://{}", request_host()),
+        }
+    }
+}
+
+/// LocalStack's `dynamic` strategy: the strategy a request's `host[:port]` implies, and
+/// the host to keep for its queue URLs.
+fn guess_strategy(host: &str) -> (LocalStackStrategy, String) {
+    let labels: Vec<&str> = host.split('.').collect();
+    let rest = |from: usize| labels.get(from..).map(|l| l.join(".")).unwrap_or_default();
+    match labels[..] {
+        ["sqs", _, _, ..] => (LocalStackStrategy::Standard, rest(2)),
+        ["queue", _, ..] => (LocalStackStrategy::Domain, rest(1)),
+        [_, "queue", _, ..] => (LocalStackStrategy::Domain, rest(2)),
+        _ => (LocalStackStrategy::Path, host.to_string()),
     }
 }
 
@@ -399,5 +517,65 @@ mod tests {
             ..Flags::default()
         };
         assert!(bad.apply(&mut c, HashMap::new()).is_err());
+    }
+
+    #[test]
+    fn localstack_queue_urls() {
+        let local: std::net::SocketAddr = "127.0.0.1:4566".parse().unwrap();
+        let with = |strategy, host: Option<&str>| Config {
+            localstack: Some(LocalStack {
+                strategy,
+                host: host.map(str::to_string),
+            }),
+            ..Config::default()
+        };
+        let base = |c: &Config, req_host, region| c.queue_base_url(Some(req_host), region, local);
+        use LocalStackStrategy::*;
+        let c = with(Standard, None);
+        assert_eq!(
+            base(&c, "localhost:4566", "eu-west-1"),
+            "http://sqs.eu-west-1.localhost.localstack.cloud:4566"
+        );
+        let c = with(Domain, None);
+        assert_eq!(
+            base(&c, "x", "us-east-1"),
+            "http://queue.localhost.localstack.cloud:4566"
+        );
+        assert_eq!(
+            base(&c, "x", "eu-west-1"),
+            "http://eu-west-1.queue.localhost.localstack.cloud:4566"
+        );
+        let c = with(Path, Some("localstack"));
+        assert_eq!(
+            base(&c, "x", "us-east-1"),
+            "http://localstack:4566/queue/us-east-1"
+        );
+        let c = with(Off, Some("ls.example:1234"));
+        assert_eq!(base(&c, "x", "us-east-1"), "http://ls.example:1234");
+        let c = with(Dynamic, None);
+        assert_eq!(
+            base(
+                &c,
+                "sqs.us-east-1.localhost.localstack.cloud:4566",
+                "eu-west-1"
+            ),
+            "http://sqs.eu-west-1.localhost.localstack.cloud:4566"
+        );
+        assert_eq!(
+            base(
+                &c,
+                "eu-west-1.queue.localhost.localstack.cloud:4566",
+                "eu-west-1"
+            ),
+            "http://eu-west-1.queue.localhost.localstack.cloud:4566"
+        );
+        assert_eq!(
+            base(&c, "localhost:4566", "us-east-1"),
+            "http://localhost:4566/queue/us-east-1"
+        );
+        // The advertised URL wins over everything.
+        let mut c = with(Standard, None);
+        c.advertised_url = Some("http://sqs.local:9/".into());
+        assert_eq!(base(&c, "x", "us-east-1"), "http://sqs.local:9");
     }
 }

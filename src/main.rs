@@ -20,9 +20,19 @@ use sqsim::config_file::LoadedConfig;
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
-    /// TOML config file: server settings and queues to create at start (flags win over it).
+    /// Config file: server settings and queues to create at start (flags win over it). TOML,
+    /// or an ElasticMQ `elasticmq.conf` (HOCON) when the name ends in `.conf`.
     #[arg(long, env = "SQSIM_CONFIG")]
     config: Option<String>,
+    /// Behave like LocalStack's SQS for setups written for it: port 4566, its queue URLs
+    /// (SQS_ENDPOINT_STRATEGY, LOCALSTACK_HOST), /_localstack/health, /_aws/sqs/messages,
+    /// ready.d init hooks, and a clear error for other AWS services.
+    #[arg(long, env = "SQSIM_COMPAT", value_parser = ["localstack"])]
+    compat: Option<String>,
+    /// Run the executable scripts in this directory once, in name order, when the server
+    /// answers [default with --compat localstack: /etc/localstack/init/ready.d if present].
+    #[arg(long, env = "SQSIM_INIT_DIR")]
+    init_dir: Option<std::path::PathBuf>,
     /// Address to listen on [default: 0.0.0.0].
     #[arg(long, env = "SQSIM_HOST")]
     host: Option<String>,
@@ -117,6 +127,18 @@ fn main() -> ExitCode {
         return sqsim::worker::cli::run(w, shutdown_signal());
     }
     let mut config = Config::server_defaults();
+    if args.compat.as_deref() == Some("localstack") {
+        match localstack_settings() {
+            Ok(ls) => config.localstack = Some(ls),
+            Err(e) => {
+                eprintln!("sqsim: {e}");
+                return ExitCode::from(2);
+            }
+        }
+        config.port = sqsim::config::LOCALSTACK_PORT;
+        let ready = std::path::Path::new(sqsim::config::LOCALSTACK_READY_DIR);
+        config.init_dir = ready.is_dir().then(|| ready.to_path_buf());
+    }
     let file = match &args.config {
         Some(path) => match LoadedConfig::read(path).and_then(|f| {
             f.apply_server(&mut config)?;
@@ -155,6 +177,9 @@ fn main() -> ExitCode {
         idle_timeout_secs: args.idle_timeout,
         max_long_polls: args.max_long_polls,
     };
+    if args.init_dir.is_some() {
+        config.init_dir = args.init_dir;
+    }
     // The file's keys were validated by apply_server.
     let file_keys = file
         .as_ref()
@@ -181,6 +206,19 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// LocalStack's own environment variables for SQS queue URLs, so that a docker-compose file
+/// written for LocalStack keeps its meaning.
+fn localstack_settings() -> Result<sqsim::config::LocalStack, String> {
+    let strategy = match std::env::var("SQS_ENDPOINT_STRATEGY") {
+        Ok(s) if !s.is_empty() => s.parse()?,
+        _ => Default::default(),
+    };
+    let host = std::env::var("LOCALSTACK_HOST")
+        .ok()
+        .filter(|h| !h.is_empty());
+    Ok(sqsim::config::LocalStack { strategy, host })
 }
 
 async fn shutdown_signal() {

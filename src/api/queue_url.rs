@@ -1,6 +1,7 @@
 //! Queue URLs as clients echo them back: AWS, legacy, LocalStack and our own styles all end in
 //! `/<account>/<name>`; a region may be carried in the host (`sqs.<region>.…`,
-//! `<region>.queue.…`).
+//! `<region>.queue.…`) or, in LocalStack's path strategy, in the path
+//! (`/queue/<region>/<account>/<name>`).
 
 /// What a queue URL names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,8 +29,13 @@ pub(crate) fn parse(url: &str) -> Option<QueueRef<'_>> {
     if account.is_none() && (host.is_some() || path.contains('/')) {
         return None;
     }
+    // LocalStack's path strategy: `/queue/<region>/<account>/<name>`.
+    let path_region = match (segments.next(), segments.next()) {
+        (Some(region), Some("queue")) if looks_like_region(region) => Some(region),
+        _ => None,
+    };
     Some(QueueRef {
-        region: host.and_then(region_of_host),
+        region: path_region.or_else(|| host.and_then(region_of_host)),
         account,
         name,
     })
@@ -70,8 +76,15 @@ mod tests {
             (r.region, r.account, r.name),
             (None, Some("000000000000"), "q.fifo")
         );
-        let r = parse("http://localhost:4566/queue/us-east-1/000000000000/q").unwrap();
-        assert_eq!((r.account, r.name), (Some("000000000000"), "q"));
+        let r = parse("http://localhost:4566/queue/eu-west-2/000000000000/q").unwrap();
+        assert_eq!(
+            (r.region, r.account, r.name),
+            (Some("eu-west-2"), Some("000000000000"), "q")
+        );
+        let r = parse("http://eu-west-1.queue.localhost.localstack.cloud:4566/1/q").unwrap();
+        assert_eq!(r.region, Some("eu-west-1"));
+        let r = parse("http://sqs.ap-south-1.localhost.localstack.cloud:4566/1/q").unwrap();
+        assert_eq!(r.region, Some("ap-south-1"));
         let r = parse("https://us-west-2.queue.amazonaws.com/1/q").unwrap();
         assert_eq!(r.region, Some("us-west-2"));
         let r = parse("q1").unwrap();

@@ -323,36 +323,94 @@ pub(crate) fn encode_reply(
 /// Renders an error in the protocol's shape.
 pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> Encoded {
     let code = err.code;
+    render_error(
+        render,
+        request_id,
+        &ErrorParts {
+            status: code.status(),
+            json_type: code.json_type(),
+            query_code: code.query_code(),
+            fault: code.fault(),
+            message: Some(&err.message),
+            query_message: Some(err.query_message()),
+        },
+    )
+}
+
+/// An error outside SQS's table, in the same wire shapes: what a LocalStack-compatible
+/// endpoint answers (its own codes, or another service's `InternalFailure`). A `None`
+/// message is left out, as LocalStack leaves out an empty one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ForeignError<'a> {
+    pub status: u16,
+    pub code: &'static str,
+    pub fault: &'static str,
+    pub message: Option<&'a str>,
+}
+
+/// Renders a [`ForeignError`] in the protocol's shape.
+pub(crate) fn encode_foreign_error(
+    render: Render,
+    request_id: &str,
+    e: ForeignError<'_>,
+) -> Encoded {
+    render_error(
+        render,
+        request_id,
+        &ErrorParts {
+            status: e.status,
+            json_type: e.code,
+            query_code: e.code,
+            fault: e.fault,
+            message: e.message,
+            query_message: e.message,
+        },
+    )
+}
+
+/// What every error reply is made of.
+struct ErrorParts<'a> {
+    status: u16,
+    json_type: &'a str,
+    query_code: &'static str,
+    fault: &'a str,
+    message: Option<&'a str>,
+    /// The message in query replies (AWS words a few differently there).
+    query_message: Option<&'a str>,
+}
+
+fn render_error(render: Render, request_id: &str, e: &ErrorParts<'_>) -> Encoded {
     let mut encoded = match render {
         Render::Json => {
             #[derive(Serialize)]
             struct Body<'a> {
                 #[serde(rename = "__type")]
                 kind: &'a str,
-                message: &'a str,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                message: Option<&'a str>,
             }
             let body = serde_json::to_vec(&Body {
-                kind: code.json_type(),
-                message: &err.message,
+                kind: e.json_type,
+                message: e.message,
             })
             .unwrap_or_default();
             Encoded {
-                status: code.status(),
+                status: e.status,
                 content_type: JSON_CONTENT_TYPE,
-                query_error: Some(format!("{};{}", code.query_code(), code.fault())),
+                query_error: Some(format!("{};{}", e.query_code, e.fault)),
                 error: None,
                 body,
             }
         }
         Render::QueryJson => Encoded {
-            status: code.status(),
+            status: e.status,
             content_type: QUERY_JSON_CONTENT_TYPE,
             query_error: None,
             error: None,
             body: query_json::error(
-                code.query_code(),
-                err.query_message(),
-                code.fault(),
+                e.query_code,
+                e.query_message.unwrap_or_default(),
+                e.fault,
                 request_id,
             ),
         },
@@ -361,14 +419,16 @@ pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> 
             w.raw("<?xml version=\"1.0\"?><ErrorResponse xmlns=\"");
             w.raw(XML_NAMESPACE);
             w.raw("\"><Error>");
-            w.elem("Type", code.fault());
-            w.elem("Code", code.query_code());
-            w.elem("Message", err.query_message());
+            w.elem("Type", e.fault);
+            w.elem("Code", e.query_code);
+            if let Some(m) = e.query_message {
+                w.elem("Message", m);
+            }
             w.raw("<Detail/></Error>");
             w.elem("RequestId", request_id);
             w.raw("</ErrorResponse>");
             Encoded {
-                status: code.status(),
+                status: e.status,
                 content_type: XML_CONTENT_TYPE,
                 query_error: None,
                 error: None,
@@ -376,7 +436,7 @@ pub(crate) fn encode_error(render: Render, request_id: &str, err: &SqsError) -> 
             }
         }
     };
-    encoded.error = Some(code.query_code());
+    encoded.error = Some(e.query_code);
     encoded
 }
 

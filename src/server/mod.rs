@@ -7,7 +7,9 @@ mod console;
 pub(crate) mod faults;
 #[doc(hidden)]
 pub mod in_process;
+mod init_hooks;
 pub(crate) mod limits;
+mod localstack;
 mod metrics;
 mod request_log;
 mod service;
@@ -51,6 +53,17 @@ pub(crate) struct AppState {
     pub workers: std::sync::Mutex<Vec<(String, Arc<crate::worker::WorkerStats>)>>,
     /// Request counters and connection gauges for `/metrics`.
     pub metrics: metrics::RequestMetrics,
+    /// The init hooks' progress (`--init-dir`), for `/_localstack/init`.
+    pub init: Arc<init_hooks::InitStatus>,
+    /// When this server started, for `/_localstack/info`.
+    pub started: Started,
+}
+
+/// When and as which session a server started.
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub at: std::time::Instant,
+    pub session_id: String,
 }
 
 impl AppState {
@@ -91,7 +104,29 @@ impl AppState {
             local_addr,
             workers: Default::default(),
             metrics: Default::default(),
+            init: Default::default(),
+            started: Started {
+                at: std::time::Instant::now(),
+                session_id: uuid::Uuid::new_v4().to_string(),
+            },
         })
+    }
+
+    /// Runs the init hooks of `--init-dir`, if set, once the server answers; `done` is
+    /// called after the last one (at once when there are none).
+    fn start_init_hooks(&self, done: impl FnOnce() + Send + 'static) {
+        match &self.config.init_dir {
+            Some(dir) => init_hooks::spawn(
+                dir.clone(),
+                init_hooks::HookEnv {
+                    endpoint: loopback_url(self.local_addr),
+                    region: self.config.region.clone(),
+                },
+                Arc::clone(&self.init),
+                done,
+            ),
+            None => done(),
+        }
     }
 
     /// Everything back to a fresh server: queues, messages, move tasks, cooldowns and fault
@@ -355,6 +390,17 @@ pub async fn run(
     // Tests and scripts read this line to find the port.
     println!("sqsim listening on http://{local_addr}");
     tracing::info!(%local_addr, "sqsim listening");
+    let localstack = state.config.localstack.is_some();
+    state.start_init_hooks(move || {
+        // LocalStack prints this once its ready.d scripts have run; Testcontainers'
+        // LocalStack modules wait for it (`.*Ready\.\n`).
+        if localstack {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "Ready.");
+            let _ = out.flush();
+        }
+    });
     serve(listener, state, async move {
         shutdown.await;
         let _ = stop_tx.send(true);
@@ -400,6 +446,7 @@ impl ServerBuilder {
         let task = tokio::spawn(serve(listener, Arc::clone(&state), async {
             let _ = rx.await;
         }));
+        state.start_init_hooks(|| {});
         Ok(Server {
             local_addr,
             region,

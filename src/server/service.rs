@@ -12,7 +12,6 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::faults::FaultEffect;
 use crate::api::{self, Context};
-use crate::config::UrlStyle;
 use crate::engine::{journal, Engine};
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
@@ -30,12 +29,21 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The access key id and region of a SigV4-signed request, from the `Authorization` header's
-/// credential (`AKID/date/region/service/aws4_request`) or a presigned URL's `X-Amz-Credential`.
-fn credential_scope<'a>(
+/// What a SigV4 credential scope (`AKID/date/region/service/aws4_request`) names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Scope<'a> {
+    pub access_key: &'a str,
+    pub region: &'a str,
+    /// The signing name: `sqs` for every SQS client.
+    pub service: Option<&'a str>,
+}
+
+/// The credential scope of a SigV4-signed request, from the `Authorization` header or a
+/// presigned URL's `X-Amz-Credential`.
+pub(super) fn credential_scope<'a>(
     headers: &'a HeaderMap,
     query: Option<&'a str>,
-) -> Option<(&'a str, &'a str)> {
+) -> Option<Scope<'a>> {
     let credential = match header(headers, "authorization") {
         Some(a) => &a[a.find("Credential=")? + "Credential=".len()..],
         None => {
@@ -50,7 +58,12 @@ fn credential_scope<'a>(
     let access_key = parts.next()?;
     let _date = parts.next()?;
     let region = parts.next().filter(|r| !r.is_empty())?;
-    Some((access_key, region))
+    let service = parts.next().filter(|s| !s.is_empty());
+    Some(Scope {
+        access_key,
+        region,
+        service,
+    })
 }
 
 /// The caller's account: a 12-digit access key id is taken as the account id, so tests using
@@ -156,6 +169,14 @@ pub(super) async fn handle(
     }
     if super::console::is_browser_root(&req) {
         return Ok(super::console::redirect());
+    }
+    if state.config.localstack.is_some() {
+        if super::localstack::is_internal(req.uri().path()) {
+            return Ok(super::localstack::handle(&state, req).await);
+        }
+        if let Some(service) = super::localstack::other_service(req.headers(), req.uri().query()) {
+            return Ok(super::localstack::not_sqs(&service, req.headers()));
+        }
     }
     if req.uri().path().starts_with(ADMIN_PREFIX) {
         // Admin changes (reset, clock) are acknowledged like any other: once kept.
@@ -368,25 +389,12 @@ fn context(
 ) -> Context {
     let headers = &parts.headers;
     let scope = credential_scope(headers, parts.uri.query());
-    let region = scope.map_or(state.config.region.as_str(), |(_, r)| r);
+    let region = scope.map_or(state.config.region.as_str(), |s| s.region);
     let host = header(headers, HOST.as_str());
-    let base_url = match (&state.config.advertised_url, state.config.url_style) {
-        (Some(u), _) => u.trim_end_matches('/').to_string(),
-        (None, UrlStyle::RegionHost) => {
-            let port = host
-                .and_then(|h| h.rsplit_once(':'))
-                .map(|(_, p)| p.to_string())
-                .unwrap_or_else(|| state.local_addr.port().to_string());
-            format!("http://sqs.{region}.localhost:{port}")
-        }
-        (None, UrlStyle::Path) => match host {
-            Some(h) => format!("http://{h}"),
-            None => format!("http://{}", state.local_addr),
-        },
-    };
+    let base_url = state.config.queue_base_url(host, region, state.local_addr);
     let account = signer.unwrap_or_else(|| {
         scope
-            .and_then(|(key, _)| account_of_key(key))
+            .and_then(|s| account_of_key(s.access_key))
             .unwrap_or(&state.config.account_id)
             .to_string()
     });
@@ -464,13 +472,17 @@ mod tests {
                 "AWS4-HMAC-SHA256 Credential=AKID/20240101/eu-west-2/sqs/aws4_request, SignedHeaders=host, Signature=abc",
             ),
         );
-        assert_eq!(credential_scope(&h, None).map(|s| s.1), Some("eu-west-2"));
+        assert_eq!(
+            credential_scope(&h, None).map(|s| (s.region, s.service)),
+            Some(("eu-west-2", Some("sqs")))
+        );
         let h = HeaderMap::new();
         assert_eq!(
             credential_scope(
                 &h,
                 Some("X-Amz-Credential=AKID%2F20240101%2Fap-south-1%2Fsqs%2Faws4_request&x=1")
-            ),
+            )
+            .map(|s| (s.access_key, s.region)),
             Some(("AKID", "ap-south-1"))
         );
         assert_eq!(credential_scope(&h, None), None);
@@ -482,7 +494,7 @@ mod tests {
             ),
         );
         assert_eq!(
-            credential_scope(&h, None).and_then(|(k, _)| account_of_key(k)),
+            credential_scope(&h, None).and_then(|s| account_of_key(s.access_key)),
             Some("123456789012")
         );
     }

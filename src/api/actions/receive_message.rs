@@ -238,6 +238,30 @@ static ATTRIBUTE_VALUE: Shape = Shape::Struct(&[
     Member::scalar("StringValue"),
 ]);
 
+impl Output {
+    /// A reply that lists messages without receiving them (LocalStack's developer endpoint):
+    /// every system and message attribute, each message's `extra` attributes after them,
+    /// and `receipt_handle` for all.
+    pub(crate) fn listing(
+        messages: impl IntoIterator<Item = (ReceivedMessage, Vec<(&'static str, String)>)>,
+    ) -> Output {
+        let system = SystemFilter {
+            all: true,
+            names: Vec::new(),
+        };
+        let names = NameFilter::new(&["All".to_string()]);
+        let messages = messages
+            .into_iter()
+            .map(|(m, extra)| {
+                let mut out = OutMessage::build(m, &system, &names);
+                out.attributes.extend(extra);
+                out
+            })
+            .collect();
+        Output { messages }
+    }
+}
+
 pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let max = check_range(

@@ -121,14 +121,8 @@ async fn run_action(
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let account = get("account").unwrap_or_else(|| state.config.account_id.clone());
     let region = get("region").unwrap_or_else(|| state.config.region.clone());
-    let base_url = req
-        .headers()
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .map_or_else(
-            || format!("http://{}", state.local_addr),
-            |h| format!("http://{h}"),
-        );
+    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+    let base_url = state.config.queue_base_url(host, &region, state.local_addr);
     let started = std::time::Instant::now();
     let body = match read_body_up_to(req, state.config.max_body_bytes).await {
         Ok(b) => b,
