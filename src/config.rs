@@ -121,6 +121,10 @@ pub struct Config {
     /// Executable scripts run once, in name order, as soon as the server answers
     /// (LocalStack's `ready.d` convention); their output is logged.
     pub init_dir: Option<PathBuf>,
+    /// Every request acts in [`Config::region`], whatever region its signature names: one
+    /// namespace per account, as ElasticMQ has (set by an ElasticMQ config). Off by
+    /// default: regions are separate namespaces, as on AWS.
+    pub single_region: bool,
 }
 
 /// Connection limits: a slow, idle or greedy client cannot hold what others need.
@@ -208,6 +212,7 @@ impl Default for Config {
             limits: Limits::default(),
             localstack: None,
             init_dir: None,
+            single_region: false,
         }
     }
 }

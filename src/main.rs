@@ -144,7 +144,12 @@ fn main() -> ExitCode {
             f.apply_server(&mut config)?;
             Ok(f)
         }) {
-            Ok(f) => Some(f),
+            Ok(f) => {
+                for w in &f.warnings {
+                    tracing::warn!(config = %f.path, "{w}");
+                }
+                Some(f)
+            }
             Err(e) => {
                 eprintln!("sqsim: config error: {e}");
                 return ExitCode::from(2);

@@ -389,7 +389,10 @@ fn context(
 ) -> Context {
     let headers = &parts.headers;
     let scope = credential_scope(headers, parts.uri.query());
-    let region = scope.map_or(state.config.region.as_str(), |s| s.region);
+    let region = match scope {
+        Some(s) if !state.config.single_region => s.region,
+        _ => state.config.region.as_str(),
+    };
     let host = header(headers, HOST.as_str());
     let base_url = state.config.queue_base_url(host, region, state.local_addr);
     let account = signer.unwrap_or_else(|| {

@@ -1,6 +1,7 @@
 //! The TOML config file (`--config`): server settings plus queues that must exist at start —
 //! attributes, tags and dead-letter wiring by queue name, in any order. Applying it twice
-//! changes nothing the second time. Errors name the line and the key.
+//! changes nothing the second time. Errors name the line and the key. A `.conf` file is
+//! read as ElasticMQ's `elasticmq.conf` instead ([`elasticmq`]), into the same structure.
 //!
 //! ```toml
 //! [server]
@@ -17,6 +18,8 @@
 //! [queues."events.fifo"]          # a .fifo name makes a FIFO queue
 //! attributes = { ContentBasedDeduplication = true }
 //! ```
+
+mod elasticmq;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -114,6 +117,9 @@ pub struct ServerSection {
     pub idle_timeout: Option<Spanned<u64>>,
     /// Long polls waiting at once.
     pub max_long_polls: Option<Spanned<usize>>,
+    /// One namespace per account: every request acts in `region`, whatever region its
+    /// signature names (ElasticMQ's behaviour, set for its configs).
+    pub single_region: Option<bool>,
 }
 
 /// `[queues.<name>]`.
@@ -142,8 +148,13 @@ pub struct DeadLetter {
 #[derive(Debug)]
 pub struct LoadedConfig {
     pub path: String,
+    /// The TOML text errors point into; empty for an ElasticMQ config, whose errors name
+    /// keys only.
     pub text: String,
     pub file: FileConfig,
+    /// Keys that were read but are not honoured (an ElasticMQ config's `copyTo`, say), one
+    /// line each, for the binary to log at start.
+    pub warnings: Vec<String>,
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -151,13 +162,28 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl LoadedConfig {
-    /// Reads and parses a config file.
+    /// Reads and parses a config file: TOML, or ElasticMQ's HOCON when the name ends in
+    /// `.conf`.
     pub fn read(path: &str) -> Result<LoadedConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             path: path.to_string(),
             message: format!("cannot read: {e}"),
         })?;
+        if elasticmq::is_elasticmq(path) {
+            return Self::parse_elasticmq(path, &text);
+        }
         Self::parse(path, text)
+    }
+
+    /// Parses an ElasticMQ `elasticmq.conf` (`path` only names it in errors).
+    pub fn parse_elasticmq(path: &str, text: &str) -> Result<LoadedConfig, ConfigError> {
+        let t = elasticmq::translate(path, text)?;
+        Ok(LoadedConfig {
+            path: path.to_string(),
+            text: String::new(),
+            file: t.file,
+            warnings: t.warnings,
+        })
     }
 
     /// Parses config text (`path` only names it in errors).
@@ -173,13 +199,19 @@ impl LoadedConfig {
             path: path.to_string(),
             text,
             file,
+            warnings: Vec::new(),
         })
     }
 
     fn error(&self, offset: usize, key: &str, message: impl std::fmt::Display) -> ConfigError {
+        let message = if self.text.is_empty() {
+            format!("{key}: {message}")
+        } else {
+            format!("line {}: {key}: {message}", line_of(&self.text, offset))
+        };
         ConfigError {
             path: self.path.clone(),
-            message: format!("line {}: {key}: {message}", line_of(&self.text, offset)),
+            message,
         }
     }
 
@@ -260,6 +292,9 @@ impl LoadedConfig {
         }
         if let Some(v) = s.deleted_queue_cooldown {
             config.engine.deleted_queue_cooldown = v;
+        }
+        if let Some(v) = s.single_region {
+            config.single_region = v;
         }
         let keys = self.credentials()?;
         match s

@@ -1,0 +1,220 @@
+"""ElasticMQ users' configs, unchanged: `sqsim --config elasticmq.conf` reads ElasticMQ's HOCON
+file (queues with durations, a dead-letter queue, a FIFO queue, tags, node-address, aws) and
+every queue and attribute is checked through boto3; keys sqsim does not honour are named in
+warnings; a broken file stops sqsim with the key named."""
+
+import json
+
+import boto3
+import pytest
+
+import sqsim_process
+
+# A config as ElasticMQ's README and examples write it, include line and comments included.
+ELASTICMQ_CONF = """
+include classpath("application.conf")
+
+# Queue URLs as ElasticMQ builds them from node-address.
+node-address {
+  protocol = http
+  host = localhost
+  port = 9324
+  context-path = ""
+}
+
+rest-sqs {
+  enabled = true
+  bind-port = 9324
+  bind-hostname = "0.0.0.0"
+  // Possible values: relaxed, strict
+  sqs-limits = strict
+}
+
+queues {
+  orders {
+    defaultVisibilityTimeout = 10 seconds
+    delay = 5 seconds
+    receiveMessageWait = 0 seconds
+    deadLettersQueue {
+      name = "orders-dead-letters"
+      maxReceiveCount = 3 // from 1 to 1000
+    }
+    fifo = false
+    contentBasedDeduplication = false
+    tags {
+      team = "core"
+      cost-centre = 42
+    }
+  }
+  orders-dead-letters { }
+  payments {
+    fifo = true
+    contentBasedDeduplication = true
+    defaultVisibilityTimeout = 1 minute
+  }
+  "audit.fifo" { fifo = true }
+  slow { receiveMessageWait = 20 seconds, delay = 900 seconds }
+}
+
+aws {
+  region = eu-west-1
+  accountId = 000000000000
+}
+"""
+
+UNKNOWN_KEYS_CONF = """
+include classpath("application.conf")
+rest-stats { enabled = true, bind-port = 9325, bind-hostname = "0.0.0.0" }
+messages-storage { enabled = true, uri = "jdbc:h2:/data/elasticmq" }
+queues {
+  jobs {
+    defaultVisibilityTimeout = 30 seconds
+    copyTo = "jobs-audit"
+    colour = blue
+  }
+  jobs-audit { }
+  broken { deadLettersQueue { name = "missing-dlq", maxReceiveCount = 5 } }
+}
+flavour = vanilla
+"""
+
+
+def write(tmp_path, text, name="elasticmq.conf"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def attributes(sqs, url):
+    return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+
+
+@pytest.fixture
+def elasticmq(tmp_path):
+    with sqsim_process.running("--config", write(tmp_path, ELASTICMQ_CONF)) as proc:
+        yield proc
+
+
+def test_every_queue_and_attribute_of_a_realistic_config(elasticmq):
+    sqs = elasticmq.client(region="eu-west-1")
+    base = "http://localhost:9324/000000000000"
+    urls = sqs.list_queues()["QueueUrls"]
+    assert sorted(urls) == [
+        f"{base}/audit.fifo",
+        f"{base}/orders",
+        f"{base}/orders-dead-letters",
+        f"{base}/payments.fifo",  # fifo = true adds the suffix, as ElasticMQ does
+        f"{base}/slow",
+    ]
+
+    orders = attributes(sqs, f"{base}/orders")
+    assert orders["VisibilityTimeout"] == "10"
+    assert orders["DelaySeconds"] == "5"
+    assert orders["ReceiveMessageWaitTimeSeconds"] == "0"
+    assert orders["QueueArn"] == "arn:aws:sqs:eu-west-1:000000000000:orders"
+    assert "FifoQueue" not in orders
+    assert json.loads(orders["RedrivePolicy"]) == {
+        "deadLetterTargetArn": "arn:aws:sqs:eu-west-1:000000000000:orders-dead-letters",
+        "maxReceiveCount": 3,
+    }
+    assert sqs.list_queue_tags(QueueUrl=f"{base}/orders")["Tags"] == {
+        "team": "core",
+        "cost-centre": "42",
+    }
+    assert sqs.list_dead_letter_source_queues(QueueUrl=f"{base}/orders-dead-letters")[
+        "queueUrls"
+    ] == [f"{base}/orders"]
+
+    dlq = attributes(sqs, f"{base}/orders-dead-letters")
+    assert (dlq["VisibilityTimeout"], dlq["DelaySeconds"]) == ("30", "0")
+    assert "RedrivePolicy" not in dlq
+
+    payments = attributes(sqs, f"{base}/payments.fifo")
+    assert payments["FifoQueue"] == "true"
+    assert payments["ContentBasedDeduplication"] == "true"
+    assert payments["VisibilityTimeout"] == "60"
+
+    audit = attributes(sqs, f"{base}/audit.fifo")
+    assert (audit["FifoQueue"], audit["ContentBasedDeduplication"]) == ("true", "false")
+
+    slow = attributes(sqs, f"{base}/slow")
+    assert (slow["ReceiveMessageWaitTimeSeconds"], slow["DelaySeconds"]) == ("20", "900")
+
+
+def test_the_queues_work_and_the_dead_letter_queue_catches(elasticmq):
+    sqs = elasticmq.client(region="eu-west-1")
+    base = "http://localhost:9324/000000000000"
+    sqs.send_message(QueueUrl=f"{base}/orders", MessageBody="o1", DelaySeconds=0)
+    for _ in range(3):
+        got = sqs.receive_message(QueueUrl=f"{base}/orders", VisibilityTimeout=0)
+        assert [m["Body"] for m in got["Messages"]] == ["o1"]
+    # The fourth receive moves it (maxReceiveCount = 3).
+    assert "Messages" not in sqs.receive_message(QueueUrl=f"{base}/orders")
+    dead = sqs.receive_message(QueueUrl=f"{base}/orders-dead-letters")["Messages"]
+    assert [m["Body"] for m in dead] == ["o1"]
+
+    # Content-based deduplication on the FIFO queue: the second send is a duplicate.
+    first = sqs.send_message(QueueUrl=f"{base}/payments.fifo", MessageBody="p", MessageGroupId="g")
+    again = sqs.send_message(QueueUrl=f"{base}/payments.fifo", MessageBody="p", MessageGroupId="g")
+    assert first["MessageId"] == again["MessageId"]
+
+
+def test_one_namespace_whatever_region_clients_sign_with(elasticmq):
+    # ElasticMQ ignores the region a client signs with; so does sqsim with its config.
+    for region in ("us-east-1", "ap-southeast-2", "eu-west-1"):
+        sqs = elasticmq.client(region=region)
+        assert len(sqs.list_queues()["QueueUrls"]) == 5
+        url = sqs.get_queue_url(QueueName="orders")["QueueUrl"]
+        assert url == "http://localhost:9324/000000000000/orders"
+
+
+def test_keys_sqsim_does_not_honour_are_named_in_warnings(tmp_path):
+    with sqsim_process.running("--config", write(tmp_path, UNKNOWN_KEYS_CONF)) as proc:
+        sqs = proc.client()
+        names = sorted(u.rsplit("/", 1)[1] for u in sqs.list_queues()["QueueUrls"])
+        assert names == ["broken", "jobs", "jobs-audit"]
+        assert attributes(sqs, sqs.get_queue_url(QueueName="jobs")["QueueUrl"])[
+            "VisibilityTimeout"
+        ] == "30"
+        assert "RedrivePolicy" not in attributes(
+            sqs, sqs.get_queue_url(QueueName="broken")["QueueUrl"]
+        )
+        log = proc.log()
+    warnings = [line for line in log.splitlines() if "WARN" in line]
+    for key in (
+        "rest-stats",
+        "messages-storage",
+        "queues.jobs.copyTo",
+        "queues.jobs.colour",
+        "queues.broken.deadLettersQueue.name",
+        "flavour",
+    ):
+        assert any(key in w for w in warnings), f"{key} not named in: {warnings}"
+    assert any("--data-dir" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("queues { q { delay = soon } }", "queues.q.delay"),
+        ("queues { q { defaultVisibilityTimeout = 13 hours } }", "VisibilityTimeout"),
+        ("rest-sqs { sqs-limits = loose }", "rest-sqs.sqs-limits"),
+        ("queues { q { deadLettersQueue { name = x } } }", "maxReceiveCount"),
+        ("queues { q { ", "not valid HOCON"),
+    ],
+)
+def test_a_broken_config_stops_sqsim_naming_the_key(tmp_path, text, named):
+    done = sqsim_process.run_to_exit("--config", write(tmp_path, text))
+    assert done.returncode == 2, done
+    assert named in done.stderr, done.stderr
+
+
+def test_a_toml_file_is_still_toml(tmp_path):
+    path = write(tmp_path, '[queues.plain]\nattributes = { DelaySeconds = 3 }\n', "sqsim.toml")
+    with sqsim_process.running("--config", path) as proc:
+        sqs = proc.client()
+        url = sqs.get_queue_url(QueueName="plain")["QueueUrl"]
+        assert attributes(sqs, url)["DelaySeconds"] == "3"
+        # Regions stay separate namespaces outside ElasticMQ configs.
+        other = proc.client(region="eu-west-1")
+        assert "QueueUrls" not in other.list_queues()
