@@ -37,6 +37,9 @@ pub const LOCALSTACK_PORT: u16 = 4566;
 /// The host LocalStack puts in queue URLs (`LOCALSTACK_HOST` without its port); its public
 /// DNS record, and every subdomain's, resolves to 127.0.0.1.
 pub const LOCALSTACK_DOMAIN: &str = "localhost.localstack.cloud";
+/// Where `--compat localstack` keeps its state when LocalStack's `PERSISTENCE=1` is set
+/// (under LocalStack's own volume, `/var/lib/localstack`).
+pub const LOCALSTACK_PERSISTENCE_DIR: &str = "/var/lib/localstack/state/sqsim";
 /// Where LocalStack's image looks for scripts to run once it is ready.
 pub const LOCALSTACK_READY_DIR: &str = "/etc/localstack/init/ready.d";
 

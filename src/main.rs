@@ -108,23 +108,42 @@ struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum Command {
     /// Push messages from SQS queues to an HTTP application, like Elastic Beanstalk's sqsd.
-    Worker(sqsim::worker::cli::WorkerArgs),
+    Worker(Box<sqsim::worker::cli::WorkerArgs>),
+    /// Exit 0 if the sqsim on this machine (the port from --port/SQSIM_PORT, as the server
+    /// reads it) is healthy: a container health check that needs no curl.
+    Health,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
+    // Colours only for a terminal: a log file or a container log gets plain text.
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if args.log_format == "json" {
         logs.json().flatten_event(true).init();
     } else {
         logs.init();
     }
-    if let Some(Command::Worker(w)) = args.command {
-        return sqsim::worker::cli::run(w, shutdown_signal());
+    match args.command {
+        Some(Command::Worker(w)) => return sqsim::worker::cli::run(*w, shutdown_signal()),
+        Some(Command::Health) => {
+            let port = args.port.unwrap_or(match args.compat.as_deref() {
+                Some("localstack") => sqsim::config::LOCALSTACK_PORT,
+                _ => sqsim::config::DEFAULT_PORT,
+            });
+            return match sqsim::server::probe::health(port) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("sqsim health: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        None => {}
     }
     let mut config = Config::server_defaults();
     if args.compat.as_deref() == Some("localstack") {
@@ -138,6 +157,16 @@ fn main() -> ExitCode {
         config.port = sqsim::config::LOCALSTACK_PORT;
         let ready = std::path::Path::new(sqsim::config::LOCALSTACK_READY_DIR);
         config.init_dir = ready.is_dir().then(|| ready.to_path_buf());
+        // LocalStack's PERSISTENCE=1 keeps state under its volume; so does sqsim (durable
+        // mode there) unless --data-dir says otherwise.
+        if matches!(
+            std::env::var("PERSISTENCE").as_deref(),
+            Ok("1" | "true" | "True")
+        ) {
+            config.durability = Some(sqsim::Durability::new(
+                sqsim::config::LOCALSTACK_PERSISTENCE_DIR,
+            ));
+        }
     }
     let file = match &args.config {
         Some(path) => match LoadedConfig::read(path).and_then(|f| {

@@ -48,6 +48,11 @@ fn region_of_host(host: &str) -> Option<&str> {
         let region = rest.split('.').next()?;
         return looks_like_region(region).then_some(region);
     }
+    // `queue.amazonaws.com` (and LocalStack's `queue.localhost.localstack.cloud`) is the
+    // legacy us-east-1 endpoint: it names that region by naming none.
+    if host.starts_with("queue.") {
+        return Some("us-east-1");
+    }
     let (first, rest) = host.split_once('.')?;
     (rest.starts_with("queue.") && looks_like_region(first)).then_some(first)
 }
@@ -87,6 +92,10 @@ mod tests {
         assert_eq!(r.region, Some("ap-south-1"));
         let r = parse("https://us-west-2.queue.amazonaws.com/1/q").unwrap();
         assert_eq!(r.region, Some("us-west-2"));
+        let r = parse("https://queue.amazonaws.com/1/q").unwrap();
+        assert_eq!(r.region, Some("us-east-1"));
+        let r = parse("http://queue.localhost.localstack.cloud:4566/1/q").unwrap();
+        assert_eq!(r.region, Some("us-east-1"));
         let r = parse("q1").unwrap();
         assert_eq!((r.account, r.name), (None, "q1"));
         assert!(parse("http://localhost:9324/").is_none());

@@ -69,14 +69,21 @@ pub(crate) struct HookEnv {
     pub region: String,
 }
 
-/// Runs the scripts of `dir` on a thread of their own, recording progress in `status`, then
-/// calls `done` (the binary prints LocalStack's `Ready.` line there).
-pub(crate) fn spawn(
-    dir: PathBuf,
+/// Runs the scripts of `dir` (if any) on a thread of their own, recording progress in
+/// `status`, then marks the stage complete and calls `done` (the binary prints LocalStack's
+/// `Ready.` line there). Without a directory the stage is complete at once, as LocalStack's
+/// is when it has no scripts.
+pub(crate) fn start(
+    dir: Option<PathBuf>,
     env: HookEnv,
     status: std::sync::Arc<InitStatus>,
     done: impl FnOnce() + Send + 'static,
 ) {
+    let Some(dir) = dir else {
+        status.update(|p| p.completed = true);
+        done();
+        return;
+    };
     let started = std::thread::Builder::new()
         .name("sqsim-init-hooks".into())
         .spawn(move || {

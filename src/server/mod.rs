@@ -11,6 +11,7 @@ mod init_hooks;
 pub(crate) mod limits;
 mod localstack;
 mod metrics;
+pub mod probe;
 mod request_log;
 mod service;
 
@@ -113,20 +114,17 @@ impl AppState {
     }
 
     /// Runs the init hooks of `--init-dir`, if set, once the server answers; `done` is
-    /// called after the last one (at once when there are none).
+    /// called after the last one (at once when there is no directory).
     fn start_init_hooks(&self, done: impl FnOnce() + Send + 'static) {
-        match &self.config.init_dir {
-            Some(dir) => init_hooks::spawn(
-                dir.clone(),
-                init_hooks::HookEnv {
-                    endpoint: loopback_url(self.local_addr),
-                    region: self.config.region.clone(),
-                },
-                Arc::clone(&self.init),
-                done,
-            ),
-            None => done(),
-        }
+        init_hooks::start(
+            self.config.init_dir.clone(),
+            init_hooks::HookEnv {
+                endpoint: loopback_url(self.local_addr),
+                region: self.config.region.clone(),
+            },
+            Arc::clone(&self.init),
+            done,
+        );
     }
 
     /// Everything back to a fresh server: queues, messages, move tasks, cooldowns and fault

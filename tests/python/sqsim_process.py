@@ -43,6 +43,12 @@ _SERVER_ENV = (
     "SQSIM_MAX_LONG_POLLS",
     "SQSIM_LOG_FORMAT",
     "SQSIM_LOG_LEVEL",
+    "SQSIM_COMPAT",
+    "SQSIM_INIT_DIR",
+    # LocalStack's settings, which --compat localstack reads.
+    "SQS_ENDPOINT_STRATEGY",
+    "LOCALSTACK_HOST",
+    "PERSISTENCE",
 )
 
 
@@ -50,9 +56,16 @@ def binary():
     return os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
 
 
-def _env():
+def _env(extra=None):
+    """The server's environment: ours without sqsim's settings, plus `extra` (a value of None
+    removes that variable)."""
     env = {k: v for k, v in os.environ.items() if k not in _SERVER_ENV}
     env.setdefault("RUST_LOG", "warn")
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 
@@ -137,16 +150,16 @@ def _wait_healthy(endpoint, proc):
 
 
 @contextlib.contextmanager
-def running(*flags):
-    """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…`, yields a Process, always stops it and
-    asserts it shut down cleanly on SIGTERM."""
+def running(*flags, env=None):
+    """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…` (with `env` added to its environment,
+    see _env), yields a Process, always stops it and asserts it shut down cleanly on SIGTERM."""
     log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [binary(), "--host", "127.0.0.1", "--port", "0", *flags],
         stdout=subprocess.PIPE,
         stderr=log,
         stdin=subprocess.DEVNULL,
-        env=_env(),
+        env=_env(env),
     )
     try:
         endpoint = _read_listen_line(proc)

@@ -31,6 +31,11 @@ const SERVER_ENV: &[&str] = &[
     "SQSIM_MAX_LONG_POLLS",
     "SQSIM_LOG_FORMAT",
     "SQSIM_LOG_LEVEL",
+    "SQSIM_COMPAT",
+    "SQSIM_INIT_DIR",
+    "SQS_ENDPOINT_STRATEGY",
+    "LOCALSTACK_HOST",
+    "PERSISTENCE",
     "RUST_LOG",
 ];
 

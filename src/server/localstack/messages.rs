@@ -9,7 +9,6 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 
@@ -226,11 +225,7 @@ fn foreign(
 }
 
 fn json_reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
-    let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
+    super::python_json(status, &body)
 }
 
 /// The AWS JSON ReceiveMessage result rebuilt as xmltodict reads the XML one: `Message`

@@ -109,9 +109,10 @@ fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
     resp
 }
 
-/// JSON spelled the way Python's `json.dumps` spells it (`", "` and `": "`), which
-/// health checks in the wild grep for (`grep '"completed": true'`).
-fn python_json(status: StatusCode, value: &serde_json::Value) -> Response<Full<Bytes>> {
+/// JSON spelled the way Python's `json.dumps` spells it (`", "` and `": "`), as every
+/// LocalStack endpoint answers, and health checks in the wild grep for
+/// (`grep '"completed": true'`).
+pub(super) fn python_json(status: StatusCode, value: &serde_json::Value) -> Response<Full<Bytes>> {
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
     // Serializing a Value into a Vec cannot fail.
