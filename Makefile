@@ -9,8 +9,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-
-.PHONY: chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -119,6 +118,18 @@ bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
 	else \
 	  target/release/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS); \
 	fi
+
+## The container image (.ci/Dockerfile), assembled offline from the release binary by
+## .ci/image.sh (buildah; a debootstrapped Debian base instead of a pulled one), tagged
+## $(IMAGE). `make image-test` runs it with podman and drives it with boto3 (tests/image).
+## buildah, podman, runc and debootstrap come from apt-get when missing.
+IMAGE ?= localhost/sqsim:latest
+image:
+	cargo build --release --bin sqsim
+	.ci/image.sh target/release/sqsim $(IMAGE)
+
+image-test: image $(VENV)/.installed
+	SQSIM_IMAGE=$(IMAGE) $(VENV)/bin/python -m pytest -q tests/image
 
 lint:
 	cargo fmt --all -- --check

@@ -14,9 +14,12 @@
 //!   (SigV4), `admin` (`/_sqsim/` test controls), `console` (the web console and its assets),
 //!   `faults` (injected errors, latency and dropped connections), `metrics` (`GET /metrics`:
 //!   counters in `mod`, the text written by `scrape`), `request_log` (a line per request),
-//!   `in_process` (the service driven without a socket).
+//!   `in_process` (the service driven without a socket), `localstack` (`--compat
+//!   localstack`: its `/_localstack/` endpoints, the `messages` developer endpoint, other
+//!   services refused), `init_hooks` (`--init-dir` scripts), `probe` (`sqsim health`).
 //! - `config_file` (uses: api, engine, config, worker) — the TOML file: server settings,
-//!   declared queues (checked by the same rules as CreateQueue), credentials and workers.
+//!   declared queues (checked by the same rules as CreateQueue), credentials and workers;
+//!   `elasticmq` reads an ElasticMQ `elasticmq.conf` into the same structure.
 //! - `worker` (uses: config) — the sqsd-style worker, an SQS client of any endpoint: `mod`
 //!   (receiving, retries, scheduling), `cli`, `deliver` (HTTP to the app), `batch`, `cron`.
 //! - `api` (uses: protocol, engine, error, config) — one handler per SQS action in `actions`
