@@ -289,6 +289,10 @@ pub struct Flags {
     pub idle_timeout_secs: Option<u64>,
     /// `--max-long-polls`.
     pub max_long_polls: Option<usize>,
+    /// `--realism`: a realism spec (`aws`, `off`, `short_poll,order=4`…).
+    pub realism: Option<String>,
+    /// `--seed`: what realism draws from.
+    pub seed: Option<u64>,
 }
 
 impl Config {
@@ -422,6 +426,12 @@ impl Flags {
         )?;
         if let Some(v) = self.max_long_polls {
             config.engine.set_max_long_polls(v)?;
+        }
+        if let Some(spec) = &self.realism {
+            config.engine.realism = crate::engine::Realism::parse(spec)?;
+        }
+        if let Some(seed) = self.seed {
+            config.engine.seed = Some(seed);
         }
         if let Some(dir) = self.data_dir {
             let sync = config

@@ -16,7 +16,8 @@
 //!   counters in `mod`, the text written by `scrape`), `request_log` (a line per request),
 //!   `in_process` (the service driven without a socket), `localstack` (`--compat
 //!   localstack`: its `/_localstack/` endpoints, the `messages` developer endpoint, other
-//!   services refused), `init_hooks` (`--init-dir` scripts), `probe` (`sqsim health`).
+//!   services refused), `init_hooks` (`--init-dir` scripts), `probe` (`sqsim health`),
+//!   `realism` (`/_sqsim/realism`).
 //! - `config_file` (uses: api, engine, config, worker) — the TOML file: server settings,
 //!   declared queues (checked by the same rules as CreateQueue), credentials and workers;
 //!   `elasticmq` reads an ElasticMQ `elasticmq.conf` into the same structure.
@@ -39,6 +40,8 @@
 //!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters), `state`
 //!   (what is under that lock), `slab` (stored messages), `fair` and `fifo` (delivery order),
 //!   `ids`, `message`, `attribute`, `digest` and `md5_lanes` (MD5s), `receipt` (handles),
+//!   `realism` (AWS-realism mode: its settings and seeded draws in `mod`, what it does to a
+//!   queue in `apply`),
 //!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for
 //!   durable mode `change` (the recorded changes), `journal` (handing them to the store),
 //!   `replay` and `restore` (recovery and snapshots).
@@ -70,5 +73,5 @@ pub mod worker;
 
 pub use config::{Config, Durability, SyncMode};
 pub use engine::clock::MAX_EPOCH_MS;
-pub use engine::{Clock, EngineSettings};
+pub use engine::{Clock, EngineSettings, Realism};
 pub use server::{Server, ServerBuilder};

@@ -97,6 +97,15 @@ struct Args {
     /// [default: 16384].
     #[arg(long, env = "SQSIM_MAX_LONG_POLLS")]
     max_long_polls: Option<usize>,
+    /// AWS-realism mode: `aws` turns on every behaviour of the distributed SQS (short-poll
+    /// sampling, best-effort order, duplicates, lagging counts, propagation delays,
+    /// throughput quotas); or a list such as `short_poll,duplicates=0.2` [default: off].
+    #[arg(long, env = "SQSIM_REALISM")]
+    realism: Option<String>,
+    /// The seed realism draws from: the same seed and requests replay the same run
+    /// [default: from the time, printed at start].
+    #[arg(long, env = "SQSIM_SEED")]
+    seed: Option<u64>,
     /// Log lines as `text` or `json` (one object per line).
     #[arg(long, env = "SQSIM_LOG_FORMAT", value_parser = ["text", "json"], default_value = "text")]
     log_format: String,
@@ -210,6 +219,8 @@ fn main() -> ExitCode {
         read_timeout_secs: args.read_timeout,
         idle_timeout_secs: args.idle_timeout,
         max_long_polls: args.max_long_polls,
+        realism: args.realism,
+        seed: args.seed,
     };
     if args.init_dir.is_some() {
         config.init_dir = args.init_dir;

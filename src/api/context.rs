@@ -57,7 +57,11 @@ impl Context {
             account: r.account.unwrap_or(&self.account).to_string(),
             name: r.name.to_string(),
         };
-        self.engine.queue(&id).ok_or_else(SqsError::no_queue)
+        match self.engine.queue(&id) {
+            // Realism: a queue created less than a second ago is not known everywhere yet.
+            Some(q) if !q.is_propagating(self.engine.now_ms()) => Ok(q),
+            _ => Err(SqsError::no_queue()),
+        }
     }
 
     /// Whether the request was sent to a queue URL rather than to the service root.

@@ -142,8 +142,24 @@ pub(crate) fn engine_error(err: EngineError) -> SqsError {
             ErrorCode::OverLimit,
             "The maximum number of in flight messages has been reached for this queue.",
         ),
+        // AWS's words for it vary and are undocumented; this is the one SDK docs quote.
+        EngineError::Throttled => {
+            SqsError::new(ErrorCode::RequestThrottled, "Request is throttled.")
+        }
         other => SqsError::new(ErrorCode::InternalFailure, other.to_string()),
     }
+}
+
+/// Realism's throughput quotas: takes one call of `family` on `queue`, or the
+/// RequestThrottled error SQS answers past its quota.
+pub(crate) fn admit(
+    ctx: &Context,
+    queue: &crate::engine::Queue,
+    family: crate::engine::realism::Family,
+) -> Result<(), SqsError> {
+    queue
+        .admit(family, ctx.engine.now_ms())
+        .map_err(engine_error)
 }
 
 /// Checks that an optional integer member, when given, lies in `min..=max`; `reason` is the

@@ -120,6 +120,10 @@ pub struct ServerSection {
     /// One namespace per account: every request acts in `region`, whatever region its
     /// signature names (ElasticMQ's behaviour, set for its configs).
     pub single_region: Option<bool>,
+    /// AWS-realism mode for every queue (`"aws"`, `"short_poll,order=4"`…).
+    pub realism: Option<Spanned<String>>,
+    /// The seed realism draws from.
+    pub seed: Option<u64>,
 }
 
 /// `[queues.<name>]`.
@@ -134,6 +138,8 @@ pub struct QueueSection {
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
     pub dead_letter: Option<Spanned<DeadLetter>>,
+    /// This queue's own realism setting (wins over the server's).
+    pub realism: Option<Spanned<String>>,
 }
 
 /// `dead_letter = { queue = "name", max_receive_count = 3 }`.
@@ -295,6 +301,13 @@ impl LoadedConfig {
         }
         if let Some(v) = s.single_region {
             config.single_region = v;
+        }
+        if let Some(v) = &s.realism {
+            config.engine.realism = crate::engine::Realism::parse(v.get_ref())
+                .map_err(|e| self.error(v.span().start, "server.realism", e))?;
+        }
+        if let Some(v) = s.seed {
+            config.engine.seed = Some(v);
         }
         let keys = self.credentials()?;
         match s
@@ -496,6 +509,13 @@ impl LoadedConfig {
                 };
                 self.error(offset, &k, e.message)
             })?;
+            let realism = match &q.realism {
+                Some(v) => Some(
+                    crate::engine::Realism::parse(v.get_ref())
+                        .map_err(|e| self.error(v.span().start, &format!("{key}.realism"), e))?,
+                ),
+                None => None,
+            };
             let tags: HashMap<String, String> = q.tags.clone().into_iter().collect();
             check_new_tags(&tags, tags.len())
                 .map_err(|e| self.error(at, &format!("{key}.tags"), e.message))?;
@@ -516,6 +536,9 @@ impl LoadedConfig {
                 }
             }
             queue.update_tags(|t| t.extend(tags));
+            if let Some(r) = realism {
+                queue.set_realism(r, engine.seed(), engine.now_ms());
+            }
         }
         // Then the dead-letter wiring, by name, in any order.
         for (name, section) in &self.file.queues {

@@ -20,4 +20,6 @@ pub(crate) enum EngineError {
     PurgeInProgress,
     #[error("a queue of this name was deleted less than 60 seconds ago")]
     QueueDeletedRecently,
+    #[error("over the queue's throughput quota")]
+    Throttled,
 }

@@ -16,6 +16,7 @@ pub(crate) mod message;
 pub(crate) mod move_task;
 pub(crate) mod queue;
 pub(crate) mod random;
+pub(crate) mod realism;
 pub(crate) mod receipt;
 pub(crate) mod receive;
 pub(crate) mod redrive;
@@ -39,6 +40,7 @@ pub(crate) use error::EngineError;
 pub(crate) use ids::QueueId;
 pub(crate) use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
 pub(crate) use queue::Queue;
+pub use realism::Realism;
 pub(crate) use receive::{ReceiveOutcome, ReceiveRequest, Transfer};
 pub use settings::EngineSettings;
 pub(crate) use settings::QueueSettings;
@@ -58,6 +60,10 @@ pub(crate) struct Engine {
     shutdown: watch::Sender<bool>,
     /// Where changes are recorded (nowhere in the in-memory default).
     journal: journal::Journal,
+    /// AWS-realism mode for queues created from now on (and every queue, when set through
+    /// [`Engine::set_realism`]), with the seed their draws start from.
+    realism: RwLock<realism::Realism>,
+    seed: u64,
     /// Long polls waiting now, over all queues (capped by `settings.max_long_polls`).
     long_polls: AtomicUsize,
 }
@@ -76,7 +82,14 @@ impl Engine {
     /// An empty engine running on `clock`.
     pub(crate) fn new(clock: Arc<Clock>, settings: EngineSettings) -> Engine {
         let seed = clock.now_ms() << 16;
+        // Realism's seed: the one given, or one from the time (printed, so a run can be
+        // replayed with --seed).
+        let realism_seed = settings
+            .seed
+            .unwrap_or_else(|| clock.now_ms() ^ u64::from(std::process::id()) << 40);
         Engine {
+            realism: RwLock::new(settings.realism.clone()),
+            seed: realism_seed,
             clock,
             settings,
             queues: RwLock::new(HashMap::new()),
@@ -159,8 +172,34 @@ impl Engine {
             now,
             self.journal.clone(),
         ));
+        let realism = self.realism();
+        if realism.is_on() {
+            q.set_realism(realism, self.seed, now);
+        }
         queues.insert(id, Arc::clone(&q));
         Ok((q, true))
+    }
+
+    /// The realism setting new queues get.
+    pub(crate) fn realism(&self) -> realism::Realism {
+        self.realism
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The seed realism draws from.
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Sets realism for every queue and for queues created from now on.
+    pub(crate) fn set_realism(&self, realism: realism::Realism) {
+        *self.realism.write().unwrap_or_else(|p| p.into_inner()) = realism.clone();
+        let now = self.now_ms();
+        for q in self.all_queues() {
+            q.set_realism(realism.clone(), self.seed, now);
+        }
     }
 
     /// The queue with this id.

@@ -97,9 +97,57 @@ impl Queue {
         self.lock().settings.clone()
     }
 
-    /// Reads the settings without copying them (for the per-request hot paths).
+    /// Reads the settings in effect without copying them (for the per-request hot paths;
+    /// under realism, the previous ones while a change propagates).
     pub(crate) fn with_settings<R>(&self, f: impl FnOnce(&QueueSettings) -> R) -> R {
-        f(&self.lock().settings)
+        f(self.lock().effective())
+    }
+
+    /// Sets this queue's realism (off when `realism` is): its stream starts from `seed` and
+    /// the queue's name, so it depends only on this queue's requests.
+    pub(crate) fn set_realism(&self, realism: super::realism::Realism, seed: u64, now_ms: u64) {
+        let mut st = self.lock();
+        st.realism = realism.is_on().then(|| {
+            let name = format!("{}/{}/{}", self.id.region, self.id.account, self.id.name);
+            Box::new(super::realism::RealismState::new(
+                realism, seed, &name, now_ms,
+            ))
+        });
+    }
+
+    /// This queue's realism setting.
+    pub(crate) fn realism(&self) -> super::realism::Realism {
+        self.lock()
+            .realism
+            .as_ref()
+            .map(|r| r.cfg.clone())
+            .unwrap_or_default()
+    }
+
+    /// Realism's propagation: whether a new queue is still unknown to the API at `now_ms`.
+    pub(crate) fn is_propagating(&self, now_ms: u64) -> bool {
+        self.lock()
+            .realism
+            .as_ref()
+            .is_some_and(|r| now_ms < r.hidden_until_ms)
+    }
+
+    /// Realism's quotas: takes one call of `family`; `Err(Throttled)` when over the quota.
+    pub(crate) fn admit(
+        &self,
+        family: super::realism::Family,
+        now_ms: u64,
+    ) -> Result<(), EngineError> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let Some(r) = st.realism.as_mut() else {
+            return Ok(());
+        };
+        if r.admit(family, now_ms, &st.settings, &self.id.region) {
+            Ok(())
+        } else {
+            Err(EngineError::Throttled)
+        }
     }
 
     /// Turns at-least-once mode on (`p` > 0) or off: each message's first delete is ignored
@@ -162,7 +210,11 @@ impl Queue {
         self.with_state(now_ms, |st, now, _| {
             let mut settings = st.settings.clone();
             let r = f(&mut settings)?;
+            let before = st.effective().clone();
             st.settings = settings;
+            if st.realism.is_some() {
+                st.propagate(before, now);
+            }
             st.last_modified_s = now / 1000;
             st.rec.add(&Change::Settings {
                 uid: st.uid,
@@ -175,14 +227,38 @@ impl Queue {
         })
     }
 
-    /// Reads settings, counts and timestamps in one go.
+    /// Reads settings, counts and timestamps in one go, as they are (for sqsim's own
+    /// endpoints).
     pub(crate) fn snapshot(&self, now_ms: u64) -> QueueSnapshot {
-        self.with_state(now_ms, |st, _, _| QueueSnapshot {
-            settings: st.settings.clone(),
-            counts: QueueCounts {
-                visible: st.visible,
-                in_flight: st.in_flight,
-                delayed: st.delayed,
+        self.snapshot_as(now_ms, false)
+    }
+
+    /// What GetQueueAttributes answers: under realism, the settings in effect and the
+    /// counts last refreshed.
+    pub(crate) fn reported(&self, now_ms: u64) -> QueueSnapshot {
+        self.snapshot_as(now_ms, true)
+    }
+
+    fn snapshot_as(&self, now_ms: u64, reported: bool) -> QueueSnapshot {
+        self.with_state(now_ms, |st, now, _| QueueSnapshot {
+            settings: if reported {
+                st.effective().clone()
+            } else {
+                st.settings.clone()
+            },
+            counts: if reported {
+                let shown = st.shown_counts(now);
+                QueueCounts {
+                    visible: shown.visible,
+                    in_flight: shown.in_flight,
+                    delayed: shown.delayed,
+                }
+            } else {
+                QueueCounts {
+                    visible: st.visible,
+                    in_flight: st.in_flight,
+                    delayed: st.delayed,
+                }
             },
             traffic: st.traffic,
             created_s: st.created_s,
@@ -317,7 +393,9 @@ impl Queue {
                     }
                 }
             }
-            st.purge(now);
+            if !st.defer_purge(now) {
+                st.purge(now);
+            }
             Ok(())
         })
     }
@@ -392,6 +470,7 @@ mod tests {
             visibility_timeout: vis,
             max_in_flight: 120_000,
             attempt_id: None,
+            short_poll: false,
         }
     }
 

@@ -13,6 +13,8 @@ pub(crate) struct ReceiveRequest {
     pub max_in_flight: usize,
     /// FIFO ReceiveRequestAttemptId: a retry within 5 minutes gets the same messages.
     pub attempt_id: Option<String>,
+    /// A short poll (WaitTimeSeconds 0): under realism it sees only some partitions.
+    pub short_poll: bool,
 }
 
 /// What one receive attempt found.

@@ -47,6 +47,11 @@ impl Engine {
         engine.next_uid.fetch_max(max_uid + 1, Ordering::Relaxed);
         // The next start reads one snapshot instead of the log just replayed.
         engine.compact()?;
+        // Realism is a setting of this run, not of the data: it applies to recovered queues.
+        let realism = engine.realism();
+        if realism.is_on() {
+            engine.set_realism(realism);
+        }
         Ok((engine, report))
     }
 
@@ -508,6 +513,7 @@ mod tests {
                         visibility_timeout: Some((r >> 20) as u32 % 4),
                         max_in_flight: 1000,
                         attempt_id: r.is_multiple_of(3).then(|| format!("a{}", (r >> 30) % 4)),
+                        short_poll: false,
                     };
                     if let Ok(out) = e.receive(&q, req, now) {
                         handles.extend(out.messages.into_iter().map(|m| (name, m.receipt_handle)));
@@ -678,6 +684,7 @@ mod tests {
             visibility_timeout: Some(visibility),
             max_in_flight: 1000,
             attempt_id: None,
+            short_poll: false,
         }
     }
 

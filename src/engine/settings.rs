@@ -83,6 +83,10 @@ pub struct EngineSettings {
     /// ServiceUnavailable (503, which SDKs retry with backoff) instead of holding memory
     /// and a task for up to 20 seconds.
     pub max_long_polls: usize,
+    /// AWS-realism mode for every queue (off by default); a queue may have its own.
+    pub realism: super::realism::Realism,
+    /// The seed realism draws from; `None` picks one from the time.
+    pub seed: Option<u64>,
 }
 
 /// Long polls waiting at once by default: one per connection the default connection cap
@@ -108,6 +112,8 @@ impl Default for EngineSettings {
             purge_cooldown: true,
             deleted_queue_cooldown: true,
             max_long_polls: DEFAULT_MAX_LONG_POLLS,
+            realism: super::realism::Realism::default(),
+            seed: None,
         }
     }
 }

@@ -58,6 +58,8 @@ pub(super) struct QueueState {
     /// back, so consumers can prove they are idempotent. 0 is off.
     pub(super) redeliver_probability: f64,
     pub(super) rng: u64,
+    /// AWS-realism mode for this queue; `None` when off (the common case costs one check).
+    pub(super) realism: Option<Box<super::realism::RealismState>>,
     /// Set by operations that should wake long polls once the lock is released.
     pub(super) wake: bool,
     pub(super) rec: Recorder,
@@ -97,6 +99,7 @@ impl QueueState {
             traffic: Traffic::default(),
             redeliver_probability: 0.0,
             rng: uid | 1,
+            realism: None,
             wake: false,
             rec: Recorder::new(recorded),
         }
@@ -106,6 +109,9 @@ impl QueueState {
     pub(super) fn catch_up(&mut self, now_ms: u64) -> u64 {
         let now = now_ms.max(self.last_now);
         self.last_now = now;
+        if self.realism.is_some() {
+            self.realism_catch_up(now);
+        }
         self.expire(now);
         while let Some(&(deadline, key)) = self.timers.first() {
             if deadline > now {
@@ -137,7 +143,7 @@ impl QueueState {
 
     /// Drops messages older than the retention period, oldest first.
     pub(super) fn expire(&mut self, now: u64) {
-        let retention_ms = self.settings.message_retention_period as u64 * 1000;
+        let retention_ms = self.effective().message_retention_period as u64 * 1000;
         let expired = |key: &MessageKey| key.sent_ms + retention_ms <= now;
         while let Some(key) = self.messages.first().map(|(k, _)| k).filter(expired) {
             if self.remove(&key).is_some() {
@@ -195,11 +201,11 @@ impl QueueState {
         p: PreparedMessage,
         now: u64,
     ) -> Result<SendReceipt, EngineError> {
-        let limit = self.settings.maximum_message_size;
+        let limit = self.effective().maximum_message_size;
         if p.size > limit as usize {
             return Err(EngineError::MessageTooLong { limit });
         }
-        let delay = p.delay_seconds.unwrap_or(self.settings.delay_seconds);
+        let delay = p.delay_seconds.unwrap_or(self.effective().delay_seconds);
         Ok(self.insert(p, delay, now))
     }
 
@@ -326,7 +332,7 @@ impl QueueState {
     ) -> Result<ReceiveOutcome, EngineError> {
         let visibility_s = req
             .visibility_timeout
-            .unwrap_or(self.settings.visibility_timeout);
+            .unwrap_or(self.effective().visibility_timeout);
         let until_ms = now + visibility_s as u64 * 1000;
         if let Some(id) = &req.attempt_id {
             if let Some(messages) = self.retry_attempt(id, until_ms, now, uid) {
@@ -344,7 +350,7 @@ impl QueueState {
         }
         let take = req.max_messages.min(req.max_in_flight - self.in_flight);
         let redrive = self
-            .settings
+            .effective()
             .redrive_policy
             .as_ref()
             .map(|p| (p.max_receive_count, p.dead_letter_target == *own));
@@ -352,11 +358,25 @@ impl QueueState {
         let mut out = Vec::with_capacity(take);
         // (key, receive number) of what this receive hands out, for a FIFO attempt id.
         let mut taken = Vec::new();
+        // Realism: a short poll sees only some partitions; picks are best-effort ordered.
+        let realistic = self.picks_realistically();
+        let sampled = if realistic {
+            self.sampled_partitions(req.short_poll)
+        } else {
+            None
+        };
         while out.len() < take {
-            let keys = self.pick(take - out.len());
+            let wanted = take - out.len();
+            let keys = if realistic {
+                self.pick_realistic(wanted, sampled.as_deref())
+            } else {
+                self.pick(wanted)
+            };
             if keys.is_empty() {
                 break;
             }
+            // One realistic look per receive: what it passed over stays for the next one.
+            let last_look = realistic && keys.len() < wanted;
             for key in keys {
                 let Some(msg) = self.messages.get(&key) else {
                     continue;
@@ -383,13 +403,19 @@ impl QueueState {
                     continue;
                 }
                 let received = self.hand_out(key, until_ms, now, uid);
+                if self.realism.is_some() {
+                    self.maybe_duplicate(key, until_ms, now);
+                }
                 if req.attempt_id.is_some() {
                     taken.push((key, received.receive_count));
                 }
                 out.push(received);
             }
+            if last_look {
+                break;
+            }
         }
-        let dead_letters = match (dead.is_empty(), &self.settings.redrive_policy) {
+        let dead_letters = match (dead.is_empty(), &self.effective().redrive_policy) {
             (false, Some(p)) => Some(DeadLetters {
                 target: p.dead_letter_target.clone(),
                 messages: dead,
@@ -570,7 +596,7 @@ impl QueueState {
                 return Err(EngineError::ReceiptHandleExpired);
             }
         }
-        if self.lose_delete(&receipt.key) {
+        if self.stale_delete_ignored(&receipt) || self.lose_delete(&receipt.key) {
             self.record_progress(receipt.key);
             return Ok(());
         }
@@ -593,14 +619,18 @@ impl QueueState {
 
     /// At-least-once mode: maybe pretend the delete happened and deliver the message again.
     pub(super) fn lose_delete(&mut self, key: &MessageKey) -> bool {
-        if self.redeliver_probability <= 0.0 || matches!(self.order, Order::Fifo(_)) {
+        let chance = self.lost_delete_chance();
+        if chance <= 0.0 || matches!(self.order, Order::Fifo(_)) {
             return false;
         }
-        let roll = super::random::unit(&mut self.rng);
+        let roll = match self.realism.as_mut() {
+            Some(r) => r.draw_unit(),
+            None => super::random::unit(&mut self.rng),
+        };
         let Some(msg) = self.messages.get_mut(key) else {
             return false;
         };
-        if msg.redelivered || roll >= self.redeliver_probability {
+        if msg.redelivered || roll >= chance {
             return false;
         }
         msg.redelivered = true;

@@ -168,6 +168,7 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
                 "purged": snap.traffic.purged,
                 "oldest_age_s": snap.oldest_sent_ms.map(|t| now.saturating_sub(t) as f64 / 1000.0),
                 "waiting": q.waiting(),
+                "realism": q.realism().spec(),
             })
         })
         .collect();
@@ -192,7 +193,13 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
     let store = state.engine.journal().store().map(|s| s.stats());
     reply(
         StatusCode::OK,
-        json!({"queues": queues, "faults": faults, "workers": workers, "store": store}),
+        json!({
+            "queues": queues,
+            "faults": faults,
+            "workers": workers,
+            "store": store,
+            "realism": super::realism::summary(state),
+        }),
     )
 }
 
@@ -467,6 +474,13 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
                     StatusCode::BAD_REQUEST,
                     json!({"error": "give the rule's id as /_sqsim/faults/<id>"}),
                 ),
+            }
+        }
+        (Method::GET, "/_sqsim/realism") => super::realism::show(state),
+        (Method::POST, "/_sqsim/realism") => {
+            match read_json::<super::realism::RealismRequest>(req).await {
+                Ok(r) => super::realism::change(state, r),
+                Err(resp) => resp,
             }
         }
         (Method::GET, "/_sqsim/clock") => reply(StatusCode::OK, clock_state(state)),

@@ -12,6 +12,7 @@ pub(crate) mod limits;
 mod localstack;
 mod metrics;
 pub mod probe;
+mod realism;
 mod request_log;
 mod service;
 
@@ -388,6 +389,12 @@ pub async fn run(
     // Tests and scripts read this line to find the port.
     println!("sqsim listening on http://{local_addr}");
     tracing::info!(%local_addr, "sqsim listening");
+    let (realism, seed) = (state.engine.realism(), state.engine.seed());
+    tracing::info!(realism = %realism.spec(), seed, "realism");
+    if realism.is_on() {
+        // The seed, so that a failing run can be replayed with --seed.
+        println!("sqsim realism {} seed {seed}", realism.spec());
+    }
     let localstack = state.config.localstack.is_some();
     state.start_init_hooks(move || {
         // LocalStack prints this once its ready.d scripts have run; Testcontainers'

@@ -23,6 +23,7 @@ pub(crate) fn delete(queue: &Queue, handle: &Option<String>, now_ms: u64) -> Res
 
 pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
+    crate::api::admit(ctx, &queue, crate::engine::realism::Family::Delete)?;
     delete(&queue, &input.receipt_handle, ctx.engine.now_ms())?;
     Ok(Empty {})
 }

@@ -30,6 +30,7 @@ pub(crate) struct Input {
 
 pub(crate) fn handle(ctx: &Context, input: Input) -> Result<IdBatchOutput, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
+    crate::api::admit(ctx, &queue, crate::engine::realism::Family::Delete)?;
     let entries = check_entries(&input.entries, "DeleteMessageBatchRequestEntry")?;
     let now = ctx.engine.now_ms();
     Ok(IdBatchOutput::collect(

@@ -48,7 +48,8 @@ impl XmlResult for Output {
 pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let names = input.attribute_names.unwrap_or_default();
-    let snap = queue.snapshot(ctx.engine.now_ms());
+    // Under realism: the settings in effect and counts that lag, as GetQueueAttributes shows.
+    let snap = queue.reported(ctx.engine.now_ms());
     Ok(Output {
         attributes: render(&snap, &queue.arn, &names)?,
     })

@@ -15,6 +15,7 @@ use crate::api::message_attributes::NameFilter;
 use crate::api::{check_range, engine_error, Context};
 use crate::engine::digest::{md5_of_attributes, Digest16};
 use crate::engine::message::Payload;
+use crate::engine::realism::Family;
 use crate::engine::{
     AttributeData, AttributeValue, EngineError, Queue, ReceiveRequest, ReceivedMessage,
 };
@@ -287,6 +288,7 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsErr
         20,
         "Must be >= 0 and <= 20, if provided.",
     )?;
+    crate::api::admit(ctx, &queue, Family::Receive)?;
     let (default_wait_s, fifo) =
         queue.with_settings(|s| (s.receive_message_wait_time_seconds, s.fifo_queue));
     let wait_s = wait.map_or(default_wait_s as u64, |w| w as u64);
@@ -324,6 +326,7 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsErr
         visibility_timeout: visibility,
         max_in_flight: ctx.engine.settings().max_in_flight,
         attempt_id,
+        short_poll: wait_s == 0,
     };
     let received = poll(ctx, &queue, req, Duration::from_secs(wait_s)).await?;
     Ok(Output {

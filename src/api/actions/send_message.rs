@@ -269,6 +269,7 @@ pub(crate) static SENT_ENTRY: Shape = Shape::Struct(&{
 
 pub(crate) fn handle(ctx: &Context, mut input: MessageInput) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.take().as_deref())?;
+    crate::api::admit(ctx, &queue, crate::engine::realism::Family::Send)?;
     let msg = build_message(ctx, QueueKind::of(&queue), input)?;
     let receipt = queue.send(msg, ctx.engine.now_ms()).map_err(engine_error)?;
     Ok(receipt.into())

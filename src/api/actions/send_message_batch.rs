@@ -117,6 +117,7 @@ fn raw_field(out: &mut Vec<u8>, name: &str, value: &str) {
 
 pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
+    crate::api::admit(ctx, &queue, crate::engine::realism::Family::Send)?;
     check_entries(&input.entries, "SendMessageBatchRequestEntry")?;
     let entries = input.entries.unwrap_or_default();
     let total: usize = entries.iter().map(MessageInput::wire_size).sum();

@@ -1,0 +1,472 @@
+//! AWS-realism mode: the behaviours of the real, distributed SQS that an exact emulator
+//! hides and production shows, each switched and tuned on its own, all drawn from a seeded
+//! stream per queue so that a seed and a request sequence replay the same run. Off by
+//! default; off costs one branch per receive, delete and count.
+//!
+//! What each behaviour follows (SQS Developer Guide and API reference):
+//! - `short_poll`: a short poll "samples a subset of its servers (based on a weighted random
+//!   distribution) and returns messages from only those servers"; messages are spread over
+//!   partitions, and a short poll sees a weighted half of them. Long polls see all.
+//! - `order`: standard queues give "best-effort ordering": a receive takes its messages from
+//!   the first `order` visible ones, in random order.
+//! - `duplicates`: at-least-once delivery. With this chance a received message comes back
+//!   while its first copy is still in flight (it reappears after a random part of its
+//!   visibility timeout, with its own receipt handle), a delete is lost once, and a delete
+//!   with an older receipt handle than the latest succeeds without deleting.
+//! - `count_lag`: ApproximateNumberOf* of standard queues "may not achieve consistency until
+//!   at least 1 minute after the producers stop": counts shown are refreshed at random
+//!   moments up to this many seconds apart (FIFO counts stay exact, as AWS documents).
+//! - `propagation`: attribute changes take effect after up to 60 s (MessageRetentionPeriod
+//!   up to 15 min), a new queue answers QueueDoesNotExist for up to 1 s, and a purge lets
+//!   messages sent before it through for up to 60 s.
+//! - `throttle`: FIFO queues answer RequestThrottled (403) past 300 calls a second per action
+//!   (send, receive, delete; a batch is one call), or the high-throughput quota of the
+//!   queue's region; `throttle=N` also limits standard queues to N calls a second per action.
+
+mod apply;
+
+use std::collections::VecDeque;
+
+use super::random;
+use super::settings::{DeduplicationScope, FifoThroughputLimit, QueueSettings};
+
+/// Which realism behaviours are on, and how strong each is. [`Realism::default`] is off.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Realism {
+    /// Partitions a standard queue's messages are spread over.
+    pub short_poll: Option<u32>,
+    /// How many of the first visible messages a receive may pick from.
+    pub order: Option<u32>,
+    /// Chance of a duplicate delivery per received message (and of a lost delete).
+    pub duplicates: Option<f64>,
+    /// Longest time, in seconds, counts lag behind.
+    pub count_lag: Option<u32>,
+    /// Propagation delays within AWS's documented bounds.
+    pub propagation: bool,
+    /// Throughput quotas: FIFO queues' documented ones, and `Some(n)` calls a second per
+    /// action for standard queues.
+    pub throttle: Option<Option<u32>>,
+}
+
+/// AWS-like strengths, used by the `aws` preset and by a behaviour named without a value.
+const AWS_PARTITIONS: u32 = 8;
+const AWS_ORDER_WINDOW: u32 = 10;
+const AWS_DUPLICATES: f64 = 0.01;
+const AWS_COUNT_LAG_S: u32 = 60;
+
+impl Realism {
+    /// Everything on at AWS-like strengths (`--realism aws`).
+    pub fn aws() -> Realism {
+        Realism {
+            short_poll: Some(AWS_PARTITIONS),
+            order: Some(AWS_ORDER_WINDOW),
+            duplicates: Some(AWS_DUPLICATES),
+            count_lag: Some(AWS_COUNT_LAG_S),
+            propagation: true,
+            throttle: Some(None),
+        }
+    }
+
+    /// Whether any behaviour is on.
+    pub fn is_on(&self) -> bool {
+        *self != Realism::default()
+    }
+
+    /// Parses a spec: comma-separated items applied left to right — `aws` (all on), `off`
+    /// (all off), `NAME` (on at its AWS-like strength), `NAME=VALUE`, `NAME=off`. Names:
+    /// `short_poll` (partitions, 2 to 1000), `order` (window, 2 to 1000), `duplicates`
+    /// (chance, 0 to 1), `count_lag` (seconds, 1 to 3600), `propagation`, `throttle`
+    /// (standard queues' calls a second per action, 1 to 1000000).
+    pub fn parse(spec: &str) -> Result<Realism, String> {
+        let mut r = Realism::default();
+        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, value) = match item.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim())),
+                None => (item, None),
+            };
+            let off = value == Some("off");
+            let number = |lo: f64, hi: f64| -> Result<Option<f64>, String> {
+                match value {
+                    None => Ok(None),
+                    Some(v) => match v.parse::<f64>() {
+                        Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+                        _ => Err(format!(
+                            "realism: {name} must be off or {lo} to {hi}, got {v:?}"
+                        )),
+                    },
+                }
+            };
+            match name {
+                "aws" if value.is_none() => r = Realism::aws(),
+                "off" if value.is_none() => r = Realism::default(),
+                "short_poll" => {
+                    r.short_poll = (!off)
+                        .then(|| number(2.0, 1000.0))
+                        .transpose()?
+                        .map(|n| n.map_or(AWS_PARTITIONS, |n| n as u32))
+                }
+                "order" => {
+                    r.order = (!off)
+                        .then(|| number(2.0, 1000.0))
+                        .transpose()?
+                        .map(|n| n.map_or(AWS_ORDER_WINDOW, |n| n as u32))
+                }
+                "duplicates" => {
+                    r.duplicates = (!off)
+                        .then(|| number(0.0, 1.0))
+                        .transpose()?
+                        .map(|n| n.unwrap_or(AWS_DUPLICATES))
+                }
+                "count_lag" => {
+                    r.count_lag = (!off)
+                        .then(|| number(1.0, 3600.0))
+                        .transpose()?
+                        .map(|n| n.map_or(AWS_COUNT_LAG_S, |n| n as u32))
+                }
+                "propagation" if value.is_none() || off => r.propagation = !off,
+                "throttle" => {
+                    r.throttle = (!off)
+                        .then(|| number(1.0, 1_000_000.0))
+                        .transpose()?
+                        .map(|n| n.map(|n| n as u32))
+                }
+                _ => {
+                    return Err(format!(
+                        "realism: unknown item {item:?} (aws, off, short_poll, order, duplicates, count_lag, propagation, throttle)"
+                    ))
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// The spec that parses back to this setting (`off` when nothing is on).
+    pub fn spec(&self) -> String {
+        if !self.is_on() {
+            return "off".into();
+        }
+        let mut items = Vec::new();
+        if let Some(n) = self.short_poll {
+            items.push(format!("short_poll={n}"));
+        }
+        if let Some(n) = self.order {
+            items.push(format!("order={n}"));
+        }
+        if let Some(p) = self.duplicates {
+            items.push(format!("duplicates={p}"));
+        }
+        if let Some(s) = self.count_lag {
+            items.push(format!("count_lag={s}"));
+        }
+        if self.propagation {
+            items.push("propagation".into());
+        }
+        match self.throttle {
+            Some(Some(n)) => items.push(format!("throttle={n}")),
+            Some(None) => items.push("throttle".into()),
+            None => {}
+        }
+        items.join(",")
+    }
+}
+
+/// Longest propagation delays AWS documents.
+const ATTRIBUTES_PROPAGATION_MS: u64 = 60_000;
+const RETENTION_PROPAGATION_MS: u64 = 15 * 60_000;
+const CREATE_PROPAGATION_MS: u64 = 1_000;
+const PURGE_PROPAGATION_MS: u64 = 60_000;
+
+/// The API actions quotas count (a batch is one call of its action's family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    Send,
+    Receive,
+    Delete,
+}
+
+/// Counts as a queue last showed them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Shown {
+    pub visible: usize,
+    pub in_flight: usize,
+    pub delayed: usize,
+}
+
+/// One queue's realism: its setting, its seeded stream and what the behaviours remember.
+#[derive(Debug)]
+pub(crate) struct RealismState {
+    pub cfg: Realism,
+    rng: u64,
+    /// Fixed for the queue's lifetime: mixed into the partition a message lands in.
+    salt: u64,
+    /// Per-partition weights of short-poll sampling (1 to 4), drawn once.
+    weights: Vec<u32>,
+    /// The counts shown, and when they are refreshed next.
+    shown: Option<(u64, Shown)>,
+    /// Token buckets per family: (tokens, last refill ms).
+    buckets: [(f64, u64); 3],
+    /// Until when a new queue answers QueueDoesNotExist.
+    pub hidden_until_ms: u64,
+    /// The settings still in effect while a change propagates, and until when.
+    pub shadow: Option<(u64, QueueSettings)>,
+    /// A purge still under way: (messages up to this sequence number are removed, at).
+    pub purge: Option<(u64, u64)>,
+}
+
+impl RealismState {
+    /// The state of a queue created at `now_ms`, its stream seeded from the engine's seed and
+    /// the queue's name (so that each queue's draws depend only on its own requests).
+    pub(crate) fn new(cfg: Realism, seed: u64, queue: &str, now_ms: u64) -> RealismState {
+        let salt = seed ^ fnv(queue.as_bytes());
+        let mut rng = salt;
+        let weights = (0..cfg.short_poll.unwrap_or(0))
+            .map(|_| 1 + (random::next(&mut rng) % 4) as u32)
+            .collect();
+        let mut st = RealismState {
+            cfg,
+            rng,
+            salt,
+            weights,
+            shown: None,
+            buckets: [(f64::MAX, now_ms); 3],
+            hidden_until_ms: 0,
+            shadow: None,
+            purge: None,
+        };
+        if st.cfg.propagation {
+            st.hidden_until_ms = now_ms + st.below(CREATE_PROPAGATION_MS);
+        }
+        st
+    }
+
+    /// A uniform draw in [0, n).
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            random::next(&mut self.rng) % n
+        }
+    }
+
+    /// A uniform draw in [0, 1).
+    pub(crate) fn draw_unit(&mut self) -> f64 {
+        random::unit(&mut self.rng)
+    }
+
+    /// Whether an event of chance `p` happens.
+    pub(crate) fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && random::unit(&mut self.rng) < p
+    }
+
+    /// The partition a message (by its sequence number) is stored in.
+    pub(crate) fn partition_of(&self, seq: u64) -> usize {
+        let n = self.weights.len().max(1) as u64;
+        (fnv(&(seq ^ self.salt).to_le_bytes()) % n) as usize
+    }
+
+    /// The partitions one short poll sees: a weighted sample of half of them (at least one).
+    pub(crate) fn sample_partitions(&mut self) -> Vec<bool> {
+        let n = self.weights.len();
+        let mut seen = vec![false; n];
+        let mut left: Vec<usize> = (0..n).collect();
+        for _ in 0..n.div_ceil(2) {
+            let total: u64 = left.iter().map(|&i| self.weights[i] as u64).sum();
+            let mut pick = self.below(total);
+            let at = left
+                .iter()
+                .position(|&i| {
+                    let w = self.weights[i] as u64;
+                    if pick < w {
+                        true
+                    } else {
+                        pick -= w;
+                        false
+                    }
+                })
+                .unwrap_or(0);
+            seen[left.swap_remove(at)] = true;
+        }
+        seen
+    }
+
+    /// Takes `n` items from `pool` (in delivery order), each chosen at random among the
+    /// first `window` still there: best-effort order, never more than `window` places off.
+    pub(crate) fn window_pick<T>(
+        &mut self,
+        pool: &mut VecDeque<T>,
+        n: usize,
+        window: usize,
+    ) -> Vec<T> {
+        let mut picked = Vec::with_capacity(n.min(pool.len()));
+        while picked.len() < n {
+            let span = window.max(1).min(pool.len()) as u64;
+            if span == 0 {
+                break;
+            }
+            let i = self.below(span) as usize;
+            if let Some(item) = pool.remove(i) {
+                picked.push(item);
+            }
+        }
+        picked
+    }
+
+    /// When a duplicate of a message received now with this visibility deadline becomes
+    /// visible again: a random moment within the first half of its timeout.
+    pub(crate) fn duplicate_at(&mut self, now: u64, until_ms: u64) -> u64 {
+        let half = until_ms.saturating_sub(now) / 2;
+        now + 1 + self.below(half.max(1))
+    }
+
+    /// The counts to show at `now`, given the true ones: refreshed at random moments up to
+    /// `count_lag` seconds apart.
+    pub(crate) fn shown_counts(&mut self, now: u64, truth: Shown) -> Shown {
+        let Some(lag_s) = self.cfg.count_lag else {
+            return truth;
+        };
+        match self.shown {
+            Some((refresh_at, shown)) if now < refresh_at => shown,
+            _ => {
+                let next = now + 1 + self.below(lag_s as u64 * 1000);
+                self.shown = Some((next, truth));
+                truth
+            }
+        }
+    }
+
+    /// How long a settings change takes to propagate: up to 60 s, up to 15 min when the
+    /// retention period changes.
+    pub(crate) fn propagation_ms(&mut self, old: &QueueSettings, new: &QueueSettings) -> u64 {
+        let max = if old.message_retention_period != new.message_retention_period {
+            RETENTION_PROPAGATION_MS
+        } else {
+            ATTRIBUTES_PROPAGATION_MS
+        };
+        1 + self.below(max)
+    }
+
+    /// How long a purge takes to finish.
+    pub(crate) fn purge_ms(&mut self) -> u64 {
+        1 + self.below(PURGE_PROPAGATION_MS)
+    }
+
+    /// Takes one call of `family` from its bucket at `now`; false when the quota is spent.
+    pub(crate) fn admit(
+        &mut self,
+        family: Family,
+        now: u64,
+        settings: &QueueSettings,
+        region: &str,
+    ) -> bool {
+        let Some(standard_rate) = self.cfg.throttle else {
+            return true;
+        };
+        let rate = if settings.fifo_queue {
+            fifo_quota(settings, region)
+        } else {
+            match standard_rate {
+                Some(n) => n as f64,
+                None => return true,
+            }
+        };
+        let (tokens, last) = &mut self.buckets[family as usize];
+        // A bucket holds one second of calls; it fills as the clock moves.
+        let elapsed_s = now.saturating_sub(*last) as f64 / 1000.0;
+        *tokens = (tokens.min(rate) + elapsed_s * rate).min(rate);
+        *last = (*last).max(now);
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A FIFO queue's calls a second per action: 300, or in high-throughput mode (throughput
+/// limit per message group and deduplication per group) the quota of its region.
+fn fifo_quota(settings: &QueueSettings, region: &str) -> f64 {
+    let high = settings.fifo_throughput_limit == FifoThroughputLimit::PerMessageGroupId
+        && settings.deduplication_scope == DeduplicationScope::MessageGroup;
+    if !high {
+        return 300.0;
+    }
+    match region {
+        "us-east-1" | "us-west-2" | "eu-west-1" => 70_000.0,
+        "us-east-2" | "eu-central-1" => 19_000.0,
+        _ => 9_000.0,
+    }
+}
+
+/// FNV-1a: a small, stable hash (the same on every machine and release).
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print() {
+        assert!(!Realism::parse("").unwrap().is_on());
+        assert_eq!(Realism::parse("aws").unwrap(), Realism::aws());
+        let r = Realism::parse("aws,order=off,duplicates=0.5,throttle=20").unwrap();
+        assert_eq!(r.order, None);
+        assert_eq!(r.duplicates, Some(0.5));
+        assert_eq!(r.throttle, Some(Some(20)));
+        assert_eq!(Realism::parse(&r.spec()).unwrap(), r);
+        assert_eq!(Realism::parse("short_poll").unwrap().short_poll, Some(8));
+        assert_eq!(Realism::parse("aws,off").unwrap(), Realism::default());
+        for bad in [
+            "duplicates=2",
+            "order=1",
+            "colour",
+            "propagation=5",
+            "aws=1",
+        ] {
+            assert!(Realism::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_same_seed_draws_the_same() {
+        let draw = |seed| {
+            let mut st = RealismState::new(Realism::aws(), seed, "q", 0);
+            let sample = st.sample_partitions();
+            let mut pool: VecDeque<u32> = (1..=20).collect();
+            let picked = st.window_pick(&mut pool, 10, 3);
+            (sample, picked, st.hidden_until_ms)
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        let (sample, picked, _) = draw(7);
+        assert_eq!(sample.iter().filter(|s| **s).count(), 4);
+        // Best-effort order: the i-th pick is never more than window - 1 places late.
+        for (i, v) in picked.iter().enumerate() {
+            assert!((*v as usize) <= i + 3, "{picked:?}");
+        }
+        assert_ne!(picked, (1..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn fifo_quotas_refill_with_the_clock() {
+        let mut st = RealismState::new(Realism::parse("throttle").unwrap(), 1, "q.fifo", 0);
+        let fifo = QueueSettings {
+            fifo_queue: true,
+            ..QueueSettings::default()
+        };
+        let admitted = (0..400)
+            .filter(|_| st.admit(Family::Send, 0, &fifo, "us-east-1"))
+            .count();
+        assert_eq!(admitted, 300);
+        assert!(st.admit(Family::Receive, 0, &fifo, "us-east-1"));
+        assert!(!st.admit(Family::Send, 0, &fifo, "us-east-1"));
+        assert!(st.admit(Family::Send, 10, &fifo, "us-east-1")); // 3 calls per 10 ms
+                                                                 // Standard queues are unlimited unless a rate is given.
+        let standard = QueueSettings::default();
+        assert!((0..1000).all(|_| st.admit(Family::Send, 10, &standard, "us-east-1")));
+    }
+}

@@ -1,0 +1,60 @@
+//! `/_sqsim/realism`: AWS-realism mode at run time. `GET` shows the server's setting, the
+//! seed and every queue with realism on; `POST {"realism": SPEC}` sets it for every queue
+//! (and new ones), `POST {"realism": SPEC, "queue_url": URL}` for one queue.
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Response, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::admin::{queue_of, reply};
+use super::AppState;
+use crate::engine::Realism;
+
+/// A realism change.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RealismRequest {
+    realism: String,
+    queue_url: Option<String>,
+    region: Option<String>,
+}
+
+/// The setting, the seed and the queues with realism on (by ARN).
+pub(super) fn show(state: &AppState) -> Response<Full<Bytes>> {
+    reply(StatusCode::OK, summary(state))
+}
+
+/// What `/_sqsim/stats` and `GET /_sqsim/realism` report.
+pub(super) fn summary(state: &AppState) -> serde_json::Value {
+    let queues: serde_json::Map<String, serde_json::Value> = state
+        .engine
+        .all_queues()
+        .iter()
+        .filter_map(|q| {
+            let r = q.realism();
+            r.is_on().then(|| (q.arn.clone(), json!(r.spec())))
+        })
+        .collect();
+    json!({
+        "realism": state.engine.realism().spec(),
+        "seed": state.engine.seed(),
+        "queues": queues,
+    })
+}
+
+pub(super) fn change(state: &AppState, r: RealismRequest) -> Response<Full<Bytes>> {
+    let realism = match Realism::parse(&r.realism) {
+        Ok(realism) => realism,
+        Err(e) => return reply(StatusCode::BAD_REQUEST, json!({"error": e})),
+    };
+    match &r.queue_url {
+        Some(url) => match queue_of(state, url, r.region.as_deref()) {
+            Some(q) => q.set_realism(realism, state.engine.seed(), state.engine.now_ms()),
+            None => return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+        },
+        None => state.engine.set_realism(realism),
+    }
+    show(state)
+}
