@@ -53,6 +53,7 @@ mnt=$(buildah mount "$ctr")
 cp -a "$ROOTFS"/. "$mnt"/
 rm -f "$mnt/.complete"
 install -m 0755 "$BIN" "$mnt/usr/local/bin/sqsim"
+strip "$mnt/usr/local/bin/sqsim"  # as the Dockerfile does: the release profile keeps line tables
 install -m 0755 .ci/docker-entrypoint.sh "$mnt/usr/local/bin/docker-entrypoint.sh"
 buildah umount "$ctr" >/dev/null
 buildah config \
