@@ -174,7 +174,7 @@ impl Engine {
         ));
         let realism = self.realism();
         if realism.is_on() {
-            q.set_realism(realism, self.seed, now);
+            q.set_realism(realism, self.seed, now, true);
         }
         queues.insert(id, Arc::clone(&q));
         Ok((q, true))
@@ -198,7 +198,7 @@ impl Engine {
         *self.realism.write().unwrap_or_else(|p| p.into_inner()) = realism.clone();
         let now = self.now_ms();
         for q in self.all_queues() {
-            q.set_realism(realism.clone(), self.seed, now);
+            q.set_realism(realism.clone(), self.seed, now, false);
         }
     }
 

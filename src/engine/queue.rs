@@ -32,6 +32,9 @@ pub(crate) struct Queue {
     changed: Notify,
     waiters: AtomicUsize,
     deleted: AtomicBool,
+    /// Whether realism is on for this queue: the request path checks it without taking the
+    /// lock, so realism off costs no lock.
+    realism_on: AtomicBool,
     journal: Journal,
 }
 
@@ -53,6 +56,7 @@ impl Queue {
             changed: Notify::new(),
             waiters: AtomicUsize::new(0),
             deleted: AtomicBool::new(false),
+            realism_on: AtomicBool::new(false),
             journal,
         }
     }
@@ -104,13 +108,21 @@ impl Queue {
     }
 
     /// Sets this queue's realism (off when `realism` is): its stream starts from `seed` and
-    /// the queue's name, so it depends only on this queue's requests.
-    pub(crate) fn set_realism(&self, realism: super::realism::Realism, seed: u64, now_ms: u64) {
+    /// the queue's name, so it depends only on this queue's requests. `created`: the queue
+    /// is new (under propagation it stays unknown for up to a second).
+    pub(crate) fn set_realism(
+        &self,
+        realism: super::realism::Realism,
+        seed: u64,
+        now_ms: u64,
+        created: bool,
+    ) {
         let mut st = self.lock();
+        self.realism_on.store(realism.is_on(), Ordering::Release);
         st.realism = realism.is_on().then(|| {
             let name = format!("{}/{}/{}", self.id.region, self.id.account, self.id.name);
             Box::new(super::realism::RealismState::new(
-                realism, seed, &name, now_ms,
+                realism, seed, &name, now_ms, created,
             ))
         });
     }
@@ -126,6 +138,9 @@ impl Queue {
 
     /// Realism's propagation: whether a new queue is still unknown to the API at `now_ms`.
     pub(crate) fn is_propagating(&self, now_ms: u64) -> bool {
+        if !self.realism_on.load(Ordering::Acquire) {
+            return false;
+        }
         self.lock()
             .realism
             .as_ref()
@@ -138,6 +153,9 @@ impl Queue {
         family: super::realism::Family,
         now_ms: u64,
     ) -> Result<(), EngineError> {
+        if !self.realism_on.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut st = self.lock();
         let st = &mut *st;
         let Some(r) = st.realism.as_mut() else {

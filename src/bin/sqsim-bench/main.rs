@@ -75,6 +75,10 @@ struct Args {
     /// control: a second sqsim as it is); default all.
     #[arg(long, value_delimiter = ',')]
     ablation_variants: Vec<String>,
+    /// Adds this sqsim binary (say, a build from before a change) to the ablation as the
+    /// variant `baseline`: its share is what the change costs, measured in the same run.
+    #[arg(long)]
+    baseline_bin: Option<PathBuf>,
     /// Also compare durable mode (`--sync fsync` and `--sync os`) with in-memory sqsim, and
     /// time a restart with `--backlog` messages queued.
     #[arg(long)]
@@ -335,6 +339,7 @@ async fn run(args: Args) {
         ablation(
             &bin,
             &variants,
+            args.baseline_bin.as_deref(),
             args.ablation_rounds.max(1),
             send_dur,
             &mut facts,
@@ -386,6 +391,7 @@ fn machine() -> serde_json::Value {
 async fn ablation(
     bin: &Path,
     switched_off: &[(&'static str, &'static str, &'static str)],
+    baseline: Option<&Path>,
     rounds: usize,
     dur: Duration,
     facts: &mut Vec<(String, String)>,
@@ -401,6 +407,7 @@ async fn ablation(
             let env: Vec<(&str, &str)> = env.into_iter().collect();
             (name, spawn_sqsim_env(bin, &[], &env))
         })
+        .chain(baseline.map(|b| ("baseline", spawn_sqsim_env(b, &[], &[]))))
         .collect();
     for (_, s) in &variants {
         scenarios::wait_ready(&s.addr, Duration::from_secs(10)).await;

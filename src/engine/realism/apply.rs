@@ -105,6 +105,7 @@ impl QueueState {
         if let Some(m) = self.messages.get_mut(&key) {
             m.delivery = Delivery::InFlight { until_ms: at };
             self.timers.remove(&(until_ms, key));
+            self.note_deadline(at);
             self.timers.insert((at, key));
             self.record_progress(key);
         }

@@ -214,9 +214,16 @@ pub(crate) struct RealismState {
 }
 
 impl RealismState {
-    /// The state of a queue created at `now_ms`, its stream seeded from the engine's seed and
-    /// the queue's name (so that each queue's draws depend only on its own requests).
-    pub(crate) fn new(cfg: Realism, seed: u64, queue: &str, now_ms: u64) -> RealismState {
+    /// A queue's realism from `now_ms` on, its stream seeded from the engine's seed and the
+    /// queue's name (so that each queue's draws depend only on its own requests). `created`:
+    /// the queue was just created, and under propagation stays unknown for up to a second.
+    pub(crate) fn new(
+        cfg: Realism,
+        seed: u64,
+        queue: &str,
+        now_ms: u64,
+        created: bool,
+    ) -> RealismState {
         let salt = seed ^ fnv(queue.as_bytes());
         let mut rng = salt;
         let weights = (0..cfg.short_poll.unwrap_or(0))
@@ -233,7 +240,7 @@ impl RealismState {
             shadow: None,
             purge: None,
         };
-        if st.cfg.propagation {
+        if st.cfg.propagation && created {
             st.hidden_until_ms = now_ms + st.below(CREATE_PROPAGATION_MS);
         }
         st
@@ -261,7 +268,7 @@ impl RealismState {
     /// The partition a message (by its sequence number) is stored in.
     pub(crate) fn partition_of(&self, seq: u64) -> usize {
         let n = self.weights.len().max(1) as u64;
-        (fnv(&(seq ^ self.salt).to_le_bytes()) % n) as usize
+        (mix(seq ^ self.salt) % n) as usize
     }
 
     /// The partitions one short poll sees: a weighted sample of half of them (at least one).
@@ -398,6 +405,14 @@ fn fifo_quota(settings: &QueueSettings, region: &str) -> f64 {
     }
 }
 
+/// splitmix64's finalizer: every input bit moves every output bit, so consecutive sequence
+/// numbers land in unrelated partitions.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
 /// FNV-1a: a small, stable hash (the same on every machine and release).
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -434,7 +449,7 @@ mod tests {
     #[test]
     fn the_same_seed_draws_the_same() {
         let draw = |seed| {
-            let mut st = RealismState::new(Realism::aws(), seed, "q", 0);
+            let mut st = RealismState::new(Realism::aws(), seed, "q", 0, true);
             let sample = st.sample_partitions();
             let mut pool: VecDeque<u32> = (1..=20).collect();
             let picked = st.window_pick(&mut pool, 10, 3);
@@ -453,7 +468,7 @@ mod tests {
 
     #[test]
     fn fifo_quotas_refill_with_the_clock() {
-        let mut st = RealismState::new(Realism::parse("throttle").unwrap(), 1, "q.fifo", 0);
+        let mut st = RealismState::new(Realism::parse("throttle").unwrap(), 1, "q.fifo", 0, true);
         let fifo = QueueSettings {
             fifo_queue: true,
             ..QueueSettings::default()
