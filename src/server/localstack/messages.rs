@@ -242,22 +242,20 @@ fn xmltodict_result(aws: &Value) -> Value {
                     out.insert(key.to_string(), v.clone());
                 }
             }
-            if let Some(attrs) = m["Attributes"].as_object() {
-                let list = attrs
-                    .iter()
-                    .map(|(k, v)| json!({"Name": k, "Value": v}))
-                    .collect();
-                out.insert("Attribute".into(), one_or_many(list));
-            }
+            // A JSON map becomes repeated <Element><Name/><Value/></Element>s in XML.
+            let mut elements = |map: &str, element: &str| {
+                if let Some(attrs) = m[map].as_object() {
+                    let list = attrs
+                        .iter()
+                        .map(|(k, v)| json!({"Name": k, "Value": v}))
+                        .collect();
+                    out.insert(element.into(), one_or_many(list));
+                }
+            };
+            elements("Attributes", "Attribute");
+            elements("MessageAttributes", "MessageAttribute");
             if let Some(md5) = m.get("MD5OfMessageAttributes") {
                 out.insert("MD5OfMessageAttributes".into(), md5.clone());
-            }
-            if let Some(attrs) = m["MessageAttributes"].as_object() {
-                let list = attrs
-                    .iter()
-                    .map(|(k, v)| json!({"Name": k, "Value": v}))
-                    .collect();
-                out.insert("MessageAttribute".into(), one_or_many(list));
             }
             Value::Object(out)
         })
