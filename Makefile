@@ -9,7 +9,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -21,8 +21,16 @@ build:
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node.
 test: test-rust test-fuzz test-soak test-python test-query test-cli test-node
 
-test-rust:
+test-rust: nats
 	cargo test
+
+## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
+## suite): installed from the OS packages when missing; CI fails if that fails.
+nats:
+	@command -v nats-server >/dev/null 2>&1 || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nats-server >/dev/null)
+	@command -v nats-server >/dev/null 2>&1 || \
+	  { echo "nats-server is needed by the JetStream store's tests and could not be installed" >&2; exit 1; }
 
 ## The fuzzer, bounded (a fixed seed, so CI is reproducible), and every input it ever
 ## failed on (fixtures/fuzz) replayed.

@@ -46,8 +46,9 @@
 //!   durable mode `change` (the recorded changes), `journal` (handing them to the store),
 //!   `replay` and `restore` (recovery and snapshots).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
-//!   directory's log, snapshots and writer), `frame` (the file format), `memory` (tests),
-//!   `suite` (the one suite every store passes).
+//!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
+//!   JetStream stream, fenced by expected sequences), `memory` (tests), `suite` (the one
+//!   suite every store passes).
 //! - `error` (uses: nothing) — the one SQS error table both protocols render from.
 //! - `simd` (uses: nothing) — the switch for the two hand-written SIMD paths.
 //! # Embedding

@@ -6,9 +6,14 @@
 //!
 //! - [`log::LogStore`]: an append-only log of checksummed frames in a data directory, with
 //!   group commit and snapshots (the embedded durable store).
+//! - [`jetstream::JetStreamStore`]: a NATS JetStream stream, replicated by JetStream (the
+//!   replicated log of scale-out).
 //! - [`memory::MemoryStore`]: keeps records in memory; for tests of the suite and of replay.
 
 pub(crate) mod frame;
+// Passes the store suite; the cluster (issue 17) is what will serve from it.
+#[cfg(test)]
+pub(crate) mod jetstream;
 pub(crate) mod log;
 #[cfg(test)]
 pub(crate) mod memory;

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::jetstream::JetStreamStore;
 use super::log::LogStore;
 use super::memory::MemoryStore;
 use super::{durable, Lsn, Store, SyncMode};
@@ -324,3 +325,89 @@ macro_rules! suite {
 suite!(memory, Memory(None));
 suite!(log_fsync, Log::new(SyncMode::Fsync));
 suite!(log_os, Log::new(SyncMode::Os));
+suite!(jetstream, Nats::new());
+
+/// A real `nats-server` with JetStream on a free loopback port, for as long as the test
+/// runs (killed when dropped). `make test` installs the server when it is missing.
+pub(super) struct NatsServer {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+    pub url: String,
+}
+
+impl NatsServer {
+    pub(super) fn start() -> NatsServer {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let conf = dir.path().join("nats.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listen: 127.0.0.1:{port}\nmax_payload: 8MB\njetstream {{ store_dir: \"{}\" }}\n",
+                dir.path().join("js").display()
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new("nats-server")
+            .arg("-c")
+            .arg(&conf)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect(
+                "nats-server is needed for the JetStream store's tests (make test installs it)",
+            );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nats-server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        NatsServer {
+            child,
+            _dir: dir,
+            url: format!("nats://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The JetStream store, one stream per test on its own server.
+struct Nats {
+    server: Option<NatsServer>,
+    stream: String,
+}
+
+impl Nats {
+    fn new() -> Nats {
+        Nats {
+            server: None,
+            stream: format!("t{}", uuid::Uuid::new_v4().simple()),
+        }
+    }
+    fn open(&mut self) -> Arc<dyn Store> {
+        let server = self.server.get_or_insert_with(NatsServer::start);
+        Arc::new(JetStreamStore::open(&server.url, &self.stream, 1).unwrap())
+    }
+}
+
+impl Harness for Nats {
+    fn fresh(&mut self) -> Arc<dyn Store> {
+        self.open()
+    }
+    fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
+        drop(old);
+        self.open()
+    }
+}

@@ -1,0 +1,542 @@
+//! A [`Store`] on a NATS JetStream stream: the replicated log of scale-out (issue 17), first
+//! as a store of its own that passes the one suite. Records are published in order to
+//! `sqsim.<name>.log`, each with its position (`Sqsim-Lsn`) and with the stream sequence it
+//! must follow (`Nats-Expected-Last-Sequence`): JetStream refuses a publish when anyone else
+//! wrote in between, so a second writer (a stalled former owner) can never interleave —
+//! that refusal is final and leaves the store unwritable. A record is durable once
+//! JetStream acknowledged it (after its replicas stored it). A snapshot's records go to
+//! `sqsim.<name>.snap` with the position they stand for (`Sqsim-At`), the last one marked
+//! (`Sqsim-End`); once complete, the log before it and older snapshots are purged.
+//!
+//! All network I/O runs on one thread with its own runtime, so the store serves the
+//! engine's synchronous calls and async request handlers alike, as the log store's writer
+//! thread does.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_nats::jetstream::{self, stream};
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
+
+use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats};
+
+const LSN: &str = "Sqsim-Lsn";
+const AT: &str = "Sqsim-At";
+const END: &str = "Sqsim-End";
+/// Marks the one record of a snapshot of nothing (so that it can be found).
+const EMPTY: &str = "Sqsim-Empty";
+/// Largest record the stream takes (a full batch with attributes fits many times).
+const MAX_RECORD: i32 = 8 << 20;
+/// Most records published before their acks are awaited: well under the client's limit of
+/// acks in flight, which would otherwise make a publish wait for acks nobody awaits.
+const MAX_BATCH: usize = 1_000;
+
+/// What the writer thread is asked to do, in order.
+enum Cmd {
+    Recover(std::sync::mpsc::Sender<Result<Recovery, StoreError>>),
+    Append(Lsn, Vec<u8>),
+    Snapshot(
+        Lsn,
+        Vec<Vec<u8>>,
+        std::sync::mpsc::Sender<Result<(), StoreError>>,
+    ),
+    Close(std::sync::mpsc::Sender<()>),
+}
+
+/// Everything recovery found, handed back to the caller's thread to apply.
+struct Recovery {
+    snapshot: Vec<Vec<u8>>,
+    log: Vec<(Lsn, Vec<u8>)>,
+    next_lsn: Lsn,
+}
+
+/// A store on a JetStream stream; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct JetStreamStore {
+    tx: mpsc::UnboundedSender<Cmd>,
+    /// The next position; held while queueing an append, so positions follow queue order.
+    next: Mutex<Lsn>,
+    progress: watch::Receiver<Progress>,
+    stats: Arc<Mutex<StoreStats>>,
+}
+
+impl JetStreamStore {
+    /// Connects to `url` and opens (or creates) the stream for `name`, kept on `replicas`
+    /// JetStream servers.
+    pub(crate) fn open(url: &str, name: &str, replicas: usize) -> Result<Self, StoreError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (progress_tx, progress) = watch::channel(Progress::default());
+        let stats = Arc::new(Mutex::new(StoreStats {
+            writable: true,
+            ..StoreStats::default()
+        }));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let writer = Writer {
+            url: url.to_string(),
+            name: name.to_string(),
+            replicas,
+            progress: progress_tx,
+            stats: Arc::clone(&stats),
+            last_seq: 0,
+            index: BTreeMap::new(),
+        };
+        std::thread::Builder::new()
+            .name("sqsim-jetstream".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(StoreError::from(e)));
+                        return;
+                    }
+                };
+                runtime.block_on(writer.run(rx, ready_tx));
+            })?;
+        ready_rx
+            .recv()
+            .map_err(|_| io_error("the JetStream writer stopped while connecting"))??;
+        Ok(JetStreamStore {
+            tx,
+            next: Mutex::new(0),
+            progress,
+            stats,
+        })
+    }
+}
+
+fn io_error(message: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(Arc::from(message.to_string()))
+}
+
+impl Store for JetStreamStore {
+    fn recover(&self, apply: &mut Apply<'_>) -> Result<Recovered, StoreError> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.tx
+            .send(Cmd::Recover(reply))
+            .map_err(|_| io_error("the store is closed"))?;
+        let found = answer
+            .recv()
+            .map_err(|_| io_error("the JetStream writer stopped"))??;
+        let mut report = Recovered::default();
+        for r in &found.snapshot {
+            apply(None, r).map_err(|reason| StoreError::Replay { lsn: 0, reason })?;
+            report.records += 1;
+            report.from_snapshot += 1;
+        }
+        for (lsn, r) in &found.log {
+            apply(Some(*lsn), r).map_err(|reason| StoreError::Replay { lsn: *lsn, reason })?;
+            report.records += 1;
+        }
+        *self.next.lock().unwrap_or_else(|p| p.into_inner()) = found.next_lsn;
+        Ok(report)
+    }
+
+    fn append(&self, record: &[u8]) -> Lsn {
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let lsn = *next;
+        *next += 1;
+        // A closed store never makes it durable; waiters are told so by the progress.
+        let _ = self.tx.send(Cmd::Append(lsn, record.to_vec()));
+        lsn
+    }
+
+    fn progress(&self) -> watch::Receiver<Progress> {
+        self.progress.clone()
+    }
+
+    fn snapshot(
+        &self,
+        at: Lsn,
+        records: &mut dyn Iterator<Item = Vec<u8>>,
+    ) -> Result<(), StoreError> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.tx
+            .send(Cmd::Snapshot(at, records.collect(), reply))
+            .map_err(|_| io_error("the store is closed"))?;
+        answer.recv().map_err(|_| io_error("the store is closed"))?
+    }
+
+    fn next_lsn(&self) -> Lsn {
+        *self.next.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn stats(&self) -> StoreStats {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn close(&self) {
+        let (reply, answer) = std::sync::mpsc::channel();
+        if self.tx.send(Cmd::Close(reply)).is_ok() {
+            let _ = answer.recv();
+        }
+    }
+}
+
+impl Drop for JetStreamStore {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The thread that owns the connection.
+struct Writer {
+    url: String,
+    name: String,
+    replicas: usize,
+    progress: watch::Sender<Progress>,
+    stats: Arc<Mutex<StoreStats>>,
+    /// The stream's last sequence as this writer knows it: what the next publish expects.
+    last_seq: u64,
+    /// Each kept log record's stream sequence and size, by position: where a snapshot's
+    /// purge ends, and the log's size, without reading the stream back.
+    index: BTreeMap<Lsn, (u64, u64)>,
+}
+
+impl Writer {
+    fn log_subject(&self) -> String {
+        format!("sqsim.{}.log", self.name)
+    }
+
+    fn snap_subject(&self) -> String {
+        format!("sqsim.{}.snap", self.name)
+    }
+
+    async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<Cmd>,
+        ready: std::sync::mpsc::Sender<Result<(), StoreError>>,
+    ) {
+        let js = match self.connect().await {
+            Ok(js) => {
+                let _ = ready.send(Ok(()));
+                js
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let mut batch: Vec<(Lsn, Vec<u8>)> = Vec::new();
+        while let Some(cmd) = rx.recv().await {
+            let mut next = Some(cmd);
+            // Appends queued together are published together, their acks awaited once.
+            while let Some(Cmd::Append(lsn, r)) = next {
+                batch.push((lsn, r));
+                next = rx.try_recv().ok();
+                if batch.len() == MAX_BATCH {
+                    self.publish(&js, std::mem::take(&mut batch)).await;
+                }
+            }
+            if !batch.is_empty() {
+                self.publish(&js, std::mem::take(&mut batch)).await;
+            }
+            match next {
+                Some(Cmd::Recover(reply)) => {
+                    let _ = reply.send(self.recover(&js).await);
+                }
+                Some(Cmd::Snapshot(at, records, reply)) => {
+                    let _ = reply.send(self.snapshot(&js, at, records).await);
+                }
+                Some(Cmd::Close(reply)) => {
+                    self.fail(Lsn::MAX, "the store is closed");
+                    let _ = reply.send(());
+                    return;
+                }
+                Some(Cmd::Append(..)) | None => {}
+            }
+        }
+    }
+
+    async fn connect(&mut self) -> Result<jetstream::Context, StoreError> {
+        let client = async_nats::connect(&self.url)
+            .await
+            .map_err(|e| io_error(format!("cannot connect to NATS at {}: {e}", self.url)))?;
+        let js = jetstream::new(client);
+        let config = stream::Config {
+            name: format!("SQSIM_{}", self.name),
+            subjects: vec![self.log_subject(), self.snap_subject()],
+            num_replicas: self.replicas,
+            max_message_size: MAX_RECORD,
+            storage: stream::StorageType::File,
+            ..Default::default()
+        };
+        let mut stream = js
+            .get_or_create_stream(config)
+            .await
+            .map_err(|e| io_error(format!("cannot open the JetStream stream: {e}")))?;
+        let info = stream
+            .info()
+            .await
+            .map_err(|e| io_error(format!("cannot read the stream: {e}")))?;
+        self.last_seq = info.state.last_sequence;
+        Ok(js)
+    }
+
+    /// Marks the store failed: stats first, so that whoever is woken by the progress sees
+    /// them already.
+    fn fail(&self, through: Lsn, message: &str) {
+        {
+            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            s.writable = false;
+            s.last_error = Some(message.to_string());
+        }
+        self.progress.send_modify(|p| {
+            p.failure = Some((through, Arc::from(message)));
+        });
+    }
+
+    /// Publishes `batch` in order, each expecting the sequence before it, then waits for the
+    /// acks; a refusal (another writer) or an error leaves the store failed.
+    async fn publish(&mut self, js: &jetstream::Context, batch: Vec<(Lsn, Vec<u8>)>) {
+        if self.progress.borrow().failure.is_some() {
+            return;
+        }
+        let through = batch.last().map_or(0, |(l, _)| l + 1);
+        let started = std::time::Instant::now();
+        let mut acks = Vec::with_capacity(batch.len());
+        let mut bytes = 0u64;
+        for (i, (lsn, record)) in batch.iter().enumerate() {
+            let mut headers = HeaderMap::new();
+            headers.insert(LSN, lsn.to_string().as_str());
+            headers.insert(
+                async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
+                (self.last_seq + i as u64).to_string().as_str(),
+            );
+            bytes += record.len() as u64;
+            match js
+                .publish_with_headers(self.log_subject(), headers, Bytes::from(record.clone()))
+                .await
+            {
+                Ok(ack) => acks.push(ack),
+                Err(e) => return self.fail(through, &format!("JetStream publish failed: {e}")),
+            }
+        }
+        for (ack, (lsn, record)) in acks.into_iter().zip(&batch) {
+            match ack.await {
+                Ok(a) => {
+                    self.last_seq = a.sequence;
+                    self.index.insert(*lsn, (a.sequence, record.len() as u64));
+                }
+                Err(e) => {
+                    return self.fail(through, &format!("JetStream refused a record: {e}"));
+                }
+            }
+        }
+        {
+            let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            s.appended_records += batch.len() as u64;
+            s.log_bytes += bytes;
+            s.syncs += 1;
+            s.sync_micros += started.elapsed().as_micros() as u64;
+        }
+        self.progress
+            .send_modify(|p| p.durable = p.durable.max(through));
+    }
+
+    /// Reads the stream: the newest complete snapshot, and the log records at or after the
+    /// position it stands for.
+    async fn recover(&mut self, js: &jetstream::Context) -> Result<Recovery, StoreError> {
+        let stream = js
+            .get_stream(format!("SQSIM_{}", self.name))
+            .await
+            .map_err(|e| io_error(format!("cannot open the stream: {e}")))?;
+        let mut stream = stream;
+        let state = stream
+            .info()
+            .await
+            .map_err(|e| io_error(format!("cannot read the stream: {e}")))?
+            .state
+            .clone();
+        let mut log = BTreeMap::new();
+        // Snapshots by the position they stand for: (records, complete).
+        let mut snapshots: BTreeMap<Lsn, (Vec<Vec<u8>>, bool)> = BTreeMap::new();
+        let mut log_bytes = 0;
+        let mut snapshot_bytes = 0;
+        if state.messages > 0 {
+            for seq in state.first_sequence..=state.last_sequence {
+                let m = match stream.get_raw_message(seq).await {
+                    Ok(m) => m,
+                    // Purged: a gap.
+                    Err(_) => continue,
+                };
+                let header = |name: &str| {
+                    m.headers
+                        .get(name)
+                        .and_then(|v| v.as_str().parse::<u64>().ok())
+                };
+                if m.subject.as_str() == self.log_subject() {
+                    let lsn =
+                        header(LSN).ok_or_else(|| io_error("a log record has no position"))?;
+                    log_bytes += m.payload.len() as u64;
+                    self.index.insert(lsn, (seq, m.payload.len() as u64));
+                    log.insert(lsn, m.payload.to_vec());
+                } else if let Some(at) = header(AT) {
+                    snapshot_bytes += m.payload.len() as u64;
+                    let entry = snapshots.entry(at).or_default();
+                    if m.headers.get(EMPTY).is_none() {
+                        entry.0.push(m.payload.to_vec());
+                    }
+                    entry.1 |= m.headers.get(END).is_some();
+                }
+            }
+        }
+        let (at, snapshot) = snapshots
+            .into_iter()
+            .rev()
+            .find(|(_, (_, complete))| *complete)
+            .map(|(at, (records, _))| (at, records))
+            .unwrap_or((0, Vec::new()));
+        let log: Vec<(Lsn, Vec<u8>)> = log.into_iter().filter(|(l, _)| *l >= at).collect();
+        let next_lsn = log.last().map_or(at, |(l, _)| l + 1);
+        self.progress.send_modify(|p| p.durable = next_lsn);
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.log_bytes = log_bytes;
+        s.snapshot_bytes = snapshot_bytes;
+        Ok(Recovery {
+            snapshot,
+            log,
+            next_lsn,
+        })
+    }
+
+    /// Publishes a snapshot standing for position `at`, then purges what it replaces. Every
+    /// append queued before it was published (and acknowledged) first.
+    async fn snapshot(
+        &mut self,
+        js: &jetstream::Context,
+        at: Lsn,
+        records: Vec<Vec<u8>>,
+    ) -> Result<(), StoreError> {
+        if let Some((_, e)) = &self.progress.borrow().failure {
+            return Err(StoreError::Io(Arc::clone(e)));
+        }
+        let count = records.len();
+        let mut first_seq = None;
+        let mut bytes = 0u64;
+        // Even an empty snapshot is one (end) record, so that it can be found.
+        let records = if records.is_empty() {
+            vec![Vec::new()]
+        } else {
+            records
+        };
+        for (i, record) in records.into_iter().enumerate() {
+            let mut headers = HeaderMap::new();
+            headers.insert(AT, at.to_string().as_str());
+            if i + 1 == count.max(1) {
+                headers.insert(END, "1");
+            }
+            if count == 0 {
+                headers.insert(EMPTY, "1");
+            }
+            headers.insert(
+                async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
+                self.last_seq.to_string().as_str(),
+            );
+            bytes += record.len() as u64;
+            let ack = js
+                .publish_with_headers(self.snap_subject(), headers, Bytes::from(record))
+                .await
+                .map_err(|e| io_error(format!("snapshot publish failed: {e}")))?
+                .await
+                .map_err(|e| io_error(format!("JetStream refused a snapshot record: {e}")))?;
+            self.last_seq = ack.sequence;
+            first_seq.get_or_insert(ack.sequence);
+        }
+        let stream = js
+            .get_stream(format!("SQSIM_{}", self.name))
+            .await
+            .map_err(|e| io_error(format!("cannot open the stream: {e}")))?;
+        // Older snapshots, then log records before `at`, are no longer needed.
+        if let Some(first) = first_seq {
+            stream
+                .purge()
+                .filter(self.snap_subject())
+                .sequence(first)
+                .await
+                .map_err(|e| io_error(format!("cannot purge old snapshots: {e}")))?;
+        }
+        let keep_from = self
+            .index
+            .range(at..)
+            .next()
+            .map_or(self.last_seq + 1, |(_, (seq, _))| *seq);
+        stream
+            .purge()
+            .filter(self.log_subject())
+            .sequence(keep_from)
+            .await
+            .map_err(|e| io_error(format!("cannot purge the log: {e}")))?;
+        self.index = self.index.split_off(&at);
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.snapshots += 1;
+        s.snapshot_bytes = bytes;
+        s.log_bytes = self.index.values().map(|(_, len)| len).sum();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::durable;
+    use crate::store::suite::NatsServer;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn recovered(s: &JetStreamStore) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        s.recover(&mut |_, r| {
+            out.push(r.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    /// Fencing: a writer that opened the stream before another one wrote (a paused former
+    /// owner, resumed after a new owner took over) cannot append: JetStream refuses its
+    /// publish, the append is never durable, and the store says it is no longer writable.
+    #[test]
+    fn a_stale_writer_is_refused() {
+        let server = NatsServer::start();
+        let old = JetStreamStore::open(&server.url, "fenced", 1).unwrap();
+        recovered(&old);
+        let l = old.append(b"from the old owner");
+        block_on(durable(&old, l)).unwrap();
+
+        // A new owner takes over while the old one is paused, and writes.
+        let new = JetStreamStore::open(&server.url, "fenced", 1).unwrap();
+        assert_eq!(recovered(&new), vec![b"from the old owner".to_vec()]);
+        let l = new.append(b"from the new owner");
+        block_on(durable(&new, l)).unwrap();
+
+        // The old owner resumes: refused, and stays refused.
+        let late = old.append(b"late write");
+        let err = block_on(durable(&old, late)).expect_err("a stale writer must be fenced");
+        assert!(err.to_string().contains("refused"), "{err}");
+        assert!(!old.stats().writable);
+        let l = new.append(b"new owner again");
+        block_on(durable(&new, l)).unwrap();
+
+        let check = JetStreamStore::open(&server.url, "fenced", 1).unwrap();
+        assert_eq!(
+            recovered(&check),
+            vec![
+                b"from the old owner".to_vec(),
+                b"from the new owner".to_vec(),
+                b"new owner again".to_vec()
+            ]
+        );
+    }
+}
