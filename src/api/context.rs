@@ -27,6 +27,9 @@ pub(crate) struct Context {
     /// An `X-Amzn-Trace-Id` header, stored as AWSTraceHeader on sends.
     pub trace_header: Option<String>,
     pub request_id: String,
+    /// Every queue is in `region`, whatever region a queue URL names (an ElasticMQ config:
+    /// one namespace, as ElasticMQ has).
+    pub single_region: bool,
 }
 
 impl Context {
@@ -52,8 +55,12 @@ impl Context {
             None => return Err(SqsError::missing("QueueUrl")),
         };
         let r = queue_url::parse(url).ok_or_else(SqsError::no_queue)?;
+        let region = match r.region {
+            Some(named) if !self.single_region => named,
+            _ => &self.region,
+        };
         let id = QueueId {
-            region: r.region.unwrap_or(&self.region).to_string(),
+            region: region.to_string(),
             account: r.account.unwrap_or(&self.account).to_string(),
             name: r.name.to_string(),
         };

@@ -49,8 +49,12 @@ fn region_of_host(host: &str) -> Option<&str> {
         return looks_like_region(region).then_some(region);
     }
     // `queue.amazonaws.com` (and LocalStack's `queue.localhost.localstack.cloud`) is the
-    // legacy us-east-1 endpoint: it names that region by naming none.
-    if host.starts_with("queue.") {
+    // legacy us-east-1 endpoint: it names that region by naming none. Other `queue.` hosts
+    // (a company's own name) name no region.
+    if matches!(
+        host,
+        "queue.amazonaws.com" | "queue.localhost.localstack.cloud"
+    ) {
         return Some("us-east-1");
     }
     let (first, rest) = host.split_once('.')?;
@@ -96,6 +100,8 @@ mod tests {
         assert_eq!(r.region, Some("us-east-1"));
         let r = parse("http://queue.localhost.localstack.cloud:4566/1/q").unwrap();
         assert_eq!(r.region, Some("us-east-1"));
+        let r = parse("http://queue.internal:9324/1/q").unwrap();
+        assert_eq!(r.region, None);
         let r = parse("q1").unwrap();
         assert_eq!((r.account, r.name), (None, "q1"));
         assert!(parse("http://localhost:9324/").is_none());

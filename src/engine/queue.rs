@@ -118,6 +118,9 @@ impl Queue {
         created: bool,
     ) {
         let mut st = self.lock();
+        // What the old setting left under way ends now: a purge finishes, a propagating
+        // change takes effect.
+        st.finish_purge();
         self.realism_on.store(realism.is_on(), Ordering::Release);
         st.realism = realism.is_on().then(|| {
             let name = format!("{}/{}/{}", self.id.region, self.id.account, self.id.name);
@@ -161,7 +164,12 @@ impl Queue {
         let Some(r) = st.realism.as_mut() else {
             return Ok(());
         };
-        if r.admit(family, now_ms, &st.settings, &self.id.region) {
+        // The quota of the settings in effect (a high-throughput switch propagates too).
+        let settings = match &r.shadow {
+            Some((_, old)) => old.clone(),
+            None => st.settings.clone(),
+        };
+        if r.admit(family, now_ms, &settings, &self.id.region) {
             Ok(())
         } else {
             Err(EngineError::Throttled)
@@ -229,9 +237,9 @@ impl Queue {
             let mut settings = st.settings.clone();
             let r = f(&mut settings)?;
             let before = st.effective().clone();
-            st.settings = settings;
+            let previous = std::mem::replace(&mut st.settings, settings);
             if st.realism.is_some() {
-                st.propagate(before, now);
+                st.propagate(&previous, before, now);
             }
             st.last_modified_s = now / 1000;
             st.rec.add(&Change::Settings {

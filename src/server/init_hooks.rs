@@ -84,6 +84,8 @@ pub(crate) fn start(
         done();
         return;
     };
+    // Scripts run in their own directory: a relative path must not be read from there.
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
     let started = std::thread::Builder::new()
         .name("sqsim-init-hooks".into())
         .spawn(move || {
@@ -153,16 +155,14 @@ fn run_all(dir: &Path, env: &HookEnv, status: &InitStatus) {
         let name = name_of(script);
         status.update(|p| p.scripts[i].state = ScriptState::Running);
         tracing::info!(script = %name, "init hook running");
-        let state = match run_one(script, env, shim.as_ref()) {
-            Ok(output) => {
-                log_output(&name, &output.stdout, &output.stderr);
-                if output.status.success() {
-                    tracing::info!(script = %name, "init hook finished");
-                    ScriptState::Successful
-                } else {
-                    tracing::error!(script = %name, status = %output.status, "init hook failed");
-                    ScriptState::Error
-                }
+        let state = match run_one(script, &name, env, shim.as_ref()) {
+            Ok(status) if status.success() => {
+                tracing::info!(script = %name, "init hook finished");
+                ScriptState::Successful
+            }
+            Ok(status) => {
+                tracing::error!(script = %name, %status, "init hook failed");
+                ScriptState::Error
             }
             Err(e) => {
                 tracing::error!(script = %name, error = %e, "init hook could not be started");
@@ -173,11 +173,14 @@ fn run_all(dir: &Path, env: &HookEnv, status: &InitStatus) {
     }
 }
 
+/// Runs one script to its end, logging its output line by line as it comes; the script's
+/// own exit ends the wait (a daemon it started may keep the output open).
 fn run_one(
     script: &Path,
+    name: &str,
     env: &HookEnv,
     shim: Option<&AwsLocalShim>,
-) -> std::io::Result<std::process::Output> {
+) -> std::io::Result<std::process::ExitStatus> {
     let mut cmd = if is_executable(script) {
         Command::new(script)
     } else {
@@ -189,6 +192,8 @@ fn run_one(
         cmd.current_dir(dir);
     }
     cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .env("AWS_ENDPOINT_URL", &env.endpoint)
         .env("AWS_DEFAULT_REGION", &env.region)
         .env("AWS_REGION", &env.region);
@@ -205,15 +210,49 @@ fn run_one(
             cmd.env("PATH", joined);
         }
     }
-    cmd.output()
+    let mut child = cmd.spawn()?;
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .enumerate()
+    .filter_map(|(i, pipe)| Some((i == 1, pipe?)))
+    .map(|(is_stderr, pipe)| {
+        let name = name.to_string();
+        std::thread::spawn(move || log_lines(&name, pipe, is_stderr))
+    })
+    .collect();
+    let status = child.wait()?;
+    // The script's lines are logged before its end is; a pipe some daemon keeps open is
+    // left to its thread.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    for r in readers {
+        while !r.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    Ok(status)
 }
 
-fn log_output(name: &str, stdout: &[u8], stderr: &[u8]) {
-    for line in String::from_utf8_lossy(stdout).lines() {
-        tracing::info!(script = %name, "{line}");
-    }
-    for line in String::from_utf8_lossy(stderr).lines() {
-        tracing::warn!(script = %name, "{line}");
+/// Logs what a script writes, a line at a time: stdout at info, stderr at warn.
+fn log_lines(name: &str, pipe: Box<dyn std::io::Read + Send>, is_stderr: bool) {
+    use std::io::BufRead;
+    for line in std::io::BufReader::new(pipe).lines() {
+        let Ok(line) = line else {
+            return;
+        };
+        if is_stderr {
+            tracing::warn!(script = %name, "{line}");
+        } else {
+            tracing::info!(script = %name, "{line}");
+        }
     }
 }
 
@@ -230,7 +269,12 @@ impl AwsLocalShim {
         if std::env::split_paths(&path).any(|d| d.join("awslocal").is_file()) {
             return None;
         }
-        let dir = std::env::temp_dir().join(format!("sqsim-awslocal-{}", std::process::id()));
+        // One directory per run: servers in one process (embedded) must not share it.
+        let dir = std::env::temp_dir().join(format!(
+            "sqsim-awslocal-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
         let made = (|| {
             std::fs::create_dir_all(&dir)?;
             let file = dir.join("awslocal");
@@ -264,6 +308,41 @@ impl Drop for AwsLocalShim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A relative directory works (scripts run in it), and a script that leaves a process
+    /// holding its output open still ends the stage when it exits itself.
+    #[test]
+    fn a_relative_directory_and_a_lingering_child_do_not_stop_the_stage() {
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let out = dir.path().canonicalize().unwrap().join("ran.txt");
+        let script = dir.path().join("10-daemon.sh");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\n(sleep 30) &\necho ran > {}\n", out.display()),
+        )
+        .unwrap();
+        // tempdir_in gives the directory as an absolute path; the test wants it relative.
+        let relative = std::path::Path::new(".").join(dir.path().file_name().unwrap());
+        let status = std::sync::Arc::new(InitStatus::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        start(
+            Some(relative),
+            HookEnv {
+                endpoint: "http://127.0.0.1:1".into(),
+                region: "us-east-1".into(),
+            },
+            std::sync::Arc::clone(&status),
+            move || {
+                let _ = tx.send(());
+            },
+        );
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the stage ends while the daemon still runs");
+        let (scripts, completed) = status.snapshot();
+        assert!(completed);
+        assert_eq!(scripts[0].state, ScriptState::Successful);
+        assert_eq!(std::fs::read_to_string(out).unwrap().trim(), "ran");
+    }
 
     #[test]
     fn scripts_run_in_name_order_and_failures_are_recorded() {

@@ -411,6 +411,7 @@ fn context(
         path: parts.uri.path().to_string(),
         trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),
         request_id: request_id.to_string(),
+        single_region: state.config.single_region,
     }
 }
 

@@ -362,7 +362,9 @@ impl Writer {
                 let m = match stream.get_raw_message(seq).await {
                     Ok(m) => m,
                     // Purged: a gap.
-                    Err(_) => continue,
+                    Err(e) if e.kind() == stream::RawMessageErrorKind::NoMessageFound => continue,
+                    // Anything else would silently drop a record: recovery fails instead.
+                    Err(e) => return Err(io_error(format!("cannot read record {seq}: {e}"))),
                 };
                 let header = |name: &str| {
                     m.headers
@@ -438,12 +440,20 @@ impl Writer {
                 self.last_seq.to_string().as_str(),
             );
             bytes += record.len() as u64;
-            let ack = js
+            let published = match js
                 .publish_with_headers(self.snap_subject(), headers, Bytes::from(record))
                 .await
-                .map_err(|e| io_error(format!("snapshot publish failed: {e}")))?
-                .await
-                .map_err(|e| io_error(format!("JetStream refused a snapshot record: {e}")))?;
+            {
+                Ok(ack) => ack
+                    .await
+                    .map_err(|e| format!("JetStream refused a snapshot record: {e}")),
+                Err(e) => Err(format!("snapshot publish failed: {e}")),
+            };
+            // A refusal means another writer: nothing more from this one is durable.
+            let ack = published.map_err(|e| {
+                self.fail(Lsn::MAX, &e);
+                io_error(e)
+            })?;
             self.last_seq = ack.sequence;
             first_seq.get_or_insert(ack.sequence);
         }

@@ -218,3 +218,12 @@ def test_a_toml_file_is_still_toml(tmp_path):
         # Regions stay separate namespaces outside ElasticMQ configs.
         other = proc.client(region="eu-west-1")
         assert "QueueUrls" not in other.list_queues()
+
+
+def test_queue_urls_naming_another_region_reach_the_one_namespace(elasticmq):
+    # ElasticMQ ignores the host of a queue URL; an AWS-style URL for any region works too.
+    sqs = elasticmq.client(region="eu-west-1")
+    aws_url = "https://sqs.ap-south-1.amazonaws.com/000000000000/orders-dead-letters"
+    sqs.send_message(QueueUrl=aws_url, MessageBody="via an AWS URL")
+    got = sqs.receive_message(QueueUrl=aws_url)["Messages"]
+    assert [m["Body"] for m in got] == ["via an AWS URL"]

@@ -375,6 +375,68 @@ def test_purge_lets_stored_messages_through_for_up_to_a_minute():
         assert stats_queue(proc, "purging")["purged"] == 5
 
 
+def test_a_message_sent_after_purging_an_empty_queue_survives():
+    with realism("propagation") as proc:
+        freeze(proc)
+        sqs = proc.client()
+        url = sqs.create_queue(QueueName="never-used")["QueueUrl"]
+        proc.advance(1)
+        sqs.purge_queue(QueueUrl=url)  # nothing stored yet
+        sqs.send_message(QueueUrl=url, MessageBody="first")
+        proc.advance(61)
+        assert bodies_of(receive(sqs, url)) == ["first"]
+
+
+def test_changing_realism_finishes_a_purge_under_way():
+    with realism("propagation") as proc:
+        freeze(proc)
+        sqs = proc.client()
+        url = sqs.create_queue(QueueName="switching")["QueueUrl"]
+        proc.advance(1)
+        send_bodies(sqs, url, BODIES[:3])
+        sqs.purge_queue(QueueUrl=url)
+        proc.admin("POST", "/_sqsim/realism", {"realism": "propagation"})
+        assert receive(sqs, url, MaxNumberOfMessages=10) == []
+        assert stats_queue(proc, "switching")["purged"] == 3
+
+
+def test_fifo_queues_purge_at_once_under_propagation():
+    with realism("propagation") as proc:
+        freeze(proc)
+        sqs = proc.client()
+        url = sqs.create_queue(QueueName="p.fifo", Attributes={
+            "FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+        proc.advance(1)
+        sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g")
+        sqs.purge_queue(QueueUrl=url)
+        assert receive(sqs, url) == []
+
+
+def test_setting_the_same_attributes_again_does_not_postpone_a_change():
+    with realism("propagation", 11) as proc:
+        freeze(proc)
+        sqs = proc.client()
+        url = sqs.create_queue(QueueName="reapplied")["QueueUrl"]
+        proc.advance(1)
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7"})
+        for _ in range(5):
+            proc.advance(15)
+            sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7"})
+        # 75 s after the change, it has taken effect however often it was re-applied.
+        assert queue_attrs(sqs, url, "DelaySeconds") == {"DelaySeconds": "7"}
+
+
+def test_duplicates_leave_a_zero_visibility_receive_alone():
+    with realism("duplicates=1") as proc:
+        freeze(proc)
+        sqs = proc.client()
+        url = sqs.create_queue(QueueName="zero")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="z")
+        for count in ("1", "2", "3"):
+            (m,) = receive(sqs, url, VisibilityTimeout=0, AttributeNames=["ApproximateReceiveCount"])
+            assert m["Attributes"]["ApproximateReceiveCount"] == count
+
+
 def test_purge_is_immediate_in_durable_mode(tmp_path):
     with realism("propagation", 7, "--data-dir", str(tmp_path)) as proc:
         freeze(proc)

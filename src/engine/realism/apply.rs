@@ -98,15 +98,16 @@ impl QueueState {
         let Some(p) = r.cfg.duplicates else {
             return;
         };
-        if !r.chance(p) {
+        // A timeout of a few milliseconds leaves no "sooner" to come back at.
+        if until_ms <= now + 2 || !r.chance(p) {
             return;
         }
         let at = r.duplicate_at(now, until_ms);
         if let Some(m) = self.messages.get_mut(&key) {
             m.delivery = Delivery::InFlight { until_ms: at };
             self.timers.remove(&(until_ms, key));
-            self.note_deadline(at);
             self.timers.insert((at, key));
+            self.note_deadline(at);
             self.record_progress(key);
         }
     }
@@ -119,7 +120,7 @@ impl QueueState {
             && self
                 .realism
                 .as_ref()
-                .is_some_and(|r| r.cfg.duplicates.is_some());
+                .is_some_and(|r| r.cfg.duplicates.is_some_and(|p| p > 0.0));
         on && self
             .messages
             .get(&receipt.key)
@@ -136,12 +137,19 @@ impl QueueState {
         self.redeliver_probability.max(realism)
     }
 
-    /// Settings changed from `old`: under propagation, `old` stays in effect for a while.
-    pub(in crate::engine) fn propagate(&mut self, old: QueueSettings, now: u64) {
+    /// Settings changed from `previous` (what was set) while `old` was in effect: under
+    /// propagation, `old` stays in effect for a while. Setting what is already set changes
+    /// nothing, not even when a change still propagates.
+    pub(in crate::engine) fn propagate(
+        &mut self,
+        previous: &QueueSettings,
+        old: QueueSettings,
+        now: u64,
+    ) {
         let Some(r) = self.realism.as_mut().filter(|r| r.cfg.propagation) else {
             return;
         };
-        if old == self.settings {
+        if *previous == self.settings || old == self.settings {
             return;
         }
         let ms = r.propagation_ms(&old, &self.settings);
@@ -152,17 +160,20 @@ impl QueueState {
 
     /// A purge under propagation: the messages stored now stay receivable until a moment
     /// within the next minute, then go. False when the purge must happen at once (realism
-    /// off, or durable mode, where a purge is kept the moment it is acknowledged).
+    /// off, a FIFO queue, or durable mode, where a purge is kept the moment it is
+    /// acknowledged).
     pub(in crate::engine) fn defer_purge(&mut self, now: u64) -> bool {
-        if self.rec.on {
+        // FIFO queues purge at once: their deduplication and group state go with the
+        // messages, which a purge finishing later could not separate from new sends.
+        if self.rec.on || !matches!(self.order, Order::Standard(_)) {
             return false;
         }
         let Some(r) = self.realism.as_mut().filter(|r| r.cfg.propagation) else {
             return false;
         };
-        let last = self.messages.next_seq().saturating_sub(1);
+        let before = self.messages.next_seq();
         let at = now + r.purge_ms();
-        r.purge = Some((last, at));
+        r.purge = Some((before, at));
         self.last_purge_ms = Some(now);
         true
     }
@@ -177,20 +188,25 @@ impl QueueState {
             r.shadow = None;
             self.wake = true;
         }
-        if let Some((last, at)) = r.purge {
-            if now >= at {
-                r.purge = None;
-                let keys: Vec<MessageKey> = self
-                    .messages
-                    .iter()
-                    .map(|(k, _)| k)
-                    .filter(|k| k.seq <= last)
-                    .collect();
-                for key in keys {
-                    if self.remove(&key).is_some() {
-                        self.traffic.purged += 1;
-                    }
-                }
+        if r.purge.is_some_and(|(_, at)| now >= at) {
+            self.finish_purge();
+        }
+    }
+
+    /// Ends a purge under way now: the messages stored before it go.
+    pub(in crate::engine) fn finish_purge(&mut self) {
+        let Some((before, _)) = self.realism.as_mut().and_then(|r| r.purge.take()) else {
+            return;
+        };
+        let keys: Vec<MessageKey> = self
+            .messages
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| k.seq < before)
+            .collect();
+        for key in keys {
+            if self.remove(&key).is_some() {
+                self.traffic.purged += 1;
             }
         }
     }

@@ -209,7 +209,7 @@ pub(crate) struct RealismState {
     pub hidden_until_ms: u64,
     /// The settings still in effect while a change propagates, and until when.
     pub shadow: Option<(u64, QueueSettings)>,
-    /// A purge still under way: (messages up to this sequence number are removed, at).
+    /// A purge still under way: (messages below this sequence number are removed, at).
     pub purge: Option<(u64, u64)>,
 }
 

@@ -145,6 +145,7 @@ async fn run_action(
         path: "/".into(),
         trace_header: None,
         request_id: request_id.clone(),
+        single_region: state.config.single_region,
     };
     let encoded = match api::dispatch(&ctx, &action, Params::Json(body)).await {
         Ok(reply) => protocol::encode_reply(Render::Json, &action, &request_id, reply.as_ref()),
