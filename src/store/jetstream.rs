@@ -494,15 +494,7 @@ impl Writer {
 mod tests {
     use super::*;
     use crate::store::durable;
-    use crate::store::suite::NatsServer;
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(f)
-    }
+    use crate::store::suite::{block_on, NatsServer};
 
     fn recovered(s: &JetStreamStore) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
