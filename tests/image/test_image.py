@@ -108,7 +108,7 @@ def run():
 
     yield start
     for cid in started:
-        podman("rm", "-f", "-t", "5", cid, check=False)
+        podman("rm", "-f", "-v", "-t", "5", cid, check=False)  # -v: the image's anonymous volume too
     for v in set(volumes):
         podman("volume", "rm", "-f", v, check=False)
 
