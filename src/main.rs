@@ -140,10 +140,7 @@ fn main() -> ExitCode {
     match args.command {
         Some(Command::Worker(w)) => return sqsim::worker::cli::run(*w, shutdown_signal()),
         Some(Command::Health) => {
-            let port = args.port.unwrap_or(match args.compat.as_deref() {
-                Some("localstack") => sqsim::config::LOCALSTACK_PORT,
-                _ => sqsim::config::DEFAULT_PORT,
-            });
+            let port = args.port.unwrap_or(default_port(args.compat.as_deref()));
             return match sqsim::server::probe::health(port) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -163,7 +160,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
-        config.port = sqsim::config::LOCALSTACK_PORT;
+        config.port = default_port(args.compat.as_deref());
         let ready = std::path::Path::new(sqsim::config::LOCALSTACK_READY_DIR);
         config.init_dir = ready.is_dir().then(|| ready.to_path_buf());
         // LocalStack's PERSISTENCE=1 keeps state under its volume; so does sqsim (durable
@@ -250,6 +247,14 @@ fn main() -> ExitCode {
             eprintln!("sqsim: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The port when none is given: LocalStack's with `--compat localstack`, else 9324.
+fn default_port(compat: Option<&str>) -> u16 {
+    match compat {
+        Some("localstack") => sqsim::config::LOCALSTACK_PORT,
+        _ => sqsim::config::DEFAULT_PORT,
     }
 }
 

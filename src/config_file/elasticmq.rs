@@ -256,9 +256,9 @@ impl Translator {
             } else {
                 name.to_string()
             };
-            let mut section = QueueSection::default();
+            let mut queue = QueueSection::default();
             let mut attr = |n: &str, v: toml::Value| {
-                section
+                queue
                     .attributes
                     .insert(n.to_string(), Spanned::new(0..0, v));
             };
@@ -286,10 +286,8 @@ impl Translator {
                         }
                     }
                     "deadLettersQueue" => {
-                        let dl = match q.get(k) {
-                            Some(HoconValue::Object(map)) => Hocon::new(map.clone()),
-                            _ => return Err(format!("{key}.{k}: expected an object")),
-                        };
+                        let dl = section(&q, k)?
+                            .ok_or_else(|| format!("{key}.{k}: expected an object"))?;
                         let target = dl
                             .get_string("name")
                             .map_err(|e| bad("deadLettersQueue.name", e))?;
@@ -302,15 +300,13 @@ impl Translator {
                         dead_letters.push((full_name.clone(), target, count));
                     }
                     "tags" => {
-                        let tags = match q.get(k) {
-                            Some(HoconValue::Object(map)) => Hocon::new(map.clone()),
-                            _ => return Err(format!("{key}.tags: expected an object")),
-                        };
+                        let tags = section(&q, k)?
+                            .ok_or_else(|| format!("{key}.tags: expected an object"))?;
                         for tag in tags.keys() {
                             let v = tags
                                 .get_string(&quoted(tag))
                                 .map_err(|e| format!("{key}.tags.{tag}: {e}"))?;
-                            section.tags.insert(tag.to_string(), v);
+                            queue.tags.insert(tag.to_string(), v);
                         }
                     }
                     "copyTo" | "moveTo" => self.warn(
@@ -324,7 +320,7 @@ impl Translator {
                     other => self.warn(&format!("{key}.{other}"), "unknown key, ignored"),
                 }
             }
-            declared.insert(full_name, section);
+            declared.insert(full_name, queue);
         }
         // Dead-letter queues are named as they are finally called (`.fifo` included), as in
         // ElasticMQ; one that is not declared is reported and left out, as ElasticMQ does.

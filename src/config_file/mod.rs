@@ -537,7 +537,7 @@ impl LoadedConfig {
             }
             queue.update_tags(|t| t.extend(tags));
             if let Some(r) = realism {
-                queue.set_realism(r, engine.seed(), engine.now_ms(), created);
+                engine.set_queue_realism(&queue, r, created);
             }
         }
         // Then the dead-letter wiring, by name, in any order.

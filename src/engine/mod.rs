@@ -80,15 +80,17 @@ impl Drop for LongPollSlot<'_> {
 
 impl Engine {
     /// An empty engine running on `clock`.
-    pub(crate) fn new(clock: Arc<Clock>, settings: EngineSettings) -> Engine {
+    pub(crate) fn new(clock: Arc<Clock>, mut settings: EngineSettings) -> Engine {
         let seed = clock.now_ms() << 16;
+        // The engine keeps the one current realism setting (it changes at run time).
+        let realism = std::mem::take(&mut settings.realism);
         // Realism's seed: the one given, or one from the time (printed, so a run can be
         // replayed with --seed).
         let realism_seed = settings
             .seed
             .unwrap_or_else(|| clock.now_ms() ^ u64::from(std::process::id()) << 40);
         Engine {
-            realism: RwLock::new(settings.realism.clone()),
+            realism: RwLock::new(realism),
             seed: realism_seed,
             clock,
             settings,
@@ -174,7 +176,7 @@ impl Engine {
         ));
         let realism = self.realism();
         if realism.is_on() {
-            q.set_realism(realism, self.seed, now, true);
+            self.set_queue_realism(&q, realism, true);
         }
         queues.insert(id, Arc::clone(&q));
         Ok((q, true))
@@ -196,10 +198,15 @@ impl Engine {
     /// Sets realism for every queue and for queues created from now on.
     pub(crate) fn set_realism(&self, realism: realism::Realism) {
         *self.realism.write().unwrap_or_else(|p| p.into_inner()) = realism.clone();
-        let now = self.now_ms();
         for q in self.all_queues() {
-            q.set_realism(realism.clone(), self.seed, now, false);
+            self.set_queue_realism(&q, realism.clone(), false);
         }
+    }
+
+    /// Sets one queue's realism, drawing from this engine's seed; `created`: the queue is
+    /// new (under propagation it stays unknown for up to a second).
+    pub(crate) fn set_queue_realism(&self, q: &Queue, realism: realism::Realism, created: bool) {
+        q.set_realism(realism, self.seed, self.now_ms(), created);
     }
 
     /// The queue with this id.

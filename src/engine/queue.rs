@@ -160,16 +160,19 @@ impl Queue {
             return Ok(());
         }
         let mut st = self.lock();
-        let st = &mut *st;
-        let Some(r) = st.realism.as_mut() else {
+        // The quota of the settings in effect (a high-throughput switch propagates too).
+        let Some(rate) = st
+            .realism
+            .as_ref()
+            .and_then(|r| r.quota(st.effective(), &self.id.region))
+        else {
             return Ok(());
         };
-        // The quota of the settings in effect (a high-throughput switch propagates too).
-        let settings = match &r.shadow {
-            Some((_, old)) => old.clone(),
-            None => st.settings.clone(),
-        };
-        if r.admit(family, now_ms, &settings, &self.id.region) {
+        let admitted = st
+            .realism
+            .as_mut()
+            .is_none_or(|r| r.admit(family, now_ms, rate));
+        if admitted {
             Ok(())
         } else {
             Err(EngineError::Throttled)
@@ -273,12 +276,7 @@ impl Queue {
                 st.settings.clone()
             },
             counts: if reported {
-                let shown = st.shown_counts(now);
-                QueueCounts {
-                    visible: shown.visible,
-                    in_flight: shown.in_flight,
-                    delayed: shown.delayed,
-                }
+                st.shown_counts(now)
             } else {
                 QueueCounts {
                     visible: st.visible,

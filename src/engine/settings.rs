@@ -83,7 +83,8 @@ pub struct EngineSettings {
     /// ServiceUnavailable (503, which SDKs retry with backoff) instead of holding memory
     /// and a task for up to 20 seconds.
     pub max_long_polls: usize,
-    /// AWS-realism mode for every queue (off by default); a queue may have its own.
+    /// AWS-realism mode for every queue at start (off by default); a queue may have its own.
+    /// The engine takes it over: it changes at run time (`/_sqsim/realism`).
     pub realism: super::realism::Realism,
     /// The seed realism draws from; `None` picks one from the time.
     pub seed: Option<u64>,

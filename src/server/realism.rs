@@ -51,7 +51,7 @@ pub(super) fn change(state: &AppState, r: RealismRequest) -> Response<Full<Bytes
     };
     match &r.queue_url {
         Some(url) => match queue_of(state, url, r.region.as_deref()) {
-            Some(q) => q.set_realism(realism, state.engine.seed(), state.engine.now_ms(), false),
+            Some(q) => state.engine.set_queue_realism(&q, realism, false),
             None => return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
         },
         None => state.engine.set_realism(realism),

@@ -5,12 +5,12 @@
 
 use std::collections::VecDeque;
 
-use super::Shown;
 use crate::engine::ids::MessageKey;
 use crate::engine::message::Delivery;
 use crate::engine::receipt::Receipt;
 use crate::engine::settings::QueueSettings;
 use crate::engine::state::{Order, QueueState};
+use crate::engine::view::QueueCounts;
 
 /// The most visible messages one short poll looks through for its sampled partitions: AWS
 /// documents that with fewer than 1,000 messages a short poll may miss some.
@@ -213,8 +213,8 @@ impl QueueState {
 
     /// The ApproximateNumberOf* counts to answer: the true ones, or (standard queues under
     /// `count_lag`) the ones last refreshed.
-    pub(in crate::engine) fn shown_counts(&mut self, now: u64) -> Shown {
-        let truth = Shown {
+    pub(in crate::engine) fn shown_counts(&mut self, now: u64) -> QueueCounts {
+        let truth = QueueCounts {
             visible: self.visible,
             in_flight: self.in_flight,
             delayed: self.delayed,

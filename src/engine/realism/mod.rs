@@ -29,6 +29,7 @@ use std::collections::VecDeque;
 
 use super::random;
 use super::settings::{DeduplicationScope, FifoThroughputLimit, QueueSettings};
+use super::view::QueueCounts;
 
 /// Which realism behaviours are on, and how strong each is. [`Realism::default`] is off.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -184,14 +185,6 @@ pub(crate) enum Family {
     Delete,
 }
 
-/// Counts as a queue last showed them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Shown {
-    pub visible: usize,
-    pub in_flight: usize,
-    pub delayed: usize,
-}
-
 /// One queue's realism: its setting, its seeded stream and what the behaviours remember.
 #[derive(Debug)]
 pub(crate) struct RealismState {
@@ -202,7 +195,7 @@ pub(crate) struct RealismState {
     /// Per-partition weights of short-poll sampling (1 to 4), drawn once.
     weights: Vec<u32>,
     /// The counts shown, and when they are refreshed next.
-    shown: Option<(u64, Shown)>,
+    shown: Option<(u64, QueueCounts)>,
     /// Token buckets per family: (tokens, last refill ms).
     buckets: [(f64, u64); 3],
     /// Until when a new queue answers QueueDoesNotExist.
@@ -327,7 +320,7 @@ impl RealismState {
 
     /// The counts to show at `now`, given the true ones: refreshed at random moments up to
     /// `count_lag` seconds apart.
-    pub(crate) fn shown_counts(&mut self, now: u64, truth: Shown) -> Shown {
+    pub(crate) fn shown_counts(&mut self, now: u64, truth: QueueCounts) -> QueueCounts {
         let Some(lag_s) = self.cfg.count_lag else {
             return truth;
         };
@@ -357,25 +350,20 @@ impl RealismState {
         1 + self.below(PURGE_PROPAGATION_MS)
     }
 
-    /// Takes one call of `family` from its bucket at `now`; false when the quota is spent.
-    pub(crate) fn admit(
-        &mut self,
-        family: Family,
-        now: u64,
-        settings: &QueueSettings,
-        region: &str,
-    ) -> bool {
-        let Some(standard_rate) = self.cfg.throttle else {
-            return true;
-        };
-        let rate = if settings.fifo_queue {
-            fifo_quota(settings, region)
+    /// Calls a second per action family that `settings` allow under `throttle`, or `None`
+    /// when unlimited (realism's throttle off, or a standard queue without a rate).
+    pub(crate) fn quota(&self, settings: &QueueSettings, region: &str) -> Option<f64> {
+        let standard_rate = self.cfg.throttle?;
+        if settings.fifo_queue {
+            Some(fifo_quota(settings, region))
         } else {
-            match standard_rate {
-                Some(n) => n as f64,
-                None => return true,
-            }
-        };
+            standard_rate.map(f64::from)
+        }
+    }
+
+    /// Takes one call of `family` from its bucket (of `rate` calls a second) at `now`;
+    /// false when the quota is spent.
+    pub(crate) fn admit(&mut self, family: Family, now: u64, rate: f64) -> bool {
         let (tokens, last) = &mut self.buckets[family as usize];
         // A bucket holds one second of calls; it fills as the clock moves.
         let elapsed_s = now.saturating_sub(*last) as f64 / 1000.0;
@@ -473,15 +461,15 @@ mod tests {
             fifo_queue: true,
             ..QueueSettings::default()
         };
-        let admitted = (0..400)
-            .filter(|_| st.admit(Family::Send, 0, &fifo, "us-east-1"))
-            .count();
+        let rate = st
+            .quota(&fifo, "us-east-1")
+            .expect("FIFO queues have a quota");
+        let admitted = (0..400).filter(|_| st.admit(Family::Send, 0, rate)).count();
         assert_eq!(admitted, 300);
-        assert!(st.admit(Family::Receive, 0, &fifo, "us-east-1"));
-        assert!(!st.admit(Family::Send, 0, &fifo, "us-east-1"));
-        assert!(st.admit(Family::Send, 10, &fifo, "us-east-1")); // 3 calls per 10 ms
-                                                                 // Standard queues are unlimited unless a rate is given.
-        let standard = QueueSettings::default();
-        assert!((0..1000).all(|_| st.admit(Family::Send, 10, &standard, "us-east-1")));
+        assert!(st.admit(Family::Receive, 0, rate));
+        assert!(!st.admit(Family::Send, 0, rate));
+        assert!(st.admit(Family::Send, 10, rate)); // 3 calls per 10 ms
+                                                   // Standard queues are unlimited unless a rate is given.
+        assert_eq!(st.quota(&QueueSettings::default(), "us-east-1"), None);
     }
 }

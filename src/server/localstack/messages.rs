@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 
+use super::super::admin::queue_of;
 use super::super::limits::RequestBody;
 use super::super::service::respond;
 use super::super::AppState;
@@ -98,11 +99,11 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
     };
 
     // The queue: from the path, else from QueueUrl.
-    let rest = parts.uri.path()["/_aws/sqs/messages".len()..].trim_matches('/');
-    let id = if !rest.is_empty() {
+    let rest = parts.uri.path()[super::DEVELOPER_PREFIX.len()..].trim_matches('/');
+    let queue = if !rest.is_empty() {
         let segments: Vec<&str> = rest.split('/').collect();
         match segments[..] {
-            [region, account, name] => Some(QueueId {
+            [region, account, name] => state.engine.queue(&QueueId {
                 region: region.to_string(),
                 account: account.to_string(),
                 name: name.to_string(),
@@ -112,17 +113,13 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
     } else {
         match queue_url.as_deref().filter(|u| !u.is_empty()) {
             None => None,
-            Some(url) => match crate::api::queue_url::parse(url) {
-                Some(r) => Some(QueueId {
-                    region: r.region.unwrap_or(&state.config.region).to_string(),
-                    account: r.account.unwrap_or(&state.config.account_id).to_string(),
-                    name: r.name.to_string(),
-                }),
-                None => return foreign(asked, &request_id, 404, "InvalidAddress", None),
-            },
+            Some(url) if crate::api::queue_url::parse(url).is_none() => {
+                return foreign(asked, &request_id, 404, "InvalidAddress", None)
+            }
+            Some(url) => queue_of(state, url, None),
         }
     };
-    let Some(queue) = id.and_then(|id| state.engine.queue(&id)) else {
+    let Some(queue) = queue else {
         return foreign(
             asked,
             &request_id,

@@ -27,14 +27,15 @@ const DEVELOPER_PREFIX: &str = "/_aws/sqs/messages";
 /// Whether this path is one of LocalStack's own endpoints.
 pub(super) fn is_internal(path: &str) -> bool {
     path.starts_with(INTERNAL_PREFIX)
-        || path == DEVELOPER_PREFIX
-        || path.starts_with("/_aws/sqs/messages/")
+        || path
+            .strip_prefix(DEVELOPER_PREFIX)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Answers a request to one of LocalStack's own endpoints.
 pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/').to_string();
-    if path == DEVELOPER_PREFIX || path.starts_with(DEVELOPER_PREFIX) {
+    if path.starts_with(DEVELOPER_PREFIX) {
         return messages::handle(state, req).await;
     }
     match (req.method(), path.as_str()) {
@@ -89,9 +90,17 @@ fn info(state: &AppState) -> serde_json::Value {
         "machine_id": "sqsim",
         "system": std::env::consts::OS,
         "is_docker": in_container,
-        "server_time_utc": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S").to_string(),
+        "server_time_utc": server_time(state),
         "uptime": state.started.at.elapsed().as_secs(),
     })
+}
+
+/// The server's time in LocalStack's format, from the engine's clock (the only reader of
+/// the system time; a moved test clock shows here too).
+fn server_time(state: &AppState) -> String {
+    chrono::DateTime::from_timestamp_millis(state.engine.now_ms() as i64)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string())
+        .unwrap_or_default()
 }
 
 fn scripts_json(scripts: &[Script]) -> serde_json::Value {
