@@ -36,6 +36,13 @@ def freeze(proc):
     proc.admin("POST", "/_sqsim/clock", {"freeze": True})
 
 
+def frozen_queue(proc, name):
+    """Freezes the clock and creates a standard queue; returns (client, queue URL)."""
+    freeze(proc)
+    sqs = proc.client()
+    return sqs, sqs.create_queue(QueueName=name)["QueueUrl"]
+
+
 def send_bodies(sqs, url, bodies, **extra):
     """Sends `bodies` in batches of ten, in order."""
     for start in range(0, len(bodies), 10):
@@ -81,9 +88,7 @@ BODIES = [f"m{i:02d}" for i in range(20)]
 
 def test_short_polls_return_fewer_than_available():
     with realism("short_poll=8") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="drain")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "drain")
         send_bodies(sqs, url, BODIES)
         log = []  # (visible before the poll, bodies received); messages stay in flight
         for _ in range(3):
@@ -103,9 +108,7 @@ def test_short_polls_return_fewer_than_available():
 
 def test_short_polls_sample_and_sometimes_return_nothing():
     with realism("short_poll=8") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="twenty")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "twenty")
         send_bodies(sqs, url, BODIES)
         # VisibilityTimeout 0: every poll faces the same 20 visible messages.
         polls = [bodies_of(receive(sqs, url, MaxNumberOfMessages=10, VisibilityTimeout=0))
@@ -184,9 +187,7 @@ def test_order_window_shuffles_but_never_more_than_window_places():
 
 def test_duplicate_arrives_while_first_copy_in_flight_and_stale_delete_keeps_it():
     with realism("duplicates=1") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="dups")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "dups")
         sqs.send_message(QueueUrl=url, MessageBody="once")
         attrs = {"AttributeNames": ["ApproximateReceiveCount"]}
         (first,) = receive(sqs, url, VisibilityTimeout=60, **attrs)
@@ -260,9 +261,7 @@ def test_duplicates_do_not_apply_to_fifo_queues():
 
 def test_counts_lag_until_the_clock_moves_past_the_lag():
     with realism("count_lag=60") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="lagging")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "lagging")
         assert counts(sqs, url) == (0, 0, 0)  # the first read refreshes
         send_bodies(sqs, url, BODIES[:5])
         assert len(receive(sqs, url, MaxNumberOfMessages=2, VisibilityTimeout=300)) == 2
@@ -292,9 +291,7 @@ def test_fifo_counts_are_exact_under_count_lag():
 
 def test_attribute_change_takes_effect_within_60_seconds():
     with realism("propagation") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="slow-attrs")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "slow-attrs")
         proc.advance(1)
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "100"})
         assert queue_attrs(sqs, url, "VisibilityTimeout") == {"VisibilityTimeout": "30"}
@@ -309,9 +306,7 @@ def test_attribute_change_takes_effect_within_60_seconds():
 
 def test_retention_change_takes_up_to_15_minutes():
     with realism("propagation") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="slow-retention")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "slow-retention")
         proc.advance(1)
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"MessageRetentionPeriod": "3600"})
         name = "MessageRetentionPeriod"
@@ -322,9 +317,7 @@ def test_retention_change_takes_up_to_15_minutes():
 
 def test_new_queue_is_unknown_for_up_to_a_second():
     with realism("propagation") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="brand-new")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "brand-new")
         assert url.endswith("/brand-new")
         expect_error(sqs.send_message, NON_EXISTENT, QueueUrl=url, MessageBody="x")
         expect_error(sqs.get_queue_attributes, NON_EXISTENT, QueueUrl=url)
@@ -360,9 +353,7 @@ def test_durable_restart_does_not_hide_existing_queues(tmp_path):
 
 def test_purge_lets_stored_messages_through_for_up_to_a_minute():
     with realism("propagation") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="purging")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "purging")
         proc.advance(1)
         send_bodies(sqs, url, BODIES[:5])
         sqs.purge_queue(QueueUrl=url)
@@ -377,9 +368,7 @@ def test_purge_lets_stored_messages_through_for_up_to_a_minute():
 
 def test_a_message_sent_after_purging_an_empty_queue_survives():
     with realism("propagation") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="never-used")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "never-used")
         proc.advance(1)
         sqs.purge_queue(QueueUrl=url)  # nothing stored yet
         sqs.send_message(QueueUrl=url, MessageBody="first")
@@ -389,9 +378,7 @@ def test_a_message_sent_after_purging_an_empty_queue_survives():
 
 def test_changing_realism_finishes_a_purge_under_way():
     with realism("propagation") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="switching")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "switching")
         proc.advance(1)
         send_bodies(sqs, url, BODIES[:3])
         sqs.purge_queue(QueueUrl=url)
@@ -414,9 +401,7 @@ def test_fifo_queues_purge_at_once_under_propagation():
 
 def test_setting_the_same_attributes_again_does_not_postpone_a_change():
     with realism("propagation", 11) as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="reapplied")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "reapplied")
         proc.advance(1)
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7"})
         for _ in range(5):
@@ -428,9 +413,7 @@ def test_setting_the_same_attributes_again_does_not_postpone_a_change():
 
 def test_duplicates_leave_a_zero_visibility_receive_alone():
     with realism("duplicates=1") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="zero")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "zero")
         sqs.send_message(QueueUrl=url, MessageBody="z")
         for count in ("1", "2", "3"):
             (m,) = receive(sqs, url, VisibilityTimeout=0, AttributeNames=["ApproximateReceiveCount"])
@@ -439,9 +422,7 @@ def test_duplicates_leave_a_zero_visibility_receive_alone():
 
 def test_purge_is_immediate_in_durable_mode(tmp_path):
     with realism("propagation", 7, "--data-dir", str(tmp_path)) as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="durable")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "durable")
         proc.advance(1)
         send_bodies(sqs, url, BODIES[:3])
         sqs.purge_queue(QueueUrl=url)
@@ -500,15 +481,11 @@ def test_high_throughput_fifo_has_the_regions_quota():
 
 def test_standard_queues_unlimited_under_plain_throttle_and_limited_by_throttle_n():
     with realism("throttle") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="free")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "free")
         for i in range(40):
             sqs.send_message(QueueUrl=url, MessageBody=str(i))
     with realism("throttle=5") as proc:
-        freeze(proc)
-        sqs = proc.client()
-        url = sqs.create_queue(QueueName="limited")["QueueUrl"]
+        sqs, url = frozen_queue(proc, "limited")
         send_bodies(sqs, url, BODIES)  # 2 batches: 2 calls
         for i in range(3):
             sqs.send_message(QueueUrl=url, MessageBody=str(i))
@@ -584,9 +561,7 @@ def test_same_seed_replays_identically_and_another_seed_differs():
 
 
 def sampled_polls(proc):
-    freeze(proc)
-    sqs = proc.client()
-    url = sqs.create_queue(QueueName="sampling")["QueueUrl"]
+    sqs, url = frozen_queue(proc, "sampling")
     send_bodies(sqs, url, BODIES)
     return [bodies_of(receive(sqs, url, MaxNumberOfMessages=10, VisibilityTimeout=0))
             for _ in range(10)]
