@@ -128,6 +128,47 @@ pub struct Config {
     /// namespace per account, as ElasticMQ has (set by an ElasticMQ config). Off by
     /// default: regions are separate namespaces, as on AWS.
     pub single_region: bool,
+    /// Cluster mode (`--cluster`): queues spread over the nodes, their logs in NATS
+    /// JetStream. `None`: one process, as always.
+    pub cluster: Option<Cluster>,
+}
+
+/// Cluster mode: where JetStream is and who this node is; see `docs/scale-out.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    /// NATS server URLs, comma-separated (any of them; the client finds the rest).
+    pub nats: String,
+    /// This node's name, unique in the cluster.
+    pub node_id: String,
+    /// The URL other nodes reach this one at; `http://127.0.0.1:<port>` when `None`.
+    pub peer_url: Option<String>,
+    /// How many shards queues are hashed into (each one JetStream stream, owned by one node
+    /// at a time). Every node of a cluster must use the same number.
+    pub shards: u32,
+    /// Copies JetStream keeps of every stream and lease (3 in a real cluster).
+    pub replicas: usize,
+    /// How long a node's lease on a shard (and its membership) lasts without renewal: the
+    /// time a dead node's shards wait before another node serves them.
+    pub lease: std::time::Duration,
+}
+
+/// Shards by default: a few per node of a small cluster, few enough JetStream streams.
+pub const DEFAULT_CLUSTER_SHARDS: u32 = 16;
+/// Lease length by default.
+pub const DEFAULT_CLUSTER_LEASE: std::time::Duration = std::time::Duration::from_secs(3);
+
+impl Cluster {
+    /// Cluster mode on `nats` as node `node_id`, with the defaults.
+    pub fn new(nats: impl Into<String>, node_id: impl Into<String>) -> Cluster {
+        Cluster {
+            nats: nats.into(),
+            node_id: node_id.into(),
+            peer_url: None,
+            shards: DEFAULT_CLUSTER_SHARDS,
+            replicas: 3,
+            lease: DEFAULT_CLUSTER_LEASE,
+        }
+    }
 }
 
 /// Connection limits: a slow, idle or greedy client cannot hold what others need.
@@ -216,6 +257,7 @@ impl Default for Config {
             localstack: None,
             init_dir: None,
             single_region: false,
+            cluster: None,
         }
     }
 }
@@ -293,6 +335,18 @@ pub struct Flags {
     pub realism: Option<String>,
     /// `--seed`: what realism draws from.
     pub seed: Option<u64>,
+    /// `--cluster`: NATS URLs; turns cluster mode on.
+    pub cluster: Option<String>,
+    /// `--node-id` (cluster mode).
+    pub node_id: Option<String>,
+    /// `--peer-url` (cluster mode).
+    pub peer_url: Option<String>,
+    /// `--cluster-shards`.
+    pub cluster_shards: Option<u32>,
+    /// `--cluster-replicas`.
+    pub cluster_replicas: Option<usize>,
+    /// `--cluster-lease`, milliseconds.
+    pub cluster_lease_ms: Option<u64>,
 }
 
 impl Config {
@@ -396,6 +450,72 @@ impl Limits {
     }
 }
 
+/// The cluster flags, applied together.
+struct ClusterFlags {
+    nats: Option<String>,
+    node_id: Option<String>,
+    peer_url: Option<String>,
+    shards: Option<u32>,
+    replicas: Option<usize>,
+    lease_ms: Option<u64>,
+}
+
+impl ClusterFlags {
+    fn apply(self, config: &mut Config) -> Result<(), String> {
+        let Some(nats) = self.nats.filter(|n| !n.is_empty()) else {
+            if self.node_id.is_some()
+                || self.peer_url.is_some()
+                || self.shards.is_some()
+                || self.replicas.is_some()
+                || self.lease_ms.is_some()
+            {
+                return Err("--node-id, --peer-url and --cluster-* need cluster mode: give --cluster nats://HOST:PORT".into());
+            }
+            return Ok(());
+        };
+        if config.durability.is_some() {
+            return Err("--cluster keeps state in JetStream; it does not take --data-dir".into());
+        }
+        if config.localstack.is_some() {
+            return Err("--cluster and --compat localstack cannot be combined".into());
+        }
+        let node_id = self
+            .node_id
+            .unwrap_or_else(|| format!("{}-{}", config.host, config.port));
+        if node_id.is_empty()
+            || !node_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "--node-id must be letters, digits, '-' and '_', got {node_id:?}"
+            ));
+        }
+        let mut cluster = Cluster::new(nats, node_id);
+        cluster.peer_url = self.peer_url;
+        if let Some(n) = self.shards {
+            if !(1..=1024).contains(&n) {
+                return Err(format!("--cluster-shards must be 1 to 1024, got {n}"));
+            }
+            cluster.shards = n;
+        }
+        if let Some(r) = self.replicas {
+            if !(1..=5).contains(&r) {
+                return Err(format!("--cluster-replicas must be 1 to 5, got {r}"));
+            }
+            cluster.replicas = r;
+        }
+        if let Some(ms) = self.lease_ms {
+            if !(500..=60_000).contains(&ms) {
+                return Err(format!("--cluster-lease must be 500 to 60000 ms, got {ms}"));
+            }
+            cluster.lease = std::time::Duration::from_millis(ms);
+        }
+        config.cluster = Some(cluster);
+        Ok(())
+    }
+}
+
 impl Flags {
     /// Applies the flags over `config` (which already holds the config file's settings);
     /// `file_keys` are the keys the file declares, used when the flags turn verification on
@@ -444,6 +564,15 @@ impl Flags {
                 ..Durability::new(dir)
             });
         }
+        let cluster = ClusterFlags {
+            nats: self.cluster,
+            node_id: self.node_id,
+            peer_url: self.peer_url,
+            shards: self.cluster_shards,
+            replicas: self.cluster_replicas,
+            lease_ms: self.cluster_lease_ms,
+        };
+        cluster.apply(config)?;
         match &mut config.durability {
             Some(d) => {
                 d.sync = self.sync.unwrap_or(d.sync);

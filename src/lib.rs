@@ -8,7 +8,7 @@
 //! [`ServerBuilder`] (with [`server::run`] and [`server::in_process`], the request path
 //! without sockets that the fuzzer drives), [`config`] with [`Durability`], [`Clock`] and
 //! [`EngineSettings`], [`config_file`] and [`worker`].
-//! - `server` (uses: api, protocol, engine, store, error, config, config_file, worker) — the
+//! - `server` (uses: api, cluster, protocol, engine, store, error, config, config_file, worker) — the
 //!   hyper service, accept loop and the embeddable [`Server`]: `service` (the request path in
 //!   stages), `limits` (connection cap, idle and read deadlines, the open-file limit), `auth`
 //!   (SigV4), `admin` (`/_sqsim/` test controls), `console` (the web console and its assets),
@@ -17,7 +17,11 @@
 //!   `in_process` (the service driven without a socket), `localstack` (`--compat
 //!   localstack`: its `/_localstack/` endpoints, the `messages` developer endpoint, other
 //!   services refused), `init_hooks` (`--init-dir` scripts), `probe` (`sqsim health`),
-//!   `realism` (`/_sqsim/realism`).
+//!   `realism` (`/_sqsim/realism`), `cluster` (cluster mode: a request routed to its shard's
+//!   engine or forwarded to the node serving it, listings across nodes, the peer endpoints).
+//! - `cluster` (uses: engine, store, config) — cluster mode: `placement` (queue → shard →
+//!   preferred node), `control` (membership and leases in JetStream key-value buckets),
+//!   `shard` (a served shard: an engine on its JetStream stream).
 //! - `config_file` (uses: api, engine, config, worker) — the TOML file: server settings,
 //!   declared queues (checked by the same rules as CreateQueue), credentials and workers;
 //!   `elasticmq` reads an ElasticMQ `elasticmq.conf` into the same structure.
@@ -30,7 +34,7 @@
 //!   `change_message_visibility`, `change_message_visibility_batch`, `tags`, `permissions`,
 //!   `list_dead_letter_source_queues`, `message_move_tasks`), and what several share: `context`
 //!   (who asks, where), `attributes` (queue attributes), `message_attributes`, `batch`,
-//!   `queue_url`.
+//!   `queue_url`, `target` (which queue a request is about, for cluster routing).
 //! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `form` (form
 //!   decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
 //!   rendered as JSON when asked), `xml` (the XML writer).
@@ -62,6 +66,7 @@
 //! ```
 
 pub(crate) mod api;
+pub(crate) mod cluster;
 pub mod config;
 pub mod config_file;
 pub(crate) mod engine;

@@ -106,6 +106,26 @@ struct Args {
     /// [default: from the time, printed at start].
     #[arg(long, env = "SQSIM_SEED")]
     seed: Option<u64>,
+    /// Cluster mode: NATS JetStream server URLs (comma-separated); queues spread over every
+    /// sqsim node on the same JetStream, any node answers for any queue.
+    #[arg(long, env = "SQSIM_CLUSTER")]
+    cluster: Option<String>,
+    /// This node's name in the cluster [default: HOST-PORT].
+    #[arg(long, env = "SQSIM_NODE_ID")]
+    node_id: Option<String>,
+    /// The URL other nodes reach this one at [default: http://127.0.0.1:PORT].
+    #[arg(long, env = "SQSIM_PEER_URL")]
+    peer_url: Option<String>,
+    /// Shards queues are hashed into; the same on every node [default: 16].
+    #[arg(long, env = "SQSIM_CLUSTER_SHARDS")]
+    cluster_shards: Option<u32>,
+    /// Copies JetStream keeps of each shard's log [default: 3].
+    #[arg(long, env = "SQSIM_CLUSTER_REPLICAS")]
+    cluster_replicas: Option<usize>,
+    /// A node's lease on its shards, in milliseconds: how soon a dead node's queues are
+    /// served elsewhere [default: 3000].
+    #[arg(long, env = "SQSIM_CLUSTER_LEASE")]
+    cluster_lease: Option<u64>,
     /// Log lines as `text` or `json` (one object per line).
     #[arg(long, env = "SQSIM_LOG_FORMAT", value_parser = ["text", "json"], default_value = "text")]
     log_format: String,
@@ -218,6 +238,12 @@ fn main() -> ExitCode {
         max_long_polls: args.max_long_polls,
         realism: args.realism,
         seed: args.seed,
+        cluster: args.cluster,
+        node_id: args.node_id,
+        peer_url: args.peer_url,
+        cluster_shards: args.cluster_shards,
+        cluster_replicas: args.cluster_replicas,
+        cluster_lease_ms: args.cluster_lease,
     };
     if args.init_dir.is_some() {
         config.init_dir = args.init_dir;

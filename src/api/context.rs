@@ -30,6 +30,41 @@ pub(crate) struct Context {
     /// Every queue is in `region`, whatever region a queue URL names (an ElasticMQ config:
     /// one namespace, as ElasticMQ has).
     pub single_region: bool,
+    /// In cluster mode, where queues of other shards are listed; `None`: `engine` has them
+    /// all.
+    pub directory: Option<Arc<dyn Directory>>,
+}
+
+/// Which queues a listing wants.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct QueueFilter {
+    pub region: String,
+    pub account: String,
+    pub prefix: String,
+    /// Only queues whose RedrivePolicy names this queue.
+    pub dead_letter_target: Option<QueueId>,
+}
+
+impl QueueFilter {
+    /// The ids of `engine`'s queues that pass, sorted by name.
+    pub(crate) fn apply(&self, engine: &Engine) -> Vec<QueueId> {
+        let queues = match &self.dead_letter_target {
+            Some(target) => engine.dead_letter_sources(target),
+            None => engine.list_queues(&self.region, &self.account, &self.prefix),
+        };
+        queues.into_iter().map(|q| q.id.clone()).collect()
+    }
+}
+
+/// A future that lists queues.
+pub(crate) type Listing<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<QueueId>, SqsError>> + Send + 'a>,
+>;
+
+/// Every queue of a cluster, wherever it is served (implemented by the server).
+pub(crate) trait Directory: Send + Sync + std::fmt::Debug {
+    /// The ids of the queues that pass `filter`, in any order.
+    fn queues(&self, filter: QueueFilter) -> Listing<'_>;
 }
 
 impl Context {
@@ -47,8 +82,8 @@ impl Context {
         }
     }
 
-    /// The queue a request addresses: its QueueUrl, or else the request path.
-    pub(crate) fn queue(&self, queue_url: Option<&str>) -> Result<Arc<Queue>, SqsError> {
+    /// The id of the queue a request addresses: its QueueUrl, or else the request path.
+    pub(crate) fn queue_id(&self, queue_url: Option<&str>) -> Result<QueueId, SqsError> {
         let url = match queue_url.filter(|u| !u.is_empty()) {
             Some(u) => u,
             None if self.path_names_queue() => self.path.as_str(),
@@ -59,16 +94,32 @@ impl Context {
             Some(named) if !self.single_region => named,
             _ => &self.region,
         };
-        let id = QueueId {
+        Ok(QueueId {
             region: region.to_string(),
             account: r.account.unwrap_or(&self.account).to_string(),
             name: r.name.to_string(),
-        };
+        })
+    }
+
+    /// The queue a request addresses: its QueueUrl, or else the request path.
+    pub(crate) fn queue(&self, queue_url: Option<&str>) -> Result<Arc<Queue>, SqsError> {
+        let id = self.queue_id(queue_url)?;
         match self.engine.queue(&id) {
             // Realism: a queue created less than a second ago is not known everywhere yet.
             Some(q) if !q.is_propagating(self.engine.now_ms()) => Ok(q),
             _ => Err(SqsError::no_queue()),
         }
+    }
+
+    /// The ids of every queue that passes `filter`, sorted by name: from the cluster's
+    /// directory, or from this engine.
+    pub(crate) async fn list(&self, filter: QueueFilter) -> Result<Vec<QueueId>, SqsError> {
+        let mut ids = match &self.directory {
+            Some(d) => d.queues(filter).await?,
+            None => filter.apply(&self.engine),
+        };
+        ids.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(ids)
     }
 
     /// Whether the request was sent to a queue URL rather than to the service root.

@@ -8,6 +8,7 @@ pub(crate) mod batch;
 pub(crate) mod context;
 pub(crate) mod message_attributes;
 pub(crate) mod queue_url;
+pub(crate) mod target;
 
 use serde::Serialize;
 
@@ -66,7 +67,7 @@ pub(crate) async fn dispatch(
     match action {
         "CreateQueue" => boxed(create_queue::handle(ctx, params.parse()?)),
         "GetQueueUrl" => boxed(get_queue_url::handle(ctx, params.parse()?)),
-        "ListQueues" => boxed(list_queues::handle(ctx, params.parse()?)),
+        "ListQueues" => boxed(list_queues::handle(ctx, params.parse()?).await),
         "DeleteQueue" => boxed(delete_queue::handle(ctx, params.parse()?)),
         "GetQueueAttributes" => boxed(get_queue_attributes::handle(ctx, params.parse()?)),
         "SetQueueAttributes" => boxed(set_queue_attributes::handle(ctx, params.parse()?)),
@@ -85,7 +86,7 @@ pub(crate) async fn dispatch(
         "UntagQueue" => boxed(tags::untag(ctx, params.parse()?)),
         "ListQueueTags" => boxed(tags::list(ctx, params.parse()?)),
         "ListDeadLetterSourceQueues" => {
-            boxed(list_dead_letter_source_queues::handle(ctx, params.parse()?))
+            boxed(list_dead_letter_source_queues::handle(ctx, params.parse()?).await)
         }
         "StartMessageMoveTask" => boxed(message_move_tasks::start(ctx, params.parse()?)),
         "ListMessageMoveTasks" => boxed(message_move_tasks::list(ctx, params.parse()?)),

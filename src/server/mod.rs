@@ -3,6 +3,7 @@
 
 mod admin;
 pub(crate) mod auth;
+mod cluster;
 mod console;
 pub(crate) mod faults;
 #[doc(hidden)]
@@ -59,6 +60,9 @@ pub(crate) struct AppState {
     pub init: Arc<init_hooks::InitStatus>,
     /// When this server started, for `/_localstack/info`.
     pub started: Started,
+    /// Cluster mode: the cluster this node is part of. `engine` then holds no queues (it
+    /// answers what addresses none); each shard's engine is in the cluster.
+    pub link: Option<cluster::Link>,
 }
 
 /// When and as which session a server started.
@@ -111,7 +115,26 @@ impl AppState {
                 at: std::time::Instant::now(),
                 session_id: uuid::Uuid::new_v4().to_string(),
             },
+            link: None,
         })
+    }
+
+    /// [`AppState::open`], then (cluster mode) joins the cluster.
+    async fn open_and_join(
+        config: Config,
+        clock: Arc<Clock>,
+        local_addr: SocketAddr,
+    ) -> Result<AppState, String> {
+        let mut state = AppState::open(config, clock, local_addr).map_err(|e| e.to_string())?;
+        state.link = cluster::Link::join(&state).await?;
+        Ok(state)
+    }
+
+    /// Leaves the cluster, if in one: its shards are given back at once.
+    async fn leave(&self) {
+        if let Some(link) = &self.link {
+            link.cluster.leave().await;
+        }
     }
 
     /// Runs the init hooks of `--init-dir`, if set, once the server answers; `done` is
@@ -369,7 +392,8 @@ pub async fn run(
     config.limits.max_connections = limits::fit_connections(config.limits.max_connections);
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
     let local_addr = listener.local_addr()?;
-    let state = Arc::new(AppState::open(config, Arc::new(Clock::new()), local_addr)?);
+    let state =
+        Arc::new(AppState::open_and_join(config, Arc::new(Clock::new()), local_addr).await?);
     if let Some(f) = &file {
         f.apply_queues(
             &state.engine,
@@ -406,7 +430,7 @@ pub async fn run(
             let _ = out.flush();
         }
     });
-    serve(listener, state, async move {
+    serve(listener, Arc::clone(&state), async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     })
@@ -414,6 +438,7 @@ pub async fn run(
     for t in worker_tasks {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), t).await;
     }
+    state.leave().await;
     tracing::info!("sqsim stopped");
     Ok(())
 }
@@ -444,8 +469,9 @@ impl ServerBuilder {
         let local_addr = listener.local_addr()?;
         let (region, account_id) = (self.config.region.clone(), self.config.account_id.clone());
         let clock = self.clock.unwrap_or_default();
-        let state = AppState::open(self.config, clock, local_addr)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let state = AppState::open_and_join(self.config, clock, local_addr)
+            .await
+            .map_err(std::io::Error::other)?;
         let state = Arc::new(state);
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(listener, Arc::clone(&state), async {
@@ -521,6 +547,7 @@ impl Server {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+        self.state.leave().await;
     }
 }
 

@@ -152,6 +152,27 @@ enum Stop {
     Drop,
 }
 
+/// The answer another node gave, as this node sends it on.
+fn encoded_of(resp: Response<Full<Bytes>>, body: Bytes) -> Encoded {
+    let header = |name| {
+        resp.headers()
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    let content_type = match header(CONTENT_TYPE.as_str()) {
+        Some(t) if t.starts_with("application/x-amz-json-1.0") => "application/x-amz-json-1.0",
+        Some(t) if t.starts_with("application/json") => "application/json",
+        _ => "text/xml",
+    };
+    Encoded {
+        status: resp.status().as_u16(),
+        content_type,
+        query_error: header("x-amzn-query-error").map(str::to_string),
+        error: None,
+        body: body.to_vec(),
+    }
+}
+
 impl Stop {
     fn error(render: Render, request_id: &str, err: &SqsError) -> Stop {
         Stop::Reply(protocol::encode_error(render, request_id, err))
@@ -178,6 +199,15 @@ pub(super) async fn handle(
             return Ok(super::localstack::not_sqs(&service, req.headers()));
         }
     }
+    let req = match &state.link {
+        Some(link) if req.uri().path().starts_with(ADMIN_PREFIX) => {
+            match super::cluster::admin(&state, link, req).await {
+                Ok(resp) => return Ok(resp),
+                Err(req) => req,
+            }
+        }
+        _ => req,
+    };
     if req.uri().path().starts_with(ADMIN_PREFIX) {
         // Admin changes (reset, clock) are acknowledged like any other: once kept.
         let (resp, appended) = journal::tracking(admin::handle(&state, req)).await;
@@ -214,13 +244,17 @@ where
         let body = read_body(&state, &parts, body, &request_id).await?;
         let signer = authenticate(&state, &parts, &body, &request_id)?;
         let kept_body = counted.then(|| body.clone());
+        let raw_body = state.link.is_some().then(|| body.clone());
         let decoded = decode(&parts, body, &request_id)?;
         if let Some(kept_body) = kept_body {
             slot = RequestMetrics::slot_of(&decoded.action);
             queue = QueueSource::of(&kept_body, decoded.protocol);
         }
         apply_faults(&state, &parts, &decoded, &request_id).await?;
-        let ctx = context(&state, &parts, &decoded, signer, &request_id);
+        let mut ctx = context(&state, &parts, &decoded, signer, &request_id);
+        if let (Some(link), Some(raw)) = (&state.link, raw_body) {
+            route(link, &mut ctx, &parts, raw, &decoded, &state.engine).await?;
+        }
         Ok::<_, Stop>(dispatch(&ctx, decoded).await)
     };
     let outcome = stages.await;
@@ -412,6 +446,45 @@ fn context(
         trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),
         request_id: request_id.to_string(),
         single_region: state.config.single_region,
+        directory: None,
+    }
+}
+
+/// Cluster mode: points `ctx` at the engine of the request's shard, or answers with what
+/// the node serving it said.
+async fn route(
+    link: &super::cluster::Link,
+    ctx: &mut Context,
+    parts: &Parts,
+    raw: Bytes,
+    decoded: &Decoded,
+    node: &Arc<Engine>,
+) -> Result<(), Stop> {
+    use super::cluster::Routed;
+    let target = api::target::target(ctx, &decoded.action, &decoded.params);
+    match super::cluster::route(link, parts, &raw, &target, node).await {
+        Routed::Here(engine) => {
+            ctx.engine = engine;
+            ctx.directory = Some(Arc::new(super::cluster::ClusterDirectory(link.clone())));
+            Ok(())
+        }
+        Routed::There(resp) => {
+            let (head, body) = resp.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            Err(Stop::Reply(encoded_of(
+                Response::from_parts(head, Full::new(Bytes::new())),
+                body,
+            )))
+        }
+        Routed::Refused(err, status) => {
+            let mut e = protocol::encode_error(decoded.render, &ctx.request_id, &err);
+            e.status = status.as_u16();
+            Err(Stop::Reply(e))
+        }
     }
 }
 

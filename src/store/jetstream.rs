@@ -206,6 +206,10 @@ impl Writer {
         format!("sqsim.{}.snap", self.name)
     }
 
+    fn fence_subject(&self) -> String {
+        format!("sqsim.{}.fence", self.name)
+    }
+
     async fn run(
         mut self,
         mut rx: mpsc::UnboundedReceiver<Cmd>,
@@ -259,7 +263,11 @@ impl Writer {
         let js = jetstream::new(client);
         let config = stream::Config {
             name: format!("SQSIM_{}", self.name),
-            subjects: vec![self.log_subject(), self.snap_subject()],
+            subjects: vec![
+                self.log_subject(),
+                self.snap_subject(),
+                self.fence_subject(),
+            ],
             num_replicas: self.replicas,
             max_message_size: MAX_RECORD,
             storage: stream::StorageType::File,
@@ -286,6 +294,7 @@ impl Writer {
             s.last_error = Some(message.to_string());
         }
         self.progress.send_modify(|p| {
+            let through = p.failure.as_ref().map_or(through, |(t, _)| through.max(*t));
             p.failure = Some((through, Arc::from(message)));
         });
     }
@@ -293,10 +302,13 @@ impl Writer {
     /// Publishes `batch` in order, each expecting the sequence before it, then waits for the
     /// acks; a refusal (another writer) or an error leaves the store failed.
     async fn publish(&mut self, js: &jetstream::Context, batch: Vec<(Lsn, Vec<u8>)>) {
-        if self.progress.borrow().failure.is_some() {
-            return;
-        }
         let through = batch.last().map_or(0, |(l, _)| l + 1);
+        // A failed store stays failed (a refusal means another writer): these records are
+        // never written, and their waiters are told so.
+        let failed = self.progress.borrow().failure.clone();
+        if let Some((_, e)) = failed {
+            return self.fail(through, &e);
+        }
         let started = std::time::Instant::now();
         let mut acks = Vec::with_capacity(batch.len());
         let mut bytes = 0u64;
@@ -395,6 +407,7 @@ impl Writer {
             .unwrap_or((0, Vec::new()));
         let log: Vec<(Lsn, Vec<u8>)> = log.into_iter().filter(|(l, _)| *l >= at).collect();
         let next_lsn = log.last().map_or(at, |(l, _)| l + 1);
+        self.fence(js, state.last_sequence).await?;
         self.progress.send_modify(|p| p.durable = next_lsn);
         let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         s.log_bytes = log_bytes;
@@ -404,6 +417,30 @@ impl Writer {
             log,
             next_lsn,
         })
+    }
+
+    /// Ends recovery with a write on top of the last record read (`read_to`): refused if
+    /// anyone wrote since, and from now on every write of a former owner is refused, so a
+    /// writer that stalled and resumes can never add to what this one recovered.
+    async fn fence(&mut self, js: &jetstream::Context, read_to: u64) -> Result<(), StoreError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
+            read_to.to_string().as_str(),
+        );
+        let ack = match js
+            .publish_with_headers(self.fence_subject(), headers, Bytes::new())
+            .await
+        {
+            Ok(ack) => ack.await.map_err(|e| {
+                io_error(format!(
+                    "another writer appended during recovery (JetStream refused the fence: {e})"
+                ))
+            })?,
+            Err(e) => return Err(io_error(format!("fence publish failed: {e}"))),
+        };
+        self.last_seq = ack.sequence;
+        Ok(())
     }
 
     /// Publishes a snapshot standing for position `at`, then purges what it replaces. Every
@@ -461,14 +498,16 @@ impl Writer {
             .get_stream(format!("SQSIM_{}", self.name))
             .await
             .map_err(|e| io_error(format!("cannot open the stream: {e}")))?;
-        // Older snapshots, then log records before `at`, are no longer needed.
+        // Older snapshots and fences, then log records before `at`, are no longer needed.
         if let Some(first) = first_seq {
-            stream
-                .purge()
-                .filter(self.snap_subject())
-                .sequence(first)
-                .await
-                .map_err(|e| io_error(format!("cannot purge old snapshots: {e}")))?;
+            for subject in [self.snap_subject(), self.fence_subject()] {
+                stream
+                    .purge()
+                    .filter(subject)
+                    .sequence(first)
+                    .await
+                    .map_err(|e| io_error(format!("cannot purge old snapshots: {e}")))?;
+            }
         }
         let keep_from = self
             .index
@@ -517,13 +556,17 @@ mod tests {
         let l = old.append(b"from the old owner");
         block_on(durable(&old, l)).unwrap();
 
-        // A new owner takes over while the old one is paused, and writes.
+        // A new owner takes over while the old one is paused. Its recovery alone fences the
+        // old one (before the new owner writes anything).
         let new = JetStreamStore::open(&server.url, "fenced", 1).unwrap();
         assert_eq!(recovered(&new), vec![b"from the old owner".to_vec()]);
+        let early = old.append(b"stale write before the new owner wrote");
+        let err = block_on(durable(&old, early)).expect_err("recovery must fence");
+        assert!(err.to_string().contains("refused"), "{err}");
         let l = new.append(b"from the new owner");
         block_on(durable(&new, l)).unwrap();
 
-        // The old owner resumes: refused, and stays refused.
+        // The old owner tries again: refused, and stays refused.
         let late = old.append(b"late write");
         let err = block_on(durable(&old, late)).expect_err("a stale writer must be fenced");
         assert!(err.to_string().contains("refused"), "{err}");

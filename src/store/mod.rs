@@ -11,8 +11,6 @@
 //! - [`memory::MemoryStore`]: keeps records in memory; for tests of the suite and of replay.
 
 pub(crate) mod frame;
-// Passes the store suite; the cluster (issue 17) is what will serve from it.
-#[cfg(test)]
 pub(crate) mod jetstream;
 pub(crate) mod log;
 #[cfg(test)]

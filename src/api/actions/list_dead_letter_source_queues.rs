@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::api::context::QueueFilter;
 use crate::api::Context;
 use crate::error::SqsError;
 use crate::protocol::{Empty, Member, Shape, XmlResult, XmlWriter};
@@ -37,10 +38,17 @@ impl XmlResult for Output {
     ]));
 }
 
-pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let max = check_max_results(input.max_results)?;
-    let sources = ctx.engine.dead_letter_sources(&queue.id);
+    let sources = ctx
+        .list(QueueFilter {
+            region: queue.id.region.clone(),
+            account: queue.id.account.clone(),
+            prefix: String::new(),
+            dead_letter_target: Some(queue.id.clone()),
+        })
+        .await?;
     let (queue_urls, next_token) = paginate(ctx, sources, input.next_token.as_deref(), max)?;
     Ok(Output {
         queue_urls,

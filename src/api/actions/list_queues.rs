@@ -4,10 +4,9 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use std::sync::Arc;
-
+use crate::api::context::QueueFilter;
 use crate::api::{check_range, Context};
-use crate::engine::Queue;
+use crate::engine::QueueId;
 use crate::error::SqsError;
 use crate::protocol::{Empty, Member, Shape, XmlResult, XmlWriter};
 
@@ -75,7 +74,7 @@ pub(crate) fn check_max_results(max: Option<i64>) -> Result<Option<usize>, SqsEr
 /// token is only issued when the caller gave MaxResults, as AWS does.
 pub(crate) fn paginate(
     ctx: &Context,
-    queues: Vec<Arc<Queue>>,
+    queues: Vec<QueueId>,
     next_token: Option<&str>,
     max: Option<usize>,
 ) -> Result<(Vec<String>, Option<String>), SqsError> {
@@ -92,15 +91,15 @@ pub(crate) fn paginate(
     let limit = max.unwrap_or(MAX_RESULTS as usize);
     let mut rest = queues
         .iter()
-        .filter(|q| after.as_ref().is_none_or(|a| q.id.name > *a))
+        .filter(|q| after.as_ref().is_none_or(|a| q.name > *a))
         .peekable();
     let mut page = Vec::new();
     let mut last = None;
     while page.len() < limit {
         match rest.next() {
             Some(q) => {
-                page.push(ctx.queue_url(&q.id));
-                last = Some(&q.id.name);
+                page.push(ctx.queue_url(q));
+                last = Some(&q.name);
             }
             None => break,
         }
@@ -113,11 +112,17 @@ pub(crate) fn paginate(
     Ok((page, token))
 }
 
-pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
+pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
     ctx.require_service_endpoint("ListQueues")?;
     let max = check_max_results(input.max_results)?;
-    let prefix = input.queue_name_prefix.unwrap_or_default();
-    let queues = ctx.engine.list_queues(&ctx.region, &ctx.account, &prefix);
+    let queues = ctx
+        .list(QueueFilter {
+            region: ctx.region.clone(),
+            account: ctx.account.clone(),
+            prefix: input.queue_name_prefix.unwrap_or_default(),
+            dead_letter_target: None,
+        })
+        .await?;
     let (queue_urls, next_token) = paginate(ctx, queues, input.next_token.as_deref(), max)?;
     Ok(Output {
         queue_urls,

@@ -146,6 +146,7 @@ async fn run_action(
         trace_header: None,
         request_id: request_id.clone(),
         single_region: state.config.single_region,
+        directory: None,
     };
     let encoded = match api::dispatch(&ctx, &action, Params::Json(body)).await {
         Ok(reply) => protocol::encode_reply(Render::Json, &action, &request_id, reply.as_ref()),

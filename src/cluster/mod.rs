@@ -1,0 +1,242 @@
+//! Cluster mode (issue 17; design in `docs/scale-out.md`): queues are hashed into shards,
+//! each shard is served by exactly one node at a time (the holder of its lease in a
+//! JetStream key-value bucket), and each shard's changes go to its own replicated JetStream
+//! stream through the durable store seam, so any node can take a shard over from its log.
+//! This module keeps the membership, the leases and the shards this node serves; the server
+//! routes each request to the shard's engine here or forwards it to the owner.
+//!
+//! - `placement`: queue → shard, shard → preferred node (rendezvous hashing).
+//! - `control`: the loop that heartbeats, takes, renews and gives back leases.
+//! - `shard`: one served shard (an engine on its stream).
+
+mod control;
+pub(crate) mod placement;
+mod shard;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::config;
+use crate::engine::{Clock, Engine, EngineSettings, QueueId};
+
+pub(crate) use shard::Shard;
+
+/// Called with each shard's engine once it is recovered, before it serves (the server
+/// starts its compactor and resumes its move tasks).
+pub(crate) type OnOpen = Box<dyn Fn(&Arc<Engine>) + Send + Sync>;
+
+/// Who holds a shard's lease.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Owner {
+    pub node: String,
+    pub url: String,
+}
+
+/// Where a request for a shard goes.
+#[derive(Debug, Clone)]
+pub(crate) enum Place {
+    /// This node serves it, with this engine.
+    Here(Arc<Engine>),
+    /// The owner is another node, at this URL.
+    There(String),
+}
+
+/// Counters for `/_sqsim/cluster`.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub(crate) struct ClusterStats {
+    /// Shards this node took over (including at start).
+    pub acquired: u64,
+    /// Shards this node gave back to their preferred node.
+    pub released: u64,
+    /// Shards this node lost (lease not renewed in time or taken).
+    pub lost: u64,
+    /// Shards that failed to open.
+    pub open_failures: u64,
+    /// The last takeover's time from lease to serving, ms.
+    pub last_open_ms: u64,
+}
+
+/// This node's view of the cluster.
+pub(crate) struct Cluster {
+    pub config: config::Cluster,
+    /// The URL peers reach this node at.
+    pub peer_url: String,
+    clock: Arc<Clock>,
+    settings: EngineSettings,
+    on_open: OnOpen,
+    /// Shards this node serves now.
+    serving: RwLock<BTreeMap<u32, Arc<Shard>>>,
+    /// Each shard's lease holder, as last read.
+    owners: RwLock<Vec<Option<Owner>>>,
+    /// Live nodes, as last read.
+    members: RwLock<Vec<String>>,
+    stats: RwLock<ClusterStats>,
+    /// Bumped whenever `serving` or `owners` change: requests waiting for an owner look again.
+    changed: watch::Sender<u64>,
+    /// Set to leave the cluster (shutdown); the loop answers on `left`.
+    stop: watch::Sender<bool>,
+    left: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("node_id", &self.config.node_id)
+            .field("peer_url", &self.peer_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a request waits for its shard to get an owner (a failover under way) before it
+/// is answered ServiceUnavailable (which SDKs retry).
+pub(crate) const OWNER_WAIT: Duration = Duration::from_secs(15);
+
+impl Cluster {
+    /// Joins the cluster: connects to JetStream and starts the control loop. Shards are
+    /// taken in the background; requests for a shard wait until someone serves it.
+    pub(crate) async fn start(
+        config: config::Cluster,
+        peer_url: String,
+        clock: Arc<Clock>,
+        settings: EngineSettings,
+        on_open: OnOpen,
+    ) -> Result<Arc<Cluster>, String> {
+        let shards = config.shards as usize;
+        let cluster = Arc::new(Cluster {
+            config,
+            peer_url,
+            clock,
+            settings,
+            on_open,
+            serving: RwLock::default(),
+            owners: RwLock::new(vec![None; shards]),
+            members: RwLock::default(),
+            stats: RwLock::default(),
+            changed: watch::Sender::new(0),
+            stop: watch::Sender::new(false),
+            left: watch::Sender::new(false),
+        });
+        control::start(Arc::clone(&cluster)).await?;
+        Ok(cluster)
+    }
+
+    /// This node's name.
+    pub(crate) fn node_id(&self) -> &str {
+        &self.config.node_id
+    }
+
+    /// The shard queue `id` lives in.
+    pub(crate) fn shard_of(&self, id: &QueueId) -> u32 {
+        placement::shard_of(id, self.config.shards)
+    }
+
+    /// Where requests for `shard` go now, waiting (until `deadline`) while it has no owner
+    /// or its owner is this node and is still opening it.
+    pub(crate) async fn locate(&self, shard: u32, deadline: Instant) -> Option<Place> {
+        let mut changed = self.changed.subscribe();
+        loop {
+            changed.borrow_and_update();
+            if let Some(place) = self.place(shard) {
+                return Some(place);
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            // A timeout, too: a lease held by a node that died runs out without a change.
+            let _ =
+                tokio::time::timeout(left.min(Duration::from_millis(100)), changed.changed()).await;
+        }
+    }
+
+    fn place(&self, shard: u32) -> Option<Place> {
+        if let Some(s) = self.serving_shard(shard) {
+            return Some(Place::Here(Arc::clone(&s.engine)));
+        }
+        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
+        match owners.get(shard as usize)? {
+            Some(o) if o.node != self.config.node_id => Some(Place::There(o.url.clone())),
+            _ => None,
+        }
+    }
+
+    fn serving_shard(&self, shard: u32) -> Option<Arc<Shard>> {
+        self.serving
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&shard)
+            .filter(|s| s.is_valid())
+            .cloned()
+    }
+
+    /// The engines of the shards this node serves now.
+    pub(crate) fn engines(&self) -> Vec<Arc<Engine>> {
+        self.serving
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|s| s.is_valid())
+            .map(|s| Arc::clone(&s.engine))
+            .collect()
+    }
+
+    /// The URLs of the other nodes that own shards, each once.
+    pub(crate) fn peers(&self) -> Vec<String> {
+        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
+        let mut urls: Vec<String> = owners
+            .iter()
+            .flatten()
+            .filter(|o| o.node != self.config.node_id)
+            .map(|o| o.url.clone())
+            .collect();
+        urls.sort();
+        urls.dedup();
+        urls
+    }
+
+    /// What `/_sqsim/cluster` shows: this node, the members, each shard's owner, counters.
+    pub(crate) fn status(&self) -> serde_json::Value {
+        let owners = self
+            .owners
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let serving: Vec<u32> = self
+            .serving
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .filter(|s| s.is_valid())
+            .map(|s| s.index)
+            .collect();
+        serde_json::json!({
+            "node": self.config.node_id,
+            "url": self.peer_url,
+            "shards": self.config.shards,
+            "members": *self.members.read().unwrap_or_else(|p| p.into_inner()),
+            "serving": serving,
+            "owners": owners
+                .iter()
+                .map(|o| o.as_ref().map(|o| o.node.clone()))
+                .collect::<Vec<_>>(),
+            "complete": owners.iter().all(Option::is_some),
+            "stats": *self.stats.read().unwrap_or_else(|p| p.into_inner()),
+        })
+    }
+
+    /// Leaves the cluster: gives every shard back (what they appended written first) and
+    /// removes this node from the membership, so others take over at once.
+    pub(crate) async fn leave(&self) {
+        let mut left = self.left.subscribe();
+        self.stop.send_replace(true);
+        let _ = tokio::time::timeout(Duration::from_secs(10), left.wait_for(|l| *l)).await;
+    }
+
+    fn stats_mut(&self) -> std::sync::RwLockWriteGuard<'_, ClusterStats> {
+        self.stats.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn notify(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+}

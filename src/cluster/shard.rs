@@ -1,0 +1,72 @@
+//! One shard as the node that owns it serves it: today's engine, recovered from the
+//! shard's JetStream stream and writing to it, valid while the node's lease is.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::engine::{Clock, Engine, EngineSettings};
+use crate::store::jetstream::JetStreamStore;
+use crate::store::{Store, StoreError};
+
+/// A shard this node serves.
+#[derive(Debug)]
+pub(crate) struct Shard {
+    pub index: u32,
+    pub engine: Arc<Engine>,
+    /// Until when this node may answer for the shard: the lease renewed last, less a margin
+    /// (a node that stalls past it stops answering before anyone else can take over).
+    valid_until: Mutex<Instant>,
+}
+
+impl Shard {
+    /// Opens shard `index`'s stream, recovers its queues and fences off any former owner
+    /// (recovery ends with a write on top of what it read). Blocking: JetStream I/O.
+    pub(crate) fn open(
+        nats: &str,
+        index: u32,
+        replicas: usize,
+        clock: Arc<Clock>,
+        settings: EngineSettings,
+        valid_until: Instant,
+    ) -> Result<Shard, StoreError> {
+        let store = JetStreamStore::open(nats, &stream_name(index), replicas)?;
+        let store: Arc<dyn Store> = Arc::new(store);
+        let (engine, report) = Engine::open(clock, settings, Arc::clone(&store))?;
+        tracing::info!(
+            shard = index,
+            records = report.records,
+            from_snapshot = report.from_snapshot,
+            "shard recovered"
+        );
+        Ok(Shard {
+            index,
+            engine: Arc::new(engine),
+            valid_until: Mutex::new(valid_until),
+        })
+    }
+
+    /// Whether the lease still covers answering now.
+    pub(crate) fn is_valid(&self) -> bool {
+        Instant::now() < *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lease was renewed: valid until `until`.
+    pub(crate) fn extend(&self, until: Instant) {
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = until;
+    }
+
+    /// Stops serving: long polls return, what was appended is written, and nothing
+    /// appended from now on is ever acknowledged. Blocking.
+    pub(crate) fn close(&self) {
+        self.extend(Instant::now());
+        self.engine.begin_shutdown();
+        if let Some(store) = self.engine.journal().store() {
+            store.close();
+        }
+    }
+}
+
+/// The name of shard `index`'s stream (`SQSIM_<name>`) and subjects (`sqsim.<name>.*`).
+pub(crate) fn stream_name(index: u32) -> String {
+    format!("shard{index}")
+}

@@ -1,0 +1,332 @@
+//! Cluster mode in the server: a request for a queue goes to the engine of its shard when
+//! this node serves it, else it is forwarded as it came (same method, path, headers and
+//! body, so signatures and queue URLs hold) to the node that does; listings ask every node.
+//! Nodes talk over the same HTTP port, under `/_sqsim/cluster`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::http::request::Parts;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use serde_json::json;
+
+use super::admin::{read_json, reply};
+use super::limits::RequestBody;
+use super::AppState;
+use crate::api::context::{Directory, Listing, QueueFilter};
+use crate::api::target::Target;
+use crate::cluster::{Cluster, Place, OWNER_WAIT};
+use crate::engine::{Engine, QueueId};
+use crate::error::{ErrorCode, SqsError};
+
+/// Marks a request one node sent another: the receiver answers it itself or says it does
+/// not serve the shard (421), never forwards it again.
+pub(super) const FORWARDED: &str = "x-sqsim-forwarded";
+/// How long a forwarded request may take: more than the longest long poll.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// This node's part in a cluster: the membership and shards, and a client for its peers.
+#[derive(Debug, Clone)]
+pub(crate) struct Link {
+    pub cluster: Arc<Cluster>,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Link {
+    /// Joins the cluster described in `state.config`; each shard this node takes gets its
+    /// compactor and resumes its move tasks.
+    pub(super) async fn join(state: &AppState) -> Result<Option<Link>, String> {
+        let Some(config) = state.config.cluster.clone() else {
+            return Ok(None);
+        };
+        let peer_url = config
+            .peer_url
+            .clone()
+            .unwrap_or_else(|| format!("http://127.0.0.1:{}", state.local_addr.port()));
+        let on_open = Box::new(|engine: &Arc<Engine>| {
+            super::spawn_compactor(Arc::downgrade(engine), COMPACT_AFTER);
+            crate::engine::move_task::resume(engine);
+        });
+        let cluster = Cluster::start(
+            config,
+            peer_url.trim_end_matches('/').to_string(),
+            Arc::clone(state.engine.clock()),
+            state.config.engine.clone(),
+            on_open,
+        )
+        .await?;
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(Duration::from_secs(1)));
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(Some(Link { cluster, client }))
+    }
+
+    /// Sends `req` to `url` (a peer's base URL plus the request's path and query).
+    async fn send(
+        &self,
+        url: &str,
+        parts: &Parts,
+        body: Bytes,
+    ) -> Result<Response<Bytes>, hyper_util::client::legacy::Error> {
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = parts.method.clone();
+        *req.uri_mut() = format!("{url}{path}").parse().unwrap_or_default();
+        *req.headers_mut() = parts.headers.clone();
+        req.headers_mut().insert(
+            FORWARDED,
+            HeaderValue::from_str(self.cluster.node_id()).unwrap_or(HeaderValue::from_static("?")),
+        );
+        let sent = tokio::time::timeout(FORWARD_TIMEOUT, self.client.request(req)).await;
+        let resp = match sent {
+            Ok(r) => r?,
+            Err(_) => {
+                return Ok(Response::builder()
+                    .status(StatusCode::GATEWAY_TIMEOUT)
+                    .body(Bytes::new())
+                    .unwrap_or_default())
+            }
+        };
+        let (parts, body) = resp.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        Ok(Response::from_parts(parts, body))
+    }
+
+    /// POSTs JSON to `path` on every other node, in parallel; each answer's JSON.
+    async fn ask_peers(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Vec<Result<serde_json::Value, String>> {
+        let peers = self.cluster.peers();
+        let body = Bytes::from(body.to_string());
+        let asks = peers.iter().map(|peer| {
+            let body = body.clone();
+            async move {
+                let mut req = Request::new(Full::new(body));
+                *req.method_mut() = Method::POST;
+                *req.uri_mut() = format!("{peer}{path}")
+                    .parse()
+                    .map_err(|e| format!("{peer}: {e}"))?;
+                req.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                req.headers_mut()
+                    .insert(FORWARDED, HeaderValue::from_static("1"));
+                let resp = tokio::time::timeout(Duration::from_secs(10), self.client.request(req))
+                    .await
+                    .map_err(|_| format!("{peer}: timed out"))?
+                    .map_err(|e| format!("{peer}: {e}"))?;
+                let ok = resp.status().is_success();
+                let bytes = resp
+                    .into_body()
+                    .collect()
+                    .await
+                    .map_err(|e| format!("{peer}: {e}"))?
+                    .to_bytes();
+                let v: serde_json::Value =
+                    serde_json::from_slice(&bytes).map_err(|e| format!("{peer}: {e}"))?;
+                if ok {
+                    Ok(v)
+                } else {
+                    Err(format!("{peer}: {v}"))
+                }
+            }
+        });
+        futures_util::future::join_all(asks).await
+    }
+}
+
+/// The log size that triggers a shard's snapshot: small, because a node taking the shard
+/// over reads the log since the last snapshot before it serves.
+const COMPACT_AFTER: u64 = 4 << 20;
+
+/// Where an SQS request is answered.
+pub(super) enum Routed {
+    /// Here, by this engine.
+    Here(Arc<Engine>),
+    /// By another node: its answer.
+    There(Response<Full<Bytes>>),
+    /// Nowhere in time (the shard has no owner, or this node was asked as owner and is
+    /// not): the error to answer.
+    Refused(SqsError, StatusCode),
+}
+
+/// Routes a request about `target`: `body` is the raw body, for forwarding.
+/// `node` is this node's own engine (no queues): it answers what addresses no queue.
+pub(super) async fn route(
+    link: &Link,
+    parts: &Parts,
+    body: &Bytes,
+    target: &Target,
+    node: &Arc<Engine>,
+) -> Routed {
+    let shard = match target {
+        Target::Queue(id) => link.cluster.shard_of(id),
+        // The action's error, or (with the directory) its listing.
+        Target::Everywhere | Target::Nowhere => return Routed::Here(Arc::clone(node)),
+    };
+    let forwarded = parts.headers.contains_key(FORWARDED);
+    let deadline = Instant::now() + OWNER_WAIT;
+    loop {
+        match link.cluster.locate(shard, deadline).await {
+            Some(Place::Here(engine)) => return Routed::Here(engine),
+            Some(Place::There(_)) if forwarded => {
+                // The sender thinks this node serves the shard; it does not (any more).
+                return Routed::Refused(not_owner(), StatusCode::MISDIRECTED_REQUEST);
+            }
+            Some(Place::There(url)) => match link.send(&url, parts, body.clone()).await {
+                Ok(resp) if resp.status() == StatusCode::MISDIRECTED_REQUEST => {}
+                Ok(resp) => return Routed::There(resp.map(Full::new)),
+                // Not sent (the owner is down): wait for its lease to move.
+                Err(e) if e.is_connect() => {
+                    tracing::debug!(error = %e, shard, "owner unreachable; waiting");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, shard, "forwarding failed");
+                    return Routed::Refused(unavailable(), StatusCode::SERVICE_UNAVAILABLE);
+                }
+            },
+            None => return Routed::Refused(unavailable(), StatusCode::SERVICE_UNAVAILABLE),
+        }
+        if Instant::now() >= deadline {
+            return Routed::Refused(unavailable(), StatusCode::SERVICE_UNAVAILABLE);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn unavailable() -> SqsError {
+    SqsError::new(
+        ErrorCode::ServiceUnavailable,
+        "The queue's shard is moving to another node; retry.",
+    )
+}
+
+fn not_owner() -> SqsError {
+    SqsError::new(
+        ErrorCode::ServiceUnavailable,
+        "This node does not serve the queue's shard.",
+    )
+}
+
+/// Lists queues across the cluster: this node's shards, then every peer's.
+#[derive(Debug)]
+pub(crate) struct ClusterDirectory(pub Link);
+
+impl Directory for ClusterDirectory {
+    fn queues(&self, filter: QueueFilter) -> Listing<'_> {
+        Box::pin(async move {
+            let mut ids = local_queues(&self.0.cluster, &filter);
+            let body = serde_json::to_value(&filter).unwrap_or_default();
+            for answer in self.0.ask_peers("/_sqsim/cluster/queues", &body).await {
+                let found: Vec<QueueId> = answer
+                    .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+                    .map_err(|e| {
+                        tracing::warn!(error = %e, "a node did not list its queues");
+                        SqsError::new(
+                            ErrorCode::ServiceUnavailable,
+                            "A node of the cluster did not answer; retry.",
+                        )
+                    })?;
+                ids.extend(found);
+            }
+            Ok(ids)
+        })
+    }
+}
+
+fn local_queues(cluster: &Cluster, filter: &QueueFilter) -> Vec<QueueId> {
+    cluster
+        .engines()
+        .iter()
+        .flat_map(|e| filter.apply(e))
+        .collect()
+}
+
+/// The admin endpoints in cluster mode: `/_sqsim/cluster` (status),
+/// `/_sqsim/cluster/queues` (a peer's listing), reset across every node; health, faults and
+/// reading the clock act on this node as in one process (given back as `Err`); the rest of
+/// the test controls act on one process's engine and are refused.
+pub(super) async fn admin(
+    state: &AppState,
+    link: &Link,
+    req: Request<RequestBody>,
+) -> Result<Response<Full<Bytes>>, Request<RequestBody>> {
+    let forwarded = req.headers().contains_key(FORWARDED);
+    let path = req.uri().path().to_string();
+    Ok(match (req.method().clone(), path.as_str()) {
+        (Method::GET, "/_sqsim/cluster") => reply(StatusCode::OK, link.cluster.status()),
+        (Method::POST, "/_sqsim/cluster/queues") => match read_json::<QueueFilter>(req).await {
+            Ok(f) => reply(StatusCode::OK, json!(local_queues(&link.cluster, &f))),
+            Err(resp) => resp,
+        },
+        (Method::POST, "/_sqsim/reset") => match read_json::<serde_json::Value>(req).await {
+            Ok(r) => reset(state, link, r, forwarded).await,
+            Err(resp) => resp,
+        },
+        (Method::GET, "/_sqsim/health" | "/_sqsim/faults" | "/_sqsim/clock")
+        | (Method::POST | Method::DELETE, "/_sqsim/faults") => return Err(req),
+        (_, p) if p.starts_with("/_sqsim/faults/") => return Err(req),
+        (_, p) => reply(
+            StatusCode::NOT_IMPLEMENTED,
+            json!({"error": format!("{p} is not available in cluster mode")}),
+        ),
+    })
+}
+
+/// Resets on every node: the local shards, then (unless a peer asked) the others.
+async fn reset(
+    state: &AppState,
+    link: &Link,
+    r: serde_json::Value,
+    forwarded: bool,
+) -> Response<Full<Bytes>> {
+    let namespace = match (r.get("account"), r.get("region")) {
+        (None, None) => None,
+        (a, g) => Some((
+            a.and_then(|v| v.as_str())
+                .unwrap_or(&state.config.account_id)
+                .to_string(),
+            g.and_then(|v| v.as_str())
+                .unwrap_or(&state.config.region)
+                .to_string(),
+        )),
+    };
+    if r.get("queue_url").is_some() {
+        return reply(
+            StatusCode::NOT_IMPLEMENTED,
+            json!({"error": "resetting one queue is not available in cluster mode; reset a namespace"}),
+        );
+    }
+    for engine in link.cluster.engines() {
+        engine.reset(namespace.as_ref().map(|(a, g)| (g.as_str(), a.as_str())));
+        // The snapshot waits for JetStream: off the runtime's async threads.
+        if let Err(e) = tokio::task::block_in_place(|| engine.compact()) {
+            return super::admin::store_failed(&e);
+        }
+    }
+    if namespace.is_none() {
+        state.faults.clear();
+    }
+    if !forwarded {
+        for answer in link.ask_peers("/_sqsim/reset", &r).await {
+            if let Err(e) = answer {
+                return reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    json!({"error": format!("a node did not reset: {e}")}),
+                );
+            }
+        }
+    }
+    reply(StatusCode::OK, json!({"reset": "cluster"}))
+}
