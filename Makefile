@@ -9,7 +9,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: cluster-test nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -18,14 +18,22 @@ run:
 build:
 	cargo build
 
-## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node.
-test: test-rust test-fuzz test-soak test-python test-query test-cli test-node
+## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node,
+## and the cluster (three JetStream servers, three sqsim nodes, processes killed and stalled).
+test: test-rust test-fuzz test-soak test-python test-query test-cli test-node cluster-test
 
 test-rust: nats
 	cargo test
 
+## Cluster mode on loopback: a 3-server JetStream cluster (R3) and 3 sqsim nodes under SDK
+## traffic; kill -9 of a node and of a JetStream server, an owner stalled past its lease
+## (tests/cluster). Each test starts its own cluster.
+cluster-test: build nats $(VENV)/.installed
+	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider tests/cluster
+
 ## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
-## suite): installed from the OS packages when missing; CI fails if that fails.
+## suite) and the cluster tests: installed from the OS packages when missing; CI fails if
+## that fails.
 nats:
 	@command -v nats-server >/dev/null 2>&1 || \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nats-server >/dev/null)

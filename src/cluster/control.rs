@@ -1,14 +1,18 @@
 //! The control loop of one node: it heartbeats its membership, reads who is live and who
-//! holds each shard's lease, takes the leases of shards it should own that nobody holds,
-//! renews what it holds, gives a shard back when its preferred node is live and is not this
-//! one, and drops a shard whose lease it could not renew in time.
+//! holds each shard's lease, takes the leases of shards it should own that nobody holds (or
+//! whose holder stopped renewing), renews what it holds, gives a shard back when its
+//! preferred node is live and is not this one, and drops a shard it no longer holds.
 //!
-//! Leases and membership are entries of two JetStream key-value buckets whose entries live
-//! `lease` long unless rewritten (the bucket's max age): a node that dies loses both within
-//! one lease. Leases are taken with `create` (only if absent) and renewed with `update` on
-//! the last revision, so two nodes can never both think they took one; a node that cannot
-//! renew stops answering for the shard before its lease can have run out (a quarter of the
-//! lease early), and the log itself fences it (see `store::jetstream`).
+//! Leases and membership are entries of two JetStream key-value buckets. An entry's expiry
+//! is **observed**, not kept by the server: a holder rewrites its entry every third of the
+//! lease, and another node takes it over only after it watched the entry's revision stay
+//! the same for a whole lease, reading without a gap (a failed read starts every watch
+//! again). So a holder that cannot reach JetStream while the buckets elect a new leader
+//! (seconds, in NATS) loses nothing: nobody can have watched it go silent, and it renews
+//! once the bucket answers. Leases are taken with `create` (only if absent) or `update` on
+//! the silent revision, renewed with `update` on the last one: two nodes never both take
+//! one. A holder that was stalled (its loop did not run) stops answering before anyone can
+//! take over, and the log itself fences it (see `store::jetstream`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,6 +26,10 @@ use tokio::task::JoinHandle;
 use super::{placement, Cluster, Owner, Shard};
 use crate::store::StoreError;
 
+/// How long a holder serves on without renewing while JetStream does not answer: longer
+/// than NATS takes to elect a bucket's new leader (seconds).
+const MAX_OUTAGE: Duration = Duration::from_secs(15);
+
 const MEMBERS: &str = "sqsim_members";
 const LEASES: &str = "sqsim_leases";
 
@@ -34,6 +42,13 @@ struct Held {
     opening: Option<JoinHandle<Result<Shard, StoreError>>>,
 }
 
+/// An entry as watched: its revision and since when it has not changed.
+#[derive(Clone, Copy)]
+struct Seen {
+    revision: u64,
+    since: Instant,
+}
+
 struct Control {
     cluster: Arc<Cluster>,
     members: kv::Store,
@@ -41,22 +56,33 @@ struct Control {
     held: HashMap<u32, Held>,
     started: Instant,
     last_beat: Instant,
+    /// Each bucket entry's revision as watched, by bucket key ("m.<node>" / "l.<shard>").
+    seen: HashMap<String, Seen>,
+    /// When this node last read both buckets whole.
+    last_read: Instant,
     /// Since when each shard has had no owner (any node takes one left too long).
     orphaned: HashMap<u32, Instant>,
     /// Shards that failed to open here, not retried before this time.
     backoff: HashMap<u32, Instant>,
 }
 
+/// `f`, or an error once `limit` passed (a JetStream call can wait for seconds while its
+/// stream elects a leader; the loop must go on renewing the other leases).
+async fn within<T, E: std::fmt::Display>(
+    limit: Duration,
+    f: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
+}
+
 fn key(shard: u32) -> String {
     format!("shard{shard}")
 }
 
-async fn bucket(
-    js: &jetstream::Context,
-    name: &str,
-    max_age: Duration,
-    replicas: usize,
-) -> Result<kv::Store, String> {
+async fn bucket(js: &jetstream::Context, name: &str, replicas: usize) -> Result<kv::Store, String> {
     if let Ok(kv) = js.get_key_value(name).await {
         return Ok(kv);
     }
@@ -66,8 +92,6 @@ async fn bucket(
         name: format!("KV_{name}"),
         subjects: vec![format!("$KV.{name}.>")],
         max_messages_per_subject: 1,
-        max_age,
-        duplicate_window: max_age,
         num_replicas: replicas,
         storage: jetstream::stream::StorageType::File,
         discard: jetstream::stream::DiscardPolicy::New,
@@ -87,12 +111,13 @@ async fn bucket(
 /// Connects, joins and starts the loop.
 pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
     let c = &cluster.config;
-    let client = async_nats::connect(c.nats.as_str())
+    let servers = crate::store::jetstream::servers(&c.nats).map_err(|e| e.to_string())?;
+    let client = async_nats::connect(servers)
         .await
         .map_err(|e| format!("cannot connect to NATS at {}: {e}", c.nats))?;
     let js = jetstream::new(client);
-    let members = bucket(&js, MEMBERS, c.lease, c.replicas).await?;
-    let leases = bucket(&js, LEASES, c.lease, c.replicas).await?;
+    let members = bucket(&js, MEMBERS, c.replicas).await?;
+    let leases = bucket(&js, LEASES, c.replicas).await?;
     members
         .put(&c.node_id, Bytes::from(cluster.peer_url.clone()))
         .await
@@ -104,6 +129,8 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         held: HashMap::new(),
         started: Instant::now(),
         last_beat: Instant::now(),
+        seen: HashMap::new(),
+        last_read: Instant::now(),
         orphaned: HashMap::new(),
         backoff: HashMap::new(),
     };
@@ -145,48 +172,99 @@ impl Control {
     }
 
     /// Until when a lease renewed at `at` lets this node answer: a quarter of the lease
-    /// before it can run out in JetStream.
+    /// before anyone else can have watched it go silent.
     fn valid_until(&self, at: Instant) -> Instant {
         at + self.lease() * 3 / 4
+    }
+
+    /// Watches entry `key` at `revision`: whether it has stayed the same for a whole lease.
+    fn silent(&mut self, key: String, revision: u64, now: Instant) -> bool {
+        let seen = self.seen.entry(key).or_insert(Seen {
+            revision,
+            since: now,
+        });
+        if seen.revision != revision {
+            *seen = Seen {
+                revision,
+                since: now,
+            };
+        }
+        now.duration_since(seen.since) > self.lease()
     }
 
     async fn tick(&mut self) -> Result<(), String> {
         let now = Instant::now();
         if now.duration_since(self.last_beat) >= self.lease() / 3 {
-            self.members
-                .put(self.me(), Bytes::from(self.cluster.peer_url.clone()))
-                .await
-                .map_err(|e| format!("heartbeat: {e}"))?;
-            self.last_beat = now;
+            let beat = self
+                .members
+                .put(self.me(), Bytes::from(self.cluster.peer_url.clone()));
+            if within(self.lease() / 4, beat).await.is_ok() {
+                self.last_beat = now;
+            }
         }
         self.renew().await;
         self.finish_opens().await;
         self.drop_broken().await;
-        let mut live: Vec<String> = self
-            .members
-            .keys()
-            .await
-            .map_err(|e| format!("members: {e}"))?
-            .try_collect()
-            .await
-            .map_err(|e| format!("members: {e}"))?;
+        // A read with a gap: nothing watched before it counts (a holder may have renewed
+        // unseen); watching starts again.
+        let read = self.read().await;
+        let (mut live, leases) = match read {
+            Ok(r) if now.duration_since(self.last_read) <= self.lease() / 2 => {
+                self.last_read = Instant::now();
+                r
+            }
+            Ok(_) => {
+                self.seen.clear();
+                self.last_read = Instant::now();
+                return Ok(());
+            }
+            Err(e) => {
+                self.seen.clear();
+                return Err(e);
+            }
+        };
+        let now = Instant::now();
+        let mut gone = Vec::new();
+        live.retain(|(name, revision)| {
+            let key = format!("m.{name}");
+            let silent = name != self.me() && self.silent(key.clone(), *revision, now);
+            if silent
+                && self
+                    .seen
+                    .get(&key)
+                    .is_some_and(|s| now.duration_since(s.since) > self.lease() * 10)
+            {
+                gone.push((name.clone(), *revision));
+            }
+            !silent
+        });
+        // A node silent for ten leases is gone for good (its name would be listed forever).
+        for (name, revision) in gone {
+            let forget = self.members.delete_expect_revision(&name, Some(revision));
+            let _ = within(self.lease() / 4, forget).await;
+        }
+        let mut live: Vec<String> = live.into_iter().map(|(n, _)| n).collect();
         if !live.iter().any(|m| m == self.me()) {
             live.push(self.me().to_string());
         }
         live.sort();
         let shards = self.cluster.config.shards;
         let mut owners: Vec<Option<Owner>> = Vec::with_capacity(shards as usize);
-        for s in 0..shards {
-            let entry = self
-                .leases
-                .entry(key(s))
-                .await
-                .map_err(|e| format!("lease of shard {s}: {e}"))?;
-            owners.push(
-                entry
-                    .filter(|e| e.operation == kv::Operation::Put)
-                    .and_then(|e| serde_json::from_slice(&e.value).ok()),
-            );
+        // (revision, silent) of each lease.
+        let mut state = Vec::with_capacity(shards as usize);
+        for (s, lease) in leases.into_iter().enumerate() {
+            match lease {
+                Some((owner, revision)) => {
+                    let silent = !self.held.contains_key(&(s as u32))
+                        && self.silent(format!("l.{s}"), revision, now);
+                    state.push(Some((revision, silent)));
+                    owners.push((!silent).then_some(owner));
+                }
+                None => {
+                    state.push(None);
+                    owners.push(None);
+                }
+            }
         }
         // Nodes starting together see each other before anyone takes everything.
         let settled = now.duration_since(self.started) >= self.lease() / 2;
@@ -200,18 +278,25 @@ impl Control {
                 }
                 continue;
             }
-            match &owners[s as usize] {
-                Some(_) => {
+            let silent_revision = match (&owners[s as usize], state[s as usize]) {
+                // This node's name on a lease it does not hold: its former process's
+                // (restarted under the same name). Renewed, it is this one's.
+                (Some(o), Some((revision, _))) if o.node == self.me() => Some(revision),
+                (Some(_), _) => {
                     self.orphaned.remove(&s);
+                    continue;
                 }
-                None => {
-                    let since = *self.orphaned.entry(s).or_insert(now);
-                    let abandoned = now.duration_since(since) > self.lease() * 2;
-                    let backing_off = self.backoff.get(&s).is_some_and(|t| now < *t);
-                    if settled && (mine || abandoned) && !backing_off {
-                        self.acquire(s).await;
-                    }
-                }
+                (None, Some((revision, _))) => Some(revision),
+                (None, None) => None,
+            };
+            let since = *self.orphaned.entry(s).or_insert(now);
+            let abandoned = now.duration_since(since) > self.lease() * 2;
+            let backing_off = self.backoff.get(&s).is_some_and(|t| now < *t);
+            let own_former = owners[s as usize]
+                .as_ref()
+                .is_some_and(|o| o.node == self.me());
+            if settled && (mine || abandoned || own_former) && !backing_off {
+                self.acquire(s, silent_revision).await;
             }
         }
         *self
@@ -235,41 +320,107 @@ impl Control {
         Ok(())
     }
 
+    /// Reads both buckets: the members with their revisions, and each shard's lease.
+    #[allow(clippy::type_complexity)]
+    async fn read(&self) -> Result<(Vec<(String, u64)>, Vec<Option<(Owner, u64)>>), String> {
+        let members = self.live().await.map_err(|e| format!("members: {e}"))?;
+        let reads = (0..self.cluster.config.shards)
+            .map(|s| within(self.lease() / 4, self.leases.entry(key(s))));
+        let mut leases = Vec::with_capacity(self.cluster.config.shards as usize);
+        for (s, entry) in futures_util::future::join_all(reads)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            let entry = entry
+                .map_err(|e| format!("lease of shard {s}: {e}"))?
+                .filter(|e| e.operation == kv::Operation::Put);
+            leases.push(entry.and_then(|e| {
+                serde_json::from_slice::<Owner>(&e.value)
+                    .ok()
+                    .map(|o| (o, e.revision))
+            }));
+        }
+        Ok((members, leases))
+    }
+
+    /// Renews every lease due, all at once (one slow answer must not hold the others).
     async fn renew(&mut self) {
-        let due: Vec<u32> = self
+        let due: Vec<(u32, u64)> = self
             .held
             .iter()
             .filter(|(_, h)| h.renewed.elapsed() >= self.lease() / 3)
-            .map(|(s, _)| *s)
+            .map(|(s, h)| (*s, h.revision))
             .collect();
-        for s in due {
-            let sent = Instant::now();
-            let revision = self.held[&s].revision;
-            match self
-                .leases
-                .update(key(s), self.owner_value(), revision)
-                .await
-            {
-                Ok(r) => {
-                    let until = self.valid_until(sent);
+        let sent = Instant::now();
+        let value = self.owner_value();
+        let answers = futures_util::future::join_all(due.iter().map(|(s, revision)| {
+            tokio::time::timeout(
+                self.lease() / 4,
+                self.leases.update(key(*s), value.clone(), *revision),
+            )
+        }))
+        .await;
+        for ((s, _), answer) in due.into_iter().zip(answers) {
+            match answer {
+                Ok(Ok(revision)) => {
                     if let Some(h) = self.held.get_mut(&s) {
-                        h.revision = r;
+                        h.revision = revision;
                         h.renewed = sent;
                     }
                     if let Some(shard) = self.serving(s) {
-                        shard.extend(until);
+                        shard.extend(self.valid_until(sent));
                     }
                 }
-                Err(e) => {
-                    let taken = e.kind() == kv::UpdateErrorKind::WrongLastRevision;
-                    let expired = Instant::now() >= self.valid_until(self.held[&s].renewed);
-                    if taken || expired {
-                        tracing::warn!(shard = s, error = %e, "lease lost; no longer serving the shard");
-                        self.drop_shard(s);
-                        self.cluster.stats_mut().lost += 1;
+                // Someone rewrote the entry: another node took the lease, or an earlier
+                // renewal of ours was stored though its answer was lost.
+                Ok(Err(e)) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                    let entry = within(self.lease() / 4, self.leases.entry(key(s))).await;
+                    match entry {
+                        Ok(Some(entry))
+                            if entry.operation == kv::Operation::Put
+                                && serde_json::from_slice::<Owner>(&entry.value)
+                                    .is_ok_and(|o| o.node == self.me()) =>
+                        {
+                            // Ours: renewed next step, on this revision.
+                            if let Some(h) = self.held.get_mut(&s) {
+                                h.revision = entry.revision;
+                            }
+                            self.outage(s);
+                        }
+                        Ok(_) => {
+                            tracing::warn!(
+                                shard = s,
+                                "lease taken by another node; no longer serving the shard"
+                            );
+                            self.drop_shard(s);
+                            self.cluster.stats_mut().lost += 1;
+                        }
+                        Err(_) => self.outage(s),
                     }
                 }
+                _ => self.outage(s),
             }
+        }
+    }
+
+    /// The lease on `s` could not be renewed because JetStream did not answer (a bucket
+    /// electing its leader). Nobody can watch the lease go silent meanwhile, so the shard is
+    /// served on while this loop runs (a stalled process stops answering), for at most
+    /// [`MAX_OUTAGE`]: a node cut off from JetStream alone must stop answering reads too.
+    fn outage(&mut self, s: u32) {
+        let Some(h) = self.held.get(&s) else {
+            return;
+        };
+        if h.renewed.elapsed() > MAX_OUTAGE {
+            tracing::warn!(
+                shard = s,
+                "lease not renewed for too long; no longer serving the shard"
+            );
+            self.drop_shard(s);
+            self.cluster.stats_mut().lost += 1;
+        } else if let Some(shard) = self.serving(s) {
+            shard.extend(Instant::now() + self.lease() / 2);
         }
     }
 
@@ -297,13 +448,40 @@ impl Control {
                 "the shard's log stopped taking writes; recovering it again"
             );
             if let Some(h) = self.drop_shard(s) {
-                let _ = self
-                    .leases
-                    .delete_expect_revision(key(s), Some(h.revision))
-                    .await;
+                self.free(s, h.revision).await;
             }
             self.cluster.stats_mut().lost += 1;
         }
+    }
+
+    /// The live members: every entry of the membership bucket. The subjects come from the
+    /// stream's info and each entry from a direct read: neither creates a consumer (which
+    /// in a clustered JetStream is a Raft group of its own, far too costly every step).
+    async fn live(&self) -> Result<Vec<(String, u64)>, String> {
+        let read = async {
+            let prefix = format!("$KV.{MEMBERS}.");
+            let subjects: Vec<(String, usize)> = self
+                .members
+                .stream
+                .info_with_subjects(format!("{prefix}>"))
+                .await
+                .map_err(|e| e.to_string())?
+                .try_collect()
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut live = Vec::new();
+            for (subject, _) in subjects {
+                let Some(name) = subject.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let entry = self.members.entry(name).await.map_err(|e| e.to_string())?;
+                if let Some(e) = entry.filter(|e| e.operation == kv::Operation::Put) {
+                    live.push((name.to_string(), e.revision));
+                }
+            }
+            Ok::<_, String>(live)
+        };
+        within(self.lease() / 4, read).await
     }
 
     fn serving(&self, s: u32) -> Option<Arc<Shard>> {
@@ -339,12 +517,38 @@ impl Control {
         held
     }
 
-    async fn acquire(&mut self, s: u32) {
+    /// Takes the lease on `s`: absent (`None`), or silent at `revision`.
+    async fn acquire(&mut self, s: u32, silent: Option<u64>) {
         let sent = Instant::now();
-        let Ok(revision) = self.leases.create(key(s), self.owner_value()).await else {
-            // Someone else took it first.
-            return;
+        let taken = match silent {
+            None => {
+                within(
+                    self.lease() / 4,
+                    self.leases.create(key(s), self.owner_value()),
+                )
+                .await
+            }
+            Some(revision) => {
+                let take = self.leases.update(key(s), self.owner_value(), revision);
+                within(self.lease() / 4, take).await
+            }
         };
+        // Someone else took it first, or JetStream did not answer (the next step looks again).
+        if let Ok(revision) = taken {
+            self.open(s, revision, sent);
+        }
+    }
+
+    /// Gives the lease on `s` up, if it is still at `revision`.
+    async fn free(&self, s: u32, revision: u64) {
+        let delete = self.leases.delete_expect_revision(key(s), Some(revision));
+        if let Err(e) = within(self.lease() / 4, delete).await {
+            tracing::debug!(shard = s, error = %e, "lease not given up; it runs out instead");
+        }
+    }
+
+    /// Recovers shard `s` in the background, under the lease taken at `sent`.
+    fn open(&mut self, s: u32, revision: u64, sent: Instant) {
         let c = &self.cluster;
         let (nats, replicas, clock, settings) = (
             c.config.nats.clone(),
@@ -405,10 +609,7 @@ impl Control {
                     self.cluster.stats_mut().open_failures += 1;
                     self.backoff.insert(s, Instant::now() + self.lease());
                     if let Some(h) = self.held.remove(&s) {
-                        let _ = self
-                            .leases
-                            .delete_expect_revision(key(s), Some(h.revision))
-                            .await;
+                        self.free(s, h.revision).await;
                     }
                 }
             }
@@ -430,10 +631,7 @@ impl Control {
             let _ = tokio::task::spawn_blocking(move || shard.close()).await;
         }
         if let Some(h) = self.held.remove(&s) {
-            let _ = self
-                .leases
-                .delete_expect_revision(key(s), Some(h.revision))
-                .await;
+            self.free(s, h.revision).await;
         }
         self.cluster.stats_mut().released += 1;
         tracing::info!(shard = s, "shard given back to its preferred node");
@@ -446,15 +644,12 @@ impl Control {
         for s in held {
             if self.held.get(&s).is_some_and(|h| h.opening.is_some()) {
                 if let Some(h) = self.drop_shard(s) {
-                    let _ = self
-                        .leases
-                        .delete_expect_revision(key(s), Some(h.revision))
-                        .await;
+                    self.free(s, h.revision).await;
                 }
             } else {
                 self.release(s).await;
             }
         }
-        let _ = self.members.delete(self.me()).await;
+        let _ = within(self.lease(), self.members.delete(self.me())).await;
     }
 }

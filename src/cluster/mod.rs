@@ -149,6 +149,29 @@ impl Cluster {
         }
     }
 
+    /// Returns once `shard` is no longer owned by the node at `url` as far as this node
+    /// knows (its lease ran out or moved): a request forwarded there is then abandoned and
+    /// sent to the new owner (a stalled owner would hold it forever, and once resumed it no
+    /// longer serves the shard, so it never carries the request out).
+    pub(crate) async fn moved_from(&self, shard: u32, url: &str) {
+        let mut changed = self.changed.subscribe();
+        loop {
+            changed.borrow_and_update();
+            let still = self
+                .owners
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(shard as usize)
+                .is_some_and(|o| o.as_ref().is_some_and(|o| o.url == url));
+            if !still {
+                return;
+            }
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     fn place(&self, shard: u32) -> Option<Place> {
         if let Some(s) = self.serving_shard(shard) {
             return Some(Place::Here(Arc::clone(&s.engine)));

@@ -184,14 +184,21 @@ pub(super) async fn route(
                 // The sender thinks this node serves the shard; it does not (any more).
                 return Routed::Refused(not_owner(), StatusCode::MISDIRECTED_REQUEST);
             }
-            Some(Place::There(url)) => match link.send(&url, parts, body.clone()).await {
-                Ok(resp) if resp.status() == StatusCode::MISDIRECTED_REQUEST => {}
-                Ok(resp) => return Routed::There(resp.map(Full::new)),
+            Some(Place::There(url)) => match tokio::select! {
+                sent = link.send(&url, parts, body.clone()) => Some(sent),
+                () = link.cluster.moved_from(shard, &url) => None,
+            } {
+                // The owner lost the shard while the request waited there: send it again.
+                None => {
+                    tracing::debug!(shard, "owner changed during a forwarded request; resending")
+                }
+                Some(Ok(resp)) if resp.status() == StatusCode::MISDIRECTED_REQUEST => {}
+                Some(Ok(resp)) => return Routed::There(resp.map(Full::new)),
                 // Not sent (the owner is down): wait for its lease to move.
-                Err(e) if e.is_connect() => {
+                Some(Err(e)) if e.is_connect() => {
                     tracing::debug!(error = %e, shard, "owner unreachable; waiting");
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     tracing::warn!(error = %e, shard, "forwarding failed");
                     return Routed::Refused(unavailable(), StatusCode::SERVICE_UNAVAILABLE);
                 }
@@ -266,6 +273,7 @@ pub(super) async fn admin(
     let path = req.uri().path().to_string();
     Ok(match (req.method().clone(), path.as_str()) {
         (Method::GET, "/_sqsim/cluster") => reply(StatusCode::OK, link.cluster.status()),
+        (Method::GET, "/_sqsim/cluster/locate") => locate(state, link, req.uri().query()),
         (Method::POST, "/_sqsim/cluster/queues") => match read_json::<QueueFilter>(req).await {
             Ok(f) => reply(StatusCode::OK, json!(local_queues(&link.cluster, &f))),
             Err(resp) => resp,
@@ -282,6 +290,31 @@ pub(super) async fn admin(
             json!({"error": format!("{p} is not available in cluster mode")}),
         ),
     })
+}
+
+/// `GET /_sqsim/cluster/locate?queue_url=URL`: the queue's shard and who serves it.
+fn locate(state: &AppState, link: &Link, query: Option<&str>) -> Response<Full<Bytes>> {
+    let url = query
+        .and_then(|q| serde_urlencoded::from_str::<Vec<(String, String)>>(q).ok())
+        .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "queue_url"))
+        .map(|(_, v)| v);
+    let Some(r) = url.as_deref().and_then(crate::api::queue_url::parse) else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            json!({"error": "give queue_url=<a queue URL>"}),
+        );
+    };
+    let id = QueueId {
+        region: r.region.unwrap_or(&state.config.region).to_string(),
+        account: r.account.unwrap_or(&state.config.account_id).to_string(),
+        name: r.name.to_string(),
+    };
+    let shard = link.cluster.shard_of(&id);
+    let status = link.cluster.status();
+    reply(
+        StatusCode::OK,
+        json!({"shard": shard, "owner": status["owners"][shard as usize]}),
+    )
 }
 
 /// Resets on every node: the local shards, then (unless a peer asked) the others.

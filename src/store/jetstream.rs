@@ -33,6 +33,31 @@ const MAX_RECORD: i32 = 8 << 20;
 /// acks in flight, which would otherwise make a publish wait for acks nobody awaits.
 const MAX_BATCH: usize = 1_000;
 
+/// How long a write JetStream did not acknowledge (and did not refuse) is retried before
+/// the store gives up: longer than JetStream takes to elect a stream's new leader.
+const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(20);
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Why records were not all acknowledged.
+struct Unacked {
+    /// Records acknowledged before the first that was not.
+    acked: usize,
+    error: String,
+    /// JetStream refused (another writer wrote first): final, never retried.
+    refused: bool,
+}
+
+impl Unacked {
+    fn of(acked: usize, what: &str, e: &jetstream::context::PublishError) -> Unacked {
+        use jetstream::context::PublishErrorKind::{WrongLastMessageId, WrongLastSequence};
+        Unacked {
+            acked,
+            error: format!("{what}: {e}"),
+            refused: matches!(e.kind(), WrongLastSequence | WrongLastMessageId),
+        }
+    }
+}
+
 /// What the writer thread is asked to do, in order.
 enum Cmd {
     Recover(std::sync::mpsc::Sender<Result<Recovery, StoreError>>),
@@ -81,6 +106,7 @@ impl JetStreamStore {
             stats: Arc::clone(&stats),
             last_seq: 0,
             index: BTreeMap::new(),
+            writer_id: uuid::Uuid::new_v4().simple().to_string(),
         };
         std::thread::Builder::new()
             .name("sqsim-jetstream".into())
@@ -107,6 +133,19 @@ impl JetStreamStore {
             stats,
         })
     }
+}
+
+/// The servers of a comma-separated list of NATS URLs (any of them reaches the cluster; the
+/// client fails over between them).
+pub(crate) fn servers(urls: &str) -> Result<Vec<async_nats::ServerAddr>, StoreError> {
+    urls.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(|u| {
+            u.parse()
+                .map_err(|e| io_error(format!("bad NATS URL {u:?}: {e}")))
+        })
+        .collect()
 }
 
 fn io_error(message: impl std::fmt::Display) -> StoreError {
@@ -195,6 +234,9 @@ struct Writer {
     /// Each kept log record's stream sequence and size, by position: where a snapshot's
     /// purge ends, and the log's size, without reading the stream back.
     index: BTreeMap<Lsn, (u64, u64)>,
+    /// Unique to this writer: its records' message ids start with it, so JetStream drops
+    /// this writer's retries of a stored record, and only those.
+    writer_id: String,
 }
 
 impl Writer {
@@ -257,7 +299,7 @@ impl Writer {
     }
 
     async fn connect(&mut self) -> Result<jetstream::Context, StoreError> {
-        let client = async_nats::connect(&self.url)
+        let client = async_nats::connect(servers(&self.url)?)
             .await
             .map_err(|e| io_error(format!("cannot connect to NATS at {}: {e}", self.url)))?;
         let js = jetstream::new(client);
@@ -300,7 +342,10 @@ impl Writer {
     }
 
     /// Publishes `batch` in order, each expecting the sequence before it, then waits for the
-    /// acks; a refusal (another writer) or an error leaves the store failed.
+    /// acks. A refusal (another writer) leaves the store failed; anything else (a timeout
+    /// while JetStream elects a new leader, a lost connection) is retried for
+    /// [`RETRY_FOR`] from the first record not acknowledged: each record carries a message
+    /// id, so one that was stored though its ack was lost is not stored twice.
     async fn publish(&mut self, js: &jetstream::Context, batch: Vec<(Lsn, Vec<u8>)>) {
         let through = batch.last().map_or(0, |(l, _)| l + 1);
         // A failed store stays failed (a refusal means another writer): these records are
@@ -310,32 +355,18 @@ impl Writer {
             return self.fail(through, &e);
         }
         let started = std::time::Instant::now();
-        let mut acks = Vec::with_capacity(batch.len());
-        let mut bytes = 0u64;
-        for (i, (lsn, record)) in batch.iter().enumerate() {
-            let mut headers = HeaderMap::new();
-            headers.insert(LSN, lsn.to_string().as_str());
-            headers.insert(
-                async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
-                (self.last_seq + i as u64).to_string().as_str(),
-            );
-            bytes += record.len() as u64;
-            match js
-                .publish_with_headers(self.log_subject(), headers, Bytes::from(record.clone()))
-                .await
-            {
-                Ok(ack) => acks.push(ack),
-                Err(e) => return self.fail(through, &format!("JetStream publish failed: {e}")),
-            }
-        }
-        for (ack, (lsn, record)) in acks.into_iter().zip(&batch) {
-            match ack.await {
-                Ok(a) => {
-                    self.last_seq = a.sequence;
-                    self.index.insert(*lsn, (a.sequence, record.len() as u64));
-                }
-                Err(e) => {
-                    return self.fail(through, &format!("JetStream refused a record: {e}"));
+        let bytes: u64 = batch.iter().map(|(_, r)| r.len() as u64).sum();
+        let mut done = 0;
+        while done < batch.len() {
+            match self.publish_from(js, &batch[done..]).await {
+                Ok(()) => done = batch.len(),
+                Err(stop) => {
+                    done += stop.acked;
+                    if stop.refused || started.elapsed() >= RETRY_FOR {
+                        return self.fail(through, &stop.error);
+                    }
+                    tracing::debug!(error = %stop.error, "JetStream write not acknowledged; retrying");
+                    tokio::time::sleep(RETRY_PAUSE).await;
                 }
             }
         }
@@ -348,6 +379,92 @@ impl Writer {
         }
         self.progress
             .send_modify(|p| p.durable = p.durable.max(through));
+    }
+
+    /// Publishes `records` back to back and awaits their acks: `Err` says how many were
+    /// acknowledged before the first that was not.
+    async fn publish_from(
+        &mut self,
+        js: &jetstream::Context,
+        records: &[(Lsn, Vec<u8>)],
+    ) -> Result<(), Unacked> {
+        let mut acks = Vec::with_capacity(records.len());
+        let mut send_error = None;
+        for (i, (lsn, record)) in records.iter().enumerate() {
+            let mut headers = HeaderMap::new();
+            headers.insert(LSN, lsn.to_string().as_str());
+            headers.insert(
+                async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
+                (self.last_seq + i as u64).to_string().as_str(),
+            );
+            headers.insert(
+                async_nats::header::NATS_MESSAGE_ID,
+                format!("{}-{lsn}", self.writer_id).as_str(),
+            );
+            match js
+                .publish_with_headers(self.log_subject(), headers, Bytes::from(record.clone()))
+                .await
+            {
+                Ok(ack) => acks.push(ack),
+                Err(e) => {
+                    send_error = Some(Unacked::of(0, "JetStream publish failed", &e));
+                    break;
+                }
+            }
+        }
+        let mut acked = 0;
+        for (ack, (lsn, record)) in acks.into_iter().zip(records) {
+            match ack.await {
+                Ok(a) => {
+                    self.last_seq = a.sequence;
+                    self.index.insert(*lsn, (a.sequence, record.len() as u64));
+                    acked += 1;
+                }
+                Err(e) => return Err(Unacked::of(acked, "JetStream refused a record", &e)),
+            }
+        }
+        match send_error {
+            Some(e) => Err(Unacked { acked, ..e }),
+            None => Ok(()),
+        }
+    }
+
+    /// Publishes one record, retrying what is not a refusal for [`RETRY_FOR`] (the message
+    /// id makes a retry of a stored record a no-op).
+    async fn publish_one(
+        &self,
+        js: &jetstream::Context,
+        subject: String,
+        mut headers: HeaderMap,
+        payload: Vec<u8>,
+        id: &str,
+    ) -> Result<jetstream::publish::PublishAck, Unacked> {
+        headers.insert(
+            async_nats::header::NATS_MESSAGE_ID,
+            format!("{}-{id}", self.writer_id).as_str(),
+        );
+        let started = std::time::Instant::now();
+        loop {
+            let attempt = match js
+                .publish_with_headers(
+                    subject.clone(),
+                    headers.clone(),
+                    Bytes::from(payload.clone()),
+                )
+                .await
+            {
+                Ok(ack) => ack
+                    .await
+                    .map_err(|e| Unacked::of(0, "JetStream refused a record", &e)),
+                Err(e) => Err(Unacked::of(0, "JetStream publish failed", &e)),
+            };
+            match attempt {
+                Err(e) if !e.refused && started.elapsed() < RETRY_FOR => {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                done => return done,
+            }
+        }
     }
 
     /// Reads the stream: the newest complete snapshot, and the log records at or after the
@@ -428,17 +545,15 @@ impl Writer {
             async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
             read_to.to_string().as_str(),
         );
-        let ack = match js
-            .publish_with_headers(self.fence_subject(), headers, Bytes::new())
+        let ack = self
+            .publish_one(js, self.fence_subject(), headers, Vec::new(), "fence")
             .await
-        {
-            Ok(ack) => ack.await.map_err(|e| {
+            .map_err(|e| {
                 io_error(format!(
-                    "another writer appended during recovery (JetStream refused the fence: {e})"
+                    "another writer appended during recovery (the fence was not written: {})",
+                    e.error
                 ))
-            })?,
-            Err(e) => return Err(io_error(format!("fence publish failed: {e}"))),
-        };
+            })?;
         self.last_seq = ack.sequence;
         Ok(())
     }
@@ -477,16 +592,18 @@ impl Writer {
                 self.last_seq.to_string().as_str(),
             );
             bytes += record.len() as u64;
-            let published = match js
-                .publish_with_headers(self.snap_subject(), headers, Bytes::from(record))
+            let published = self
+                .publish_one(
+                    js,
+                    self.snap_subject(),
+                    headers,
+                    record,
+                    &format!("snap-{at}-{i}"),
+                )
                 .await
-            {
-                Ok(ack) => ack
-                    .await
-                    .map_err(|e| format!("JetStream refused a snapshot record: {e}")),
-                Err(e) => Err(format!("snapshot publish failed: {e}")),
-            };
-            // A refusal means another writer: nothing more from this one is durable.
+                .map_err(|e| e.error);
+            // Not written: another writer, or JetStream unreachable for long; either way
+            // nothing more from this one is durable.
             let ack = published.map_err(|e| {
                 self.fail(Lsn::MAX, &e);
                 io_error(e)

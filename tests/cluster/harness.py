@@ -1,0 +1,232 @@
+"""A cluster on loopback for the cluster tests: three nats-server processes clustered with
+JetStream (every stream and lease on all three: R3) and three sqsim nodes on them, each a
+real process that the tests kill, stop and resume.
+
+Environment:
+  SQSIM_BIN        the sqsim binary (default: target/debug/sqsim in the repository)
+  NATS_SERVER_BIN  nats-server (default: found on PATH)
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import boto3
+from botocore.config import Config
+
+REPO = Path(__file__).resolve().parents[2]
+LEASE_MS = 3000
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def wait_for(what, check, timeout=30, every=0.1):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except Exception as e:  # not up yet
+            last = e
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}: {last!r}")
+
+
+class Nats:
+    """One JetStream server of the cluster."""
+
+    def __init__(self, index, ports, cluster_ports, workdir):
+        self.index = index
+        self.port = ports[index]
+        self.monitor = free_port()
+        self.cluster_ports = cluster_ports
+        self.dir = workdir / f"nats{index}"
+        self.log = workdir / f"nats{index}.log"
+        self.proc = None
+
+    def start(self):
+        routes = ",".join(
+            f"nats://127.0.0.1:{p}"
+            for i, p in enumerate(self.cluster_ports)
+            if i != self.index
+        )
+        binary = os.environ.get("NATS_SERVER_BIN") or shutil.which("nats-server")
+        assert binary, "nats-server is not installed (make nats installs it)"
+        conf = self.dir.with_suffix(".conf")
+        conf.write_text(
+            f"""
+listen: 127.0.0.1:{self.port}
+http: 127.0.0.1:{self.monitor}
+server_name: nats{self.index}
+max_payload: 8MB
+jetstream {{ store_dir: "{self.dir}" }}
+cluster {{
+  name: sqsim-test
+  listen: 127.0.0.1:{self.cluster_ports[self.index]}
+  routes: [{routes}]
+}}
+"""
+        )
+        self.proc = subprocess.Popen(
+            [binary, "-c", str(conf)],
+            stdout=open(self.log, "ab"),
+            stderr=subprocess.STDOUT,
+        )
+
+    def jsz(self):
+        return get_json(f"http://127.0.0.1:{self.monitor}/jsz", timeout=2)
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+class Node:
+    """One sqsim node."""
+
+    def __init__(self, index, nats_urls, workdir, lease_ms):
+        self.index = index
+        self.name = f"n{index}"
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.nats_urls = nats_urls
+        self.log = workdir / f"sqsim-{self.name}.log"
+        self.lease_ms = lease_ms
+        self.proc = None
+
+    def start(self):
+        binary = os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SQSIM_")}
+        env.setdefault("RUST_LOG", "info,async_nats=warn")
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                "--host", "127.0.0.1",
+                "--port", str(self.port),
+                "--cluster", self.nats_urls,
+                "--node-id", self.name,
+                "--cluster-lease", str(self.lease_ms),
+            ],
+            stdout=open(self.log, "ab"),
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        wait_for(f"{self.name} to answer", self.status, timeout=30)
+
+    def status(self):
+        return get_json(f"{self.endpoint}/_sqsim/cluster", timeout=2)
+
+    def client(self, attempts=3):
+        return boto3.client(
+            "sqs",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            config=Config(
+                retries={"max_attempts": attempts, "mode": "standard"},
+                read_timeout=60,
+                connect_timeout=2,
+            ),
+        )
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+class Cluster:
+    def __init__(self, lease_ms=LEASE_MS):
+        self.workdir = Path(tempfile.mkdtemp(prefix="sqsim-cluster-"))
+        ports = [free_port() for _ in range(3)]
+        cluster_ports = [free_port() for _ in range(3)]
+        self.nats = [Nats(i, ports, cluster_ports, self.workdir) for i in range(3)]
+        self.nats_urls = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
+        self.nodes = [Node(i, self.nats_urls, self.workdir, lease_ms) for i in range(3)]
+        self.lease_ms = lease_ms
+
+    def start(self):
+        for n in self.nats:
+            n.start()
+        wait_for(
+            "a JetStream meta leader on every server",
+            lambda: all(
+                (n.jsz().get("meta_cluster") or {}).get("leader") for n in self.nats
+            ),
+            timeout=60,
+        )
+        for node in self.nodes:
+            node.start()
+        self.wait_settled()
+        return self
+
+    def live_nodes(self):
+        return [n for n in self.nodes if n.alive()]
+
+    def wait_settled(self, timeout=60):
+        """Until every live node sees all live nodes and every shard has an owner that is
+        live and serves it."""
+
+        def settled():
+            live = self.live_nodes()
+            names = sorted(n.name for n in live)
+            statuses = [n.status() for n in live]
+            if any(sorted(s["members"]) != names or not s["complete"] for s in statuses):
+                return False
+            serving = {}
+            for s in statuses:
+                for shard in s["serving"]:
+                    serving[shard] = s["node"]
+            owners = statuses[0]["owners"]
+            return all(serving.get(i) == o for i, o in enumerate(owners))
+
+        wait_for("the cluster to settle", settled, timeout=timeout, every=0.2)
+
+    def node(self, name):
+        return next(n for n in self.nodes if n.name == name)
+
+    def owner_of(self, queue_url, via=None):
+        via = via or self.live_nodes()[0]
+        q = urllib.parse.quote(queue_url, safe="")
+        return get_json(f"{via.endpoint}/_sqsim/cluster/locate?queue_url={q}")["owner"]
+
+    def stop(self):
+        for n in self.nodes:
+            if n.alive():
+                n.signal(signal.SIGCONT)
+                n.kill9()
+        for n in self.nats:
+            if n.proc and n.proc.poll() is None:
+                n.kill9()
+
+    def logs(self):
+        out = []
+        for p in sorted(self.workdir.glob("*.log")):
+            out.append(f"==== {p.name}\n" + p.read_text(errors="replace")[-4000:])
+        return "\n".join(out)
+

@@ -1,0 +1,181 @@
+"""SDK traffic on a cluster, with a record of what the cluster acknowledged: the cluster
+tests check, after killing and stalling processes, that nothing acknowledged was lost."""
+
+import itertools
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+
+VISIBILITY_S = 10
+
+
+class Load:
+    """A sender per standard queue and a receiver over them all, and one ordered sender per
+    FIFO queue."""
+
+    def __init__(self, nodes, standard, fifo, groups=3):
+        self.nodes = nodes
+        self.clients = {n.name: n.client(attempts=2) for n in nodes}
+        self.standard = standard
+        self.fifo = fifo
+        self.groups = groups
+        self.lock = threading.Lock()
+        self.sent = {}  # body -> queue url, for every acknowledged send
+        self.received = set()
+        self.deleted = set()  # bodies whose delete was acknowledged
+        self.fifo_sent = defaultdict(list)  # (url, group) -> acknowledged numbers, in order
+        self.errors = Counter()
+        self.avoid = set()  # node names not to send through (dead)
+        self.stop = threading.Event()
+        self.threads = []
+
+    def _client(self, rng):
+        names = [n for n in self.clients if n not in self.avoid]
+        return self.clients[rng.choice(names)]
+
+    def _error(self, e):
+        with self.lock:
+            self.errors[type(e).__name__] += 1
+
+    def _send(self, url, seed):
+        rng = random.Random(seed)
+        for n in itertools.count():
+            if self.stop.is_set():
+                return
+            body = f"s{seed}-{n}"
+            try:
+                self._client(rng).send_message(QueueUrl=url, MessageBody=body)
+            except Exception as e:  # refused or failed: not acknowledged
+                self._error(e)
+                continue
+            with self.lock:
+                self.sent[body] = url
+
+    def _send_fifo(self, url, seed):
+        rng = random.Random(seed)
+        for n in itertools.count():
+            if self.stop.is_set():
+                return
+            group = f"g{n % self.groups}"
+            body = f"{group}:{n:06d}"
+            # The same body and deduplication id until acknowledged: exactly once, in order.
+            while not self.stop.is_set():
+                try:
+                    self._client(rng).send_message(
+                        QueueUrl=url,
+                        MessageBody=body,
+                        MessageGroupId=group,
+                        MessageDeduplicationId=body,
+                    )
+                except Exception as e:
+                    self._error(e)
+                    time.sleep(0.05)
+                    continue
+                with self.lock:
+                    self.fifo_sent[(url, group)].append(n)
+                break
+
+    def _receive(self, seed):
+        rng = random.Random(seed)
+        while not self.stop.is_set():
+            url = rng.choice(self.standard)
+            client = self._client(rng)
+            try:
+                got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+            except Exception as e:
+                self._error(e)
+                continue
+            msgs = got.get("Messages", [])
+            if not msgs:
+                continue
+            with self.lock:
+                self.received.update(m["Body"] for m in msgs)
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                for i, m in enumerate(msgs)
+            ]
+            try:
+                out = client.delete_message_batch(QueueUrl=url, Entries=entries)
+            except Exception as e:
+                self._error(e)
+                continue
+            ok = {e["Id"] for e in out.get("Successful", [])}
+            with self.lock:
+                self.deleted.update(m["Body"] for i, m in enumerate(msgs) if str(i) in ok)
+
+    def start(self):
+        # A sender per queue: a queue whose shard waits (a JetStream leader election) does
+        # not hold up the others.
+        targets = [(self._send, (u, i)) for i, u in enumerate(self.standard)]
+        targets += [(self._send_fifo, (u, 100 + i)) for i, u in enumerate(self.fifo)]
+        targets.append((self._receive, (999,)))
+        for fn, args in targets:
+            t = threading.Thread(target=fn, args=args, daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=70)
+        assert not any(t.is_alive() for t in self.threads), "a load thread hung"
+
+    def check_nothing_lost(self, client, timeout=40):
+        """Drains every queue and checks: every acknowledged send was delivered, no message
+        whose delete was acknowledged came back, and each FIFO group arrived in order."""
+        drained = set()
+        missing = set()
+        deadline = time.monotonic() + timeout
+        # Receives whose delete failed come back once their visibility timeout ends.
+        while time.monotonic() < deadline:
+            for url in self.standard:
+                while True:
+                    got = client.receive_message(
+                        QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+                    ).get("Messages", [])
+                    if not got:
+                        break
+                    drained.update(m["Body"] for m in got)
+                    client.delete_message_batch(
+                        QueueUrl=url,
+                        Entries=[
+                            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                            for i, m in enumerate(got)
+                        ],
+                    )
+            missing = set(self.sent) - self.received - drained
+            if not missing:
+                break
+            time.sleep(0.5)
+        assert not missing, f"{len(missing)} acknowledged sends lost, e.g. {sorted(missing)[:5]}"
+        resurrected = drained & self.deleted
+        assert not resurrected, f"acknowledged deletes came back: {sorted(resurrected)[:5]}"
+        for url in self.fifo:
+            order = defaultdict(list)
+            while True:
+                got = client.receive_message(
+                    QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+                ).get("Messages", [])
+                if not got:
+                    break
+                for m in got:
+                    group, n = m["Body"].split(":")
+                    order[group].append(int(n))
+                client.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(got)
+                    ],
+                )
+            for g in range(self.groups):
+                group = f"g{g}"
+                acked = self.fifo_sent[(url, group)]
+                got = order[group]
+                assert got == sorted(got), f"{url} {group} out of order: {got[:20]}"
+                assert len(got) == len(set(got)), f"{url} {group} delivered twice"
+                lost = set(acked) - set(got)
+                assert not lost, f"{url} {group}: acknowledged sends lost {sorted(lost)[:5]}"
+        return len(self.sent) + sum(len(v) for v in self.fifo_sent.values())

@@ -1,0 +1,207 @@
+"""The cluster under SDK traffic and under failures: a sqsim node killed, a JetStream
+server killed, an owner stalled past its lease. Each test starts its own cluster."""
+
+import json
+import signal
+import time
+import urllib.parse
+import urllib.request
+
+from harness import wait_for
+from load import VISIBILITY_S, Load
+
+
+def name_of(url):
+    return url.rsplit("/", 1)[1]
+
+
+def make_queues(client, prefix, standard=6, fifo=2):
+    attrs = {"VisibilityTimeout": str(VISIBILITY_S)}
+    std = [
+        client.create_queue(QueueName=f"{prefix}-{i}", Attributes=attrs)["QueueUrl"]
+        for i in range(standard)
+    ]
+    fifos = [
+        client.create_queue(
+            QueueName=f"{prefix}-f{i}.fifo",
+            Attributes={**attrs, "FifoQueue": "true"},
+        )["QueueUrl"]
+        for i in range(fifo)
+    ]
+    return std, fifos
+
+
+def test_traffic_through_every_node(cluster):
+    a, b, c = (n.client() for n in cluster.nodes)
+    std, fifos = make_queues(a, "every")
+    # Every node lists every queue, wherever it is served (URLs name the node asked).
+    for client in (a, b, c):
+        urls = client.list_queues(QueueNamePrefix="every")["QueueUrls"]
+        assert sorted(map(name_of, urls)) == sorted(map(name_of, std + fifos))
+    owners = {cluster.owner_of(u) for u in std + fifos}
+    assert len(owners) > 1, "the queues spread over more than one node"
+    for i, url in enumerate(std):
+        b.send_message(QueueUrl=url, MessageBody=f"hello {i}")
+    for i, url in enumerate(std):
+        got = c.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        assert [m["Body"] for m in got] == [f"hello {i}"]
+        a.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
+        attrs = b.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert attrs["ApproximateNumberOfMessages"] == "0"
+        assert attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
+    for n in range(6):
+        c.send_message(
+            QueueUrl=fifos[0],
+            MessageBody=f"{n}",
+            MessageGroupId="g",
+            MessageDeduplicationId=f"d{n}",
+        )
+    bodies = [m["Body"] for m in a.receive_message(QueueUrl=fifos[0], MaxNumberOfMessages=10)["Messages"]]
+    assert bodies == [str(n) for n in range(6)]
+    # Deleting a queue is seen from every node.
+    b.delete_queue(QueueUrl=std[0])
+    for client in (a, b, c):
+        names = map(name_of, client.list_queues(QueueNamePrefix="every")["QueueUrls"])
+        assert name_of(std[0]) not in names
+
+
+def test_dead_letters_within_a_shard(cluster):
+    """A dead-letter queue served by the same node as its source (same shard) works as in
+    one process; ListDeadLetterSourceQueues answers from any node."""
+    a, b, c = (n.client() for n in cluster.nodes)
+    dlq = a.create_queue(QueueName="dl-target")["QueueUrl"]
+    shard = json.loads(
+        urllib.request.urlopen(
+            f"{cluster.nodes[0].endpoint}/_sqsim/cluster/locate?queue_url={urllib.parse.quote(dlq, safe='')}"
+        ).read()
+    )["shard"]
+    # A source name in the same shard.
+    for i in range(500):
+        url = f"{dlq.rsplit('/', 1)[0]}/dl-source-{i}"
+        got = json.loads(
+            urllib.request.urlopen(
+                f"{cluster.nodes[0].endpoint}/_sqsim/cluster/locate?queue_url={urllib.parse.quote(url, safe='')}"
+            ).read()
+        )
+        if got["shard"] == shard:
+            name = f"dl-source-{i}"
+            break
+    arn = a.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    src = b.create_queue(
+        QueueName=name,
+        Attributes={
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": "1"}),
+            "VisibilityTimeout": "1",
+        },
+    )["QueueUrl"]
+    c.send_message(QueueUrl=src, MessageBody="poison")
+    assert c.receive_message(QueueUrl=src)["Messages"][0]["Body"] == "poison"
+    time.sleep(1.2)
+    assert "Messages" not in c.receive_message(QueueUrl=src)
+    got = a.receive_message(QueueUrl=dlq, AttributeNames=["All"])["Messages"]
+    assert got[0]["Body"] == "poison"
+    for client in (a, b, c):
+        sources = client.list_dead_letter_source_queues(QueueUrl=dlq)["queueUrls"]
+        assert list(map(name_of, sources)) == [name]
+
+
+def test_kill9_of_a_sqsim_node_under_load(cluster):
+    control = cluster.nodes[0].client()
+    std, fifos = make_queues(control, "kill")
+    by_owner = {}
+    for url in std + fifos:
+        by_owner.setdefault(cluster.owner_of(url), []).append(url)
+    victim = cluster.node(max(by_owner, key=lambda n: len(by_owner[n])))
+    survivors = [n for n in cluster.nodes if n is not victim]
+    on_victim = by_owner[victim.name]
+    probe = survivors[0].client(attempts=1)
+    # In flight on the victim's queues when it dies: invisible until their deadline.
+    held_url = next(u for u in on_victim if u in std)
+    for i in range(3):
+        probe.send_message(QueueUrl=held_url, MessageBody=f"held-{i}")
+    held = probe.receive_message(QueueUrl=held_url, MaxNumberOfMessages=10)["Messages"]
+    received_at = time.monotonic()
+    assert len(held) == 3
+    deadline = received_at + VISIBILITY_S
+
+    load = Load(cluster.nodes, [u for u in std if u != held_url], fifos).start()
+    time.sleep(2)
+    victim.kill9()
+    killed = time.monotonic()
+    load.avoid.add(victim.name)
+    # Failover: every queue the victim served answers again (requests wait for the new
+    # owner instead of failing).
+    for url in on_victim:
+        probe.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    failover = time.monotonic() - killed
+    print(f"failover after kill -9: {failover:.2f} s for {len(on_victim)} queues")
+    assert failover < 5, f"failover took {failover:.2f} s"
+    # The in-flight messages kept their deadline.
+    if time.monotonic() < deadline - 1:
+        early = probe.receive_message(QueueUrl=held_url, MaxNumberOfMessages=10)
+        assert "Messages" not in early, "in-flight messages came back before their deadline"
+    time.sleep(2)
+    load.finish()
+    wait_for("the held messages' deadline", lambda: time.monotonic() > deadline + 0.5, timeout=30)
+    back = probe.receive_message(QueueUrl=held_url, MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    assert sorted(m["Body"] for m in back["Messages"]) == ["held-0", "held-1", "held-2"]
+    total = load.check_nothing_lost(probe)
+    print(f"{total} acknowledged sends checked; errors seen by clients: {dict(load.errors)}")
+    cluster.wait_settled()
+
+
+def test_kill9_of_a_jetstream_server_under_load(cluster):
+    control = cluster.nodes[0].client()
+    std, fifos = make_queues(control, "natskill")
+    load = Load(cluster.nodes, std, fifos).start()
+    time.sleep(2)
+    before = len(load.sent)
+    cluster.nats[1].kill9()
+    time.sleep(6)
+    after = len(load.sent)
+    load.finish()
+    assert after - before > 50, f"traffic stalled: {after - before} sends acknowledged in 6 s"
+    total = load.check_nothing_lost(control)
+    print(f"{total} acknowledged sends checked; errors seen by clients: {dict(load.errors)}")
+
+
+def test_a_stalled_owner_is_fenced(cluster):
+    control = cluster.nodes[0].client()
+    probe = control.create_queue(QueueName="stall-probe")["QueueUrl"]
+    stalled = cluster.node(cluster.owner_of(probe))
+    others = [n for n in cluster.nodes if n is not stalled]
+    std, fifos = make_queues(control, "stall", standard=4, fifo=1)
+    # Traffic through every node, the owner too, as it stalls: requests it took stay
+    # half-done inside it.
+    load = Load(cluster.nodes, std, fifos).start()
+    time.sleep(1.5)
+    stalled.signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    load.avoid.add(stalled.name)
+    other = others[0].client(attempts=1)
+    # Another node takes the shard over and serves it while the owner sleeps.
+    for i in range(5):
+        other.send_message(QueueUrl=probe, MessageBody=f"while-stalled-{i}")
+    took = time.monotonic() - stopped
+    assert took < 5, f"takeover took {took:.2f} s"
+    assert cluster.owner_of(probe, via=others[1]) != stalled.name
+    time.sleep(max(0, 2 * cluster.lease_ms / 1000 - (time.monotonic() - stopped)))
+    stalled.signal(signal.SIGCONT)
+    # The resumed node answers from the new owner at once, never from its stale copy
+    # (which holds none of the five).
+    resumed = stalled.client(attempts=1)
+    seen = resumed.get_queue_attributes(
+        QueueUrl=probe, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]["ApproximateNumberOfMessages"]
+    assert seen == "5", f"the resumed former owner answered {seen} (a stale copy)"
+    time.sleep(1)
+    load.avoid.discard(stalled.name)
+    time.sleep(1)
+    load.finish()
+    status = stalled.status()
+    assert status["stats"]["lost"] >= 1, status
+    total = load.check_nothing_lost(other)
+    print(f"{total} acknowledged sends checked; errors seen by clients: {dict(load.errors)}")
+    got = other.receive_message(QueueUrl=probe, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+    assert sorted(m["Body"] for m in got["Messages"]) == [f"while-stalled-{i}" for i in range(5)]
+    cluster.wait_settled()
