@@ -358,10 +358,14 @@ pub(crate) fn render(
 /// be) names a dead-letter queue that exists next to the source (same account and region),
 /// is of the same type and lets the source use it. The queue may name itself; its own
 /// RedriveAllowPolicy is then the one in `settings`. Only called when the attribute is set.
+///
+/// `clustered`: `engine` is one shard of a cluster; a target it does not have may be served
+/// elsewhere, and is refused with that reason (dead letters do not cross shards yet).
 pub(crate) fn check_redrive_target(
     engine: &Engine,
     source: &QueueId,
     settings: &QueueSettings,
+    clustered: bool,
 ) -> Result<(), SqsError> {
     let Some(policy) = &settings.redrive_policy else {
         return Ok(());
@@ -373,9 +377,15 @@ pub(crate) fn check_redrive_target(
             "Dead-letter target must be in the same account and region as the source queue.",
         ));
     }
-    let target = engine
-        .queue(target_id)
-        .ok_or_else(|| invalid("Dead letter target does not exist."))?;
+    let target = match engine.queue(target_id) {
+        Some(t) => t,
+        None if clustered && target_id != source => {
+            return Err(invalid(
+                "Dead-letter target is not served by the source queue's shard: in cluster mode a dead-letter queue and its sources must share a shard (moving dead letters across shards is not supported yet).",
+            ))
+        }
+        None => return Err(invalid("Dead letter target does not exist.")),
+    };
     // Read the target's settings without holding any lock across the check.
     let (target_fifo, allow) = if target_id == source {
         (settings.fifo_queue, settings.redrive_allow_policy.clone())

@@ -85,7 +85,12 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsE
     };
     apply(&mut settings, &attrs, fifo)?;
     if attrs.contains_key("RedrivePolicy") {
-        check_redrive_target(&ctx.engine, &ctx.own_queue_id(name), &settings)?;
+        check_redrive_target(
+            &ctx.engine,
+            &ctx.own_queue_id(name),
+            &settings,
+            ctx.directory.is_some(),
+        )?;
     }
     let tags = input.tags.unwrap_or_default();
     check_new_tags(&tags, tags.len())?;

@@ -64,6 +64,17 @@ pub(crate) fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, Sqs
         ));
     }
     let destination = match input.destination_arn.as_deref().filter(|d| !d.is_empty()) {
+        // Cluster mode: a destination served by another shard cannot take the messages yet.
+        Some(arn)
+            if ctx.directory.is_some()
+                && QueueId::from_arn(arn).is_some_and(|id| ctx.engine.queue(&id).is_none()) =>
+        {
+            return Err(SqsError::invalid_value(
+                arn,
+                "DestinationArn",
+                "In cluster mode the destination must share the source queue's shard (moving messages across shards is not supported yet).",
+            ));
+        }
         Some(arn) => Some(queue_by_arn(ctx, arn, "DestinationArn")?),
         None => None,
     };

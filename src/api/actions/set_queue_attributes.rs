@@ -29,7 +29,7 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let fifo = candidate.fifo_queue;
     apply(&mut candidate, &attrs, fifo)?;
     if attrs.contains_key("RedrivePolicy") {
-        check_redrive_target(&ctx.engine, &queue.id, &candidate)?;
+        check_redrive_target(&ctx.engine, &queue.id, &candidate, ctx.directory.is_some())?;
     }
     // Then apply the already-validated attributes to the current settings under the lock, so
     // a concurrent change to other attributes is not lost.
