@@ -41,6 +41,10 @@ struct Args {
     /// every server is compared at the concurrency that suits it.
     #[arg(long, value_delimiter = ',', default_values_t = [8, 32, 64])]
     send_connections: Vec<usize>,
+    /// Queues the send scenario spreads its connections over (more than one spreads a
+    /// cluster's shards over its nodes).
+    #[arg(long, default_value_t = 1)]
+    send_queues: usize,
     /// Runs of the send scenario per connection count; the median counts, which keeps one
     /// lucky or unlucky run (this is a shared 2-core machine) from deciding a ratio.
     #[arg(long, default_value_t = 3)]
@@ -254,7 +258,7 @@ async fn run(args: Args) {
                     eprintln!("[{}] send/{} on {c} connections", t.name, p.name());
                     let mut runs = Vec::new();
                     for _ in 0..args.send_repeats.max(1) {
-                        runs.push(scenarios::send(t, p, c, send_dur).await);
+                        runs.push(scenarios::send(t, p, c, send_dur, args.send_queues).await);
                     }
                     tries.extend(scenarios::median_of(runs));
                 }
@@ -435,7 +439,7 @@ async fn ablation(
                     addr: s.addr.clone(),
                 };
                 let o = if *scenario == "send" {
-                    scenarios::send(&t, *p, CONNS, dur / 3).await
+                    scenarios::send(&t, *p, CONNS, dur / 3, 1).await
                 } else {
                     scenarios::single(&t, *p, 8, dur / 3).await
                 };

@@ -165,14 +165,33 @@ where
     (count.load(Ordering::Relaxed), secs)
 }
 
-/// `send`: SendMessageBatch of 10 × 256 B on `conns` connections.
-pub(crate) async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) -> Outcome {
-    let url = create_queue(t, proto, &format!("bench-send-{}", proto.name()), false).await;
+/// `send`: SendMessageBatch of 10 × 256 B on `conns` connections, spread over `queues`
+/// queues (more than one spreads a cluster's shards over its nodes).
+pub(crate) async fn send(
+    t: &Target,
+    proto: Proto,
+    conns: usize,
+    dur: Duration,
+    queues: usize,
+) -> Outcome {
+    let mut urls = Vec::new();
+    for i in 0..queues.max(1) {
+        let name = match queues {
+            0 | 1 => format!("bench-send-{}", proto.name()),
+            _ => format!("bench-send-{}-{i}", proto.name()),
+        };
+        urls.push(create_queue(t, proto, &name, false).await);
+    }
     // One prebuilt request per connection, sent again and again: the generator's own
     // encoding work stays out of the measurement (bodies need not differ on a standard queue).
-    let call = Api(proto).send_batch(&url, &batch(|_| None));
+    let calls: Arc<Vec<_>> = Arc::new(
+        urls.iter()
+            .map(|url| Api(proto).send_batch(url, &batch(|_| None)))
+            .collect(),
+    );
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (reqs, secs) = on_connections(t, conns, dur, move |mut c, stop, requests| {
-        let call = call.clone();
+        let call = calls[next.fetch_add(1, Ordering::Relaxed) % calls.len()].clone();
         async move {
             while !stop.load(Ordering::Relaxed) {
                 let (s, _) = c.send(&call).await.expect("send");
@@ -182,7 +201,9 @@ pub(crate) async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) 
         }
     })
     .await;
-    delete_queue(t, proto, &url).await;
+    for url in &urls {
+        delete_queue(t, proto, url).await;
+    }
     Outcome {
         scenario: "send".into(),
         protocol: proto.name(),
@@ -191,7 +212,7 @@ pub(crate) async fn send(t: &Target, proto: Proto, conns: usize, dur: Duration) 
         requests_per_s: reqs as f64 / secs,
         p50_ms: None,
         p99_ms: None,
-        note: format!("{conns} connections, SendMessageBatch 10 x {BODY_BYTES} B (one prebuilt request per connection)"),
+        note: format!("{conns} connections over {} queue(s), SendMessageBatch 10 x {BODY_BYTES} B (one prebuilt request per connection)", urls.len()),
     }
 }
 
