@@ -155,7 +155,7 @@ pub struct Cluster {
 /// Shards by default: a few per node of a small cluster, few enough JetStream streams.
 pub const DEFAULT_CLUSTER_SHARDS: u32 = 16;
 /// Lease length by default.
-pub const DEFAULT_CLUSTER_LEASE: std::time::Duration = std::time::Duration::from_secs(3);
+pub const DEFAULT_CLUSTER_LEASE: std::time::Duration = std::time::Duration::from_millis(2500);
 
 impl Cluster {
     /// Cluster mode on `nats` as node `node_id`, with the defaults.
@@ -479,9 +479,10 @@ impl ClusterFlags {
         if config.localstack.is_some() {
             return Err("--cluster and --compat localstack cannot be combined".into());
         }
-        let node_id = self
-            .node_id
-            .unwrap_or_else(|| format!("{}-{}", config.host, config.port));
+        let node_id = self.node_id.unwrap_or_else(|| {
+            format!("{}-{}", config.host, config.port)
+                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
+        });
         if node_id.is_empty()
             || !node_id
                 .chars()

@@ -123,7 +123,7 @@ struct Args {
     #[arg(long, env = "SQSIM_CLUSTER_REPLICAS")]
     cluster_replicas: Option<usize>,
     /// A node's lease on its shards, in milliseconds: how soon a dead node's queues are
-    /// served elsewhere [default: 3000].
+    /// served elsewhere [default: 2500].
     #[arg(long, env = "SQSIM_CLUSTER_LEASE")]
     cluster_lease: Option<u64>,
     /// Log lines as `text` or `json` (one object per line).

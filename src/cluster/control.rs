@@ -28,7 +28,7 @@ use crate::store::StoreError;
 
 /// How long a holder serves on without renewing while JetStream does not answer: longer
 /// than NATS takes to elect a bucket's new leader (seconds).
-const MAX_OUTAGE: Duration = Duration::from_secs(15);
+const MAX_OUTAGE: Duration = Duration::from_secs(10);
 
 const MEMBERS: &str = "sqsim_members";
 const LEASES: &str = "sqsim_leases";
@@ -51,11 +51,12 @@ struct Seen {
 
 struct Control {
     cluster: Arc<Cluster>,
+    /// The connection: whether JetStream is reachable at all.
+    client: async_nats::Client,
     members: kv::Store,
     leases: kv::Store,
     held: HashMap<u32, Held>,
     started: Instant,
-    last_beat: Instant,
     /// Each bucket entry's revision as watched, by bucket key ("m.<node>" / "l.<shard>").
     seen: HashMap<String, Seen>,
     /// When this node last read both buckets whole.
@@ -115,20 +116,36 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
     let client = async_nats::connect(servers)
         .await
         .map_err(|e| format!("cannot connect to NATS at {}: {e}", c.nats))?;
-    let js = jetstream::new(client);
+    let js = jetstream::new(client.clone());
     let members = bucket(&js, MEMBERS, c.replicas).await?;
     let leases = bucket(&js, LEASES, c.replicas).await?;
+    // Every node must hash queues into the same shards: the first one sets the number.
+    let shards = Bytes::from(c.shards.to_string());
+    if leases.create("shards", shards.clone()).await.is_err() {
+        let set = leases
+            .get("shards")
+            .await
+            .map_err(|e| format!("cannot read the cluster's shard count: {e}"))?;
+        if set.as_ref() != Some(&shards) {
+            return Err(format!(
+                "this cluster hashes queues into {} shards; --cluster-shards says {}",
+                set.map(|v| String::from_utf8_lossy(&v).into_owned())
+                    .unwrap_or_default(),
+                c.shards
+            ));
+        }
+    }
     members
         .put(&c.node_id, Bytes::from(cluster.peer_url.clone()))
         .await
         .map_err(|e| format!("cannot join the cluster: {e}"))?;
     let mut control = Control {
         cluster: Arc::clone(&cluster),
+        client,
         members,
         leases,
         held: HashMap::new(),
         started: Instant::now(),
-        last_beat: Instant::now(),
         seen: HashMap::new(),
         last_read: Instant::now(),
         orphaned: HashMap::new(),
@@ -166,6 +183,7 @@ impl Control {
             serde_json::to_vec(&Owner {
                 node: self.me().to_string(),
                 url: self.cluster.peer_url.clone(),
+                process: self.cluster.process.clone(),
             })
             .unwrap_or_default(),
         )
@@ -192,42 +210,55 @@ impl Control {
         now.duration_since(seen.since) > self.lease()
     }
 
+    fn ours(&self, o: &Owner) -> bool {
+        o.process == self.cluster.process
+    }
+
+    /// Writes this node's heartbeats: its membership, and a key of its own in the leases
+    /// bucket. A step counts as watching a bucket only if this node could write to it in
+    /// that step: reads alone can succeed while the bucket elects a leader (any replica
+    /// answers them), when no holder can renew.
+    async fn beat(&mut self) -> (bool, bool) {
+        let limit = self.lease() / 4;
+        let url = Bytes::from(self.cluster.peer_url.clone());
+        let (members, leases) = tokio::join!(
+            within(limit, self.members.put(self.me(), url.clone())),
+            within(limit, self.leases.put(format!("beat-{}", self.me()), url)),
+        );
+        (members.is_ok(), leases.is_ok())
+    }
+
+    /// Forgets what was watched in one bucket (`"m."` or `"l."` keys): a gap.
+    fn unwatch(&mut self, prefix: &str) {
+        self.seen.retain(|k, _| !k.starts_with(prefix));
+    }
+
     async fn tick(&mut self) -> Result<(), String> {
-        let now = Instant::now();
-        if now.duration_since(self.last_beat) >= self.lease() / 3 {
-            let beat = self
-                .members
-                .put(self.me(), Bytes::from(self.cluster.peer_url.clone()));
-            if within(self.lease() / 4, beat).await.is_ok() {
-                self.last_beat = now;
-            }
-        }
+        let (members_written, leases_written) = self.beat().await;
         self.renew().await;
         self.finish_opens().await;
         self.drop_broken().await;
-        // A read with a gap: nothing watched before it counts (a holder may have renewed
-        // unseen); watching starts again.
+        let now = Instant::now();
+        // A step that came late is a gap too: a holder may have renewed unseen.
+        let late = now.duration_since(self.last_read) > self.lease() / 2;
         let read = self.read().await;
-        let (mut live, leases) = match read {
-            Ok(r) if now.duration_since(self.last_read) <= self.lease() / 2 => {
-                self.last_read = Instant::now();
-                r
-            }
-            Ok(_) => {
-                self.seen.clear();
-                self.last_read = Instant::now();
-                return Ok(());
-            }
-            Err(e) => {
-                self.seen.clear();
-                return Err(e);
-            }
-        };
+        self.last_read = Instant::now();
+        if !members_written || late || read.is_err() {
+            self.unwatch("m.");
+        }
+        if !leases_written || late || read.is_err() {
+            self.unwatch("l.");
+        }
+        let (mut live, leases) = read?;
         let now = Instant::now();
         let mut gone = Vec::new();
+        let watching_members = members_written && !late;
         live.retain(|(name, revision)| {
+            if name == self.me() || !watching_members {
+                return true;
+            }
             let key = format!("m.{name}");
-            let silent = name != self.me() && self.silent(key.clone(), *revision, now);
+            let silent = self.silent(key.clone(), *revision, now);
             if silent
                 && self
                     .seen
@@ -248,21 +279,45 @@ impl Control {
             live.push(self.me().to_string());
         }
         live.sort();
+        let watching_leases = leases_written && !late;
         let shards = self.cluster.config.shards;
         let mut owners: Vec<Option<Owner>> = Vec::with_capacity(shards as usize);
-        // (revision, silent) of each lease.
-        let mut state = Vec::with_capacity(shards as usize);
+        // Each lease as read: its revision and whether it went silent.
+        let mut state: Vec<Option<(u64, bool)>> = Vec::with_capacity(shards as usize);
         for (s, lease) in leases.into_iter().enumerate() {
+            let s = s as u32;
             match lease {
                 Some((owner, revision)) => {
-                    let silent = !self.held.contains_key(&(s as u32))
+                    let silent = watching_leases
+                        && !self.held.contains_key(&s)
                         && self.silent(format!("l.{s}"), revision, now);
                     state.push(Some((revision, silent)));
-                    owners.push((!silent).then_some(owner));
+                    // An unreadable value is an unknown holder: taken over once silent.
+                    owners.push(owner.filter(|_| !silent));
                 }
                 None => {
                     state.push(None);
                     owners.push(None);
+                }
+            }
+        }
+        // A lease this node holds that the read shows taken (or gone): lost, at once.
+        let held: Vec<u32> = self.held.keys().copied().collect();
+        for s in held {
+            match &owners[s as usize] {
+                Some(o) if self.ours(o) => {
+                    let revision = state[s as usize].map_or(0, |(r, _)| r);
+                    if let Some(h) = self.held.get_mut(&s) {
+                        h.revision = h.revision.max(revision);
+                    }
+                }
+                _ => {
+                    tracing::warn!(
+                        shard = s,
+                        "the lease shows another holder; no longer serving the shard"
+                    );
+                    self.drop_shard(s);
+                    self.cluster.stats_mut().lost += 1;
                 }
             }
         }
@@ -272,31 +327,32 @@ impl Control {
             let preferred = placement::owner(s, &live);
             let mine = preferred == Some(self.me());
             if let Some(h) = self.held.get(&s) {
+                self.orphaned.remove(&s);
                 if !mine && h.opening.is_none() {
                     self.release(s).await;
                     owners[s as usize] = None;
                 }
                 continue;
             }
-            let silent_revision = match (&owners[s as usize], state[s as usize]) {
-                // This node's name on a lease it does not hold: its former process's
-                // (restarted under the same name). Renewed, it is this one's.
-                (Some(o), Some((revision, _))) if o.node == self.me() => Some(revision),
+            let take = match (&owners[s as usize], state[s as usize]) {
                 (Some(_), _) => {
                     self.orphaned.remove(&s);
                     continue;
                 }
-                (None, Some((revision, _))) => Some(revision),
+                // Silent (or unreadable and silent): taken on its revision.
+                (None, Some((revision, true))) => Some(revision),
+                // Present, not yet silent (an unreadable value being watched).
+                (None, Some((_, false))) => continue,
                 (None, None) => None,
             };
             let since = *self.orphaned.entry(s).or_insert(now);
             let abandoned = now.duration_since(since) > self.lease() * 2;
             let backing_off = self.backoff.get(&s).is_some_and(|t| now < *t);
-            let own_former = owners[s as usize]
-                .as_ref()
-                .is_some_and(|o| o.node == self.me());
-            if settled && (mine || abandoned || own_former) && !backing_off {
-                self.acquire(s, silent_revision).await;
+            if settled && (mine || abandoned) && !backing_off {
+                self.acquire(s, take).await;
+                if self.held.contains_key(&s) {
+                    self.orphaned.remove(&s);
+                }
             }
         }
         *self
@@ -322,7 +378,9 @@ impl Control {
 
     /// Reads both buckets: the members with their revisions, and each shard's lease.
     #[allow(clippy::type_complexity)]
-    async fn read(&self) -> Result<(Vec<(String, u64)>, Vec<Option<(Owner, u64)>>), String> {
+    async fn read(
+        &self,
+    ) -> Result<(Vec<(String, u64)>, Vec<Option<(Option<Owner>, u64)>>), String> {
         let members = self.live().await.map_err(|e| format!("members: {e}"))?;
         let reads = (0..self.cluster.config.shards)
             .map(|s| within(self.lease() / 4, self.leases.entry(key(s))));
@@ -335,11 +393,8 @@ impl Control {
             let entry = entry
                 .map_err(|e| format!("lease of shard {s}: {e}"))?
                 .filter(|e| e.operation == kv::Operation::Put);
-            leases.push(entry.and_then(|e| {
-                serde_json::from_slice::<Owner>(&e.value)
-                    .ok()
-                    .map(|o| (o, e.revision))
-            }));
+            leases
+                .push(entry.map(|e| (serde_json::from_slice::<Owner>(&e.value).ok(), e.revision)));
         }
         Ok((members, leases))
     }
@@ -380,7 +435,7 @@ impl Control {
                         Ok(Some(entry))
                             if entry.operation == kv::Operation::Put
                                 && serde_json::from_slice::<Owner>(&entry.value)
-                                    .is_ok_and(|o| o.node == self.me()) =>
+                                    .is_ok_and(|o| self.ours(&o)) =>
                         {
                             // Ours: renewed next step, on this revision.
                             if let Some(h) = self.held.get_mut(&s) {
@@ -404,14 +459,15 @@ impl Control {
         }
     }
 
-    /// The lease on `s` could not be renewed because JetStream did not answer (a bucket
-    /// electing its leader). Nobody can watch the lease go silent meanwhile, so the shard is
-    /// served on while this loop runs (a stalled process stops answering), for at most
-    /// [`MAX_OUTAGE`]: a node cut off from JetStream alone must stop answering reads too.
+    /// The lease on `s` could not be renewed because JetStream did not answer. While this
+    /// node is connected (a bucket electing its leader) nobody can watch the lease go silent,
+    /// so the shard is served on while this loop runs (a stalled process stops answering),
+    /// for at most [`MAX_OUTAGE`].
     fn outage(&mut self, s: u32) {
         let Some(h) = self.held.get(&s) else {
             return;
         };
+        let connected = self.client.connection_state() == async_nats::connection::State::Connected;
         if h.renewed.elapsed() > MAX_OUTAGE {
             tracing::warn!(
                 shard = s,
@@ -419,8 +475,13 @@ impl Control {
             );
             self.drop_shard(s);
             self.cluster.stats_mut().lost += 1;
-        } else if let Some(shard) = self.serving(s) {
-            shard.extend(Instant::now() + self.lease() / 2);
+        } else if connected {
+            // Connected, so JetStream is up and the bucket is electing its leader: no one
+            // can write to it, so no one can watch this lease go silent. Cut off from every
+            // server, the lease lapses as it would: others may be taking over.
+            if let Some(shard) = self.serving(s) {
+                shard.extend(Instant::now() + self.lease() / 2);
+            }
         }
     }
 
@@ -628,11 +689,15 @@ impl Control {
         if let Some(shard) = shard {
             shard.extend(Instant::now());
             self.cluster.notify();
-            let _ = tokio::task::spawn_blocking(move || shard.close()).await;
+            // What it appended is written first, for a bounded time (the loop must go on
+            // renewing the other leases); after that the new holder's fence settles it.
+            let closing = tokio::task::spawn_blocking(move || shard.close());
+            let _ = tokio::time::timeout(self.lease() / 4, closing).await;
         }
         if let Some(h) = self.held.remove(&s) {
             self.free(s, h.revision).await;
         }
+        self.orphaned.remove(&s);
         self.cluster.stats_mut().released += 1;
         tracing::info!(shard = s, "shard given back to its preferred node");
     }
@@ -651,5 +716,7 @@ impl Control {
             }
         }
         let _ = within(self.lease(), self.members.delete(self.me())).await;
+        let beat = self.leases.delete(format!("beat-{}", self.me()));
+        let _ = within(self.lease(), beat).await;
     }
 }

@@ -33,6 +33,10 @@ pub(crate) type OnOpen = Box<dyn Fn(&Arc<Engine>) + Send + Sync>;
 pub(crate) struct Owner {
     pub node: String,
     pub url: String,
+    /// The process that took the lease: a node restarted under the same name is another
+    /// holder (its former process's leases are taken over only once silent).
+    #[serde(default)]
+    pub process: String,
 }
 
 /// Where a request for a shard goes.
@@ -64,6 +68,8 @@ pub(crate) struct Cluster {
     pub config: config::Cluster,
     /// The URL peers reach this node at.
     pub peer_url: String,
+    /// This process, in the leases it takes.
+    pub process: String,
     clock: Arc<Clock>,
     settings: EngineSettings,
     on_open: OnOpen,
@@ -108,6 +114,7 @@ impl Cluster {
         let cluster = Arc::new(Cluster {
             config,
             peer_url,
+            process: uuid::Uuid::new_v4().simple().to_string(),
             clock,
             settings,
             on_open,
@@ -149,21 +156,22 @@ impl Cluster {
         }
     }
 
-    /// Returns once `shard` is no longer owned by the node at `url` as far as this node
-    /// knows (its lease ran out or moved): a request forwarded there is then abandoned and
-    /// sent to the new owner (a stalled owner would hold it forever, and once resumed it no
-    /// longer serves the shard, so it never carries the request out).
+    /// Returns once another node than the one at `url` holds `shard`'s lease, as far as
+    /// this node knows: a request forwarded there is then abandoned and sent to the new
+    /// owner (a stalled owner would hold it forever, and once resumed it no longer serves
+    /// the shard, so it never carries the request out). A lease merely seen silent does not
+    /// count: the request may still be answered.
     pub(crate) async fn moved_from(&self, shard: u32, url: &str) {
         let mut changed = self.changed.subscribe();
         loop {
             changed.borrow_and_update();
-            let still = self
+            let moved = self
                 .owners
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(shard as usize)
-                .is_some_and(|o| o.as_ref().is_some_and(|o| o.url == url));
-            if !still {
+                .is_some_and(|o| o.as_ref().is_some_and(|o| o.url != url));
+            if moved {
                 return;
             }
             if changed.changed().await.is_err() {
@@ -173,13 +181,18 @@ impl Cluster {
     }
 
     fn place(&self, shard: u32) -> Option<Place> {
-        if let Some(s) = self.serving_shard(shard) {
-            return Some(Place::Here(Arc::clone(&s.engine)));
-        }
-        let owners = self.owners.read().unwrap_or_else(|p| p.into_inner());
-        match owners.get(shard as usize)? {
-            Some(o) if o.node != self.config.node_id => Some(Place::There(o.url.clone())),
-            _ => None,
+        let owner = self
+            .owners
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(shard as usize)?
+            .clone();
+        match owner {
+            // The last read names another holder: never answer from this node's copy.
+            Some(o) if o.process != self.process => Some(Place::There(o.url)),
+            _ => self
+                .serving_shard(shard)
+                .map(|s| Place::Here(Arc::clone(&s.engine))),
         }
     }
 
@@ -209,7 +222,7 @@ impl Cluster {
         let mut urls: Vec<String> = owners
             .iter()
             .flatten()
-            .filter(|o| o.node != self.config.node_id)
+            .filter(|o| o.process != self.process)
             .map(|o| o.url.clone())
             .collect();
         urls.sort();

@@ -79,6 +79,18 @@ impl Link {
         *req.method_mut() = parts.method.clone();
         *req.uri_mut() = format!("{url}{path}").parse().unwrap_or_default();
         *req.headers_mut() = parts.headers.clone();
+        // Hop-by-hop headers belong to the client's connection, not to this one.
+        for name in [
+            "connection",
+            "keep-alive",
+            "te",
+            "transfer-encoding",
+            "upgrade",
+            "proxy-authorization",
+            "proxy-connection",
+        ] {
+            req.headers_mut().remove(name);
+        }
         req.headers_mut().insert(
             FORWARDED,
             HeaderValue::from_str(self.cluster.node_id()).unwrap_or(HeaderValue::from_static("?")),
@@ -93,12 +105,15 @@ impl Link {
                     .unwrap_or_default())
             }
         };
-        let (parts, body) = resp.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
+        let (mut parts, body) = resp.into_parts();
+        let body = match body.collect().await {
+            Ok(b) => b.to_bytes(),
+            // The owner's answer broke off: not its status with half a body.
+            Err(_) => {
+                parts.status = StatusCode::BAD_GATEWAY;
+                Bytes::new()
+            }
+        };
         Ok(Response::from_parts(parts, body))
     }
 
@@ -193,6 +208,16 @@ pub(super) async fn route(
                     tracing::debug!(shard, "owner changed during a forwarded request; resending")
                 }
                 Some(Ok(resp)) if resp.status() == StatusCode::MISDIRECTED_REQUEST => {}
+                // No answer from the owner (timed out, or cut off): the client retries.
+                Some(Ok(resp))
+                    if resp.body().is_empty()
+                        && matches!(
+                            resp.status(),
+                            StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT
+                        ) =>
+                {
+                    return Routed::Refused(unavailable(), StatusCode::SERVICE_UNAVAILABLE);
+                }
                 Some(Ok(resp)) => return Routed::There(resp.map(Full::new)),
                 // Not sent (the owner is down): wait for its lease to move.
                 Some(Err(e)) if e.is_connect() => {
@@ -344,7 +369,8 @@ async fn reset(
     for engine in link.cluster.engines() {
         engine.reset(namespace.as_ref().map(|(a, g)| (g.as_str(), a.as_str())));
         // The snapshot waits for JetStream: off the runtime's async threads.
-        if let Err(e) = tokio::task::block_in_place(|| engine.compact()) {
+        let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
+        if let Ok(Err(e)) = compacted {
             return super::admin::store_failed(&e);
         }
     }

@@ -395,6 +395,10 @@ pub async fn run(
     let state =
         Arc::new(AppState::open_and_join(config, Arc::new(Clock::new()), local_addr).await?);
     if let Some(f) = &file {
+        if state.link.is_some() && !f.file.queues.is_empty() {
+            // The node's own engine holds no queues; they live in shards.
+            return Err("config error: [queues] cannot be declared in cluster mode yet; create them with CreateQueue".into());
+        }
         f.apply_queues(
             &state.engine,
             &state.config.region,

@@ -25,6 +25,8 @@ use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats};
 const LSN: &str = "Sqsim-Lsn";
 const AT: &str = "Sqsim-At";
 const END: &str = "Sqsim-End";
+/// The writer of a snapshot record.
+const WRITER: &str = "Sqsim-Writer";
 /// Marks the one record of a snapshot of nothing (so that it can be found).
 const EMPTY: &str = "Sqsim-Empty";
 /// Largest record the stream takes (a full batch with attributes fits many times).
@@ -69,6 +71,9 @@ enum Cmd {
     ),
     Close(std::sync::mpsc::Sender<()>),
 }
+
+/// A snapshot's records as recovery reads them, and whether its end was found.
+type SnapshotRead = (Vec<Vec<u8>>, bool);
 
 /// Everything recovery found, handed back to the caller's thread to apply.
 struct Recovery {
@@ -482,8 +487,9 @@ impl Writer {
             .state
             .clone();
         let mut log = BTreeMap::new();
-        // Snapshots by the position they stand for: (records, complete).
-        let mut snapshots: BTreeMap<Lsn, (Vec<Vec<u8>>, bool)> = BTreeMap::new();
+        // Snapshots by the position they stand for and their writer (two writers' records of
+        // one position never mix): (records, complete).
+        let mut snapshots: BTreeMap<(Lsn, String), SnapshotRead> = BTreeMap::new();
         let mut log_bytes = 0;
         let mut snapshot_bytes = 0;
         if state.messages > 0 {
@@ -508,7 +514,12 @@ impl Writer {
                     log.insert(lsn, m.payload.to_vec());
                 } else if let Some(at) = header(AT) {
                     snapshot_bytes += m.payload.len() as u64;
-                    let entry = snapshots.entry(at).or_default();
+                    let writer = m
+                        .headers
+                        .get(WRITER)
+                        .map(|v| v.as_str().to_string())
+                        .unwrap_or_default();
+                    let entry = snapshots.entry((at, writer)).or_default();
                     if m.headers.get(EMPTY).is_none() {
                         entry.0.push(m.payload.to_vec());
                     }
@@ -520,7 +531,7 @@ impl Writer {
             .into_iter()
             .rev()
             .find(|(_, (_, complete))| *complete)
-            .map(|(at, (records, _))| (at, records))
+            .map(|((at, _), (records, _))| (at, records))
             .unwrap_or((0, Vec::new()));
         let log: Vec<(Lsn, Vec<u8>)> = log.into_iter().filter(|(l, _)| *l >= at).collect();
         let next_lsn = log.last().map_or(at, |(l, _)| l + 1);
@@ -581,6 +592,7 @@ impl Writer {
         for (i, record) in records.into_iter().enumerate() {
             let mut headers = HeaderMap::new();
             headers.insert(AT, at.to_string().as_str());
+            headers.insert(WRITER, self.writer_id.as_str());
             if i + 1 == count.max(1) {
                 headers.insert(END, "1");
             }

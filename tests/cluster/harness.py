@@ -23,7 +23,7 @@ import boto3
 from botocore.config import Config
 
 REPO = Path(__file__).resolve().parents[2]
-LEASE_MS = 3000
+LEASE_MS = 2500
 
 
 def free_port():
