@@ -15,6 +15,7 @@
 //! take over, and the log itself fences it (see `store::jetstream`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,8 @@ struct Held {
     renewed: Instant,
     /// The shard being recovered, until it serves.
     opening: Option<JoinHandle<Result<Shard, StoreError>>>,
+    /// Calls the recovery off (a running blocking task cannot be aborted).
+    cancel: Arc<AtomicBool>,
 }
 
 /// An entry as watched: its revision and since when it has not changed.
@@ -554,25 +557,32 @@ impl Control {
             .cloned()
     }
 
-    /// Forgets shard `s` here and closes it in the background.
-    fn drop_shard(&mut self, s: u32) -> Option<Held> {
-        let held = self.held.remove(&s);
+    /// Stops answering for shard `s` at once; the shard, to close.
+    fn stop_serving(&self, s: u32) -> Option<Arc<Shard>> {
         let shard = self
             .cluster
             .serving
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&s);
-        if let Some(shard) = shard {
-            shard.extend(Instant::now());
-            self.cluster.notify();
+            .remove(&s)?;
+        shard.extend(Instant::now());
+        self.cluster.notify();
+        Some(shard)
+    }
+
+    /// Forgets shard `s` here and closes it in the background.
+    fn drop_shard(&mut self, s: u32) -> Option<Held> {
+        let held = self.held.remove(&s);
+        if let Some(shard) = self.stop_serving(s) {
             tokio::task::spawn_blocking(move || shard.close());
         }
         if let Some(Held {
             opening: Some(handle),
+            cancel,
             ..
         }) = &held
         {
+            cancel.store(true, Ordering::Release);
             handle.abort();
         }
         held
@@ -619,8 +629,10 @@ impl Control {
         );
         let until = self.valid_until(sent);
         tracing::info!(shard = s, "lease taken; recovering the shard");
+        let cancel = Arc::new(AtomicBool::new(false));
+        let cancelled = Arc::clone(&cancel);
         let opening = tokio::task::spawn_blocking(move || {
-            Shard::open(&nats, s, replicas, clock, settings, until)
+            Shard::open(&nats, s, replicas, clock, settings, until, cancelled)
         });
         self.held.insert(
             s,
@@ -628,6 +640,7 @@ impl Control {
                 revision,
                 renewed: sent,
                 opening: Some(opening),
+                cancel,
             },
         );
     }
@@ -680,15 +693,7 @@ impl Control {
     /// Gives shard `s` back: stops serving it, writes what it appended, then frees the lease
     /// for its preferred node.
     async fn release(&mut self, s: u32) {
-        let shard = self
-            .cluster
-            .serving
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&s);
-        if let Some(shard) = shard {
-            shard.extend(Instant::now());
-            self.cluster.notify();
+        if let Some(shard) = self.stop_serving(s) {
             // What it appended is written first, for a bounded time (the loop must go on
             // renewing the other leases); after that the new holder's fence settles it.
             let closing = tokio::task::spawn_blocking(move || shard.close());

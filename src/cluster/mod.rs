@@ -188,12 +188,18 @@ impl Cluster {
             .get(shard as usize)?
             .clone();
         match owner {
+            Some(o) if o.process == self.process => self.here(shard),
+            // This node's former process (restarted): wait for its lease to lapse.
+            Some(o) if o.url == self.peer_url => None,
             // The last read names another holder: never answer from this node's copy.
-            Some(o) if o.process != self.process => Some(Place::There(o.url)),
-            _ => self
-                .serving_shard(shard)
-                .map(|s| Place::Here(Arc::clone(&s.engine))),
+            Some(o) => Some(Place::There(o.url)),
+            None => self.here(shard),
         }
+    }
+
+    fn here(&self, shard: u32) -> Option<Place> {
+        self.serving_shard(shard)
+            .map(|s| Place::Here(Arc::clone(&s.engine)))
     }
 
     fn serving_shard(&self, shard: u32) -> Option<Arc<Shard>> {
@@ -222,7 +228,7 @@ impl Cluster {
         let mut urls: Vec<String> = owners
             .iter()
             .flatten()
-            .filter(|o| o.process != self.process)
+            .filter(|o| o.process != self.process && o.url != self.peer_url)
             .map(|o| o.url.clone())
             .collect();
         urls.sort();

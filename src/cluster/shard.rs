@@ -1,6 +1,7 @@
 //! One shard as the node that owns it serves it: today's engine, recovered from the
 //! shard's JetStream stream and writing to it, valid while the node's lease is.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -21,6 +22,7 @@ pub(crate) struct Shard {
 impl Shard {
     /// Opens shard `index`'s stream, recovers its queues and fences off any former owner
     /// (recovery ends with a write on top of what it read). Blocking: JetStream I/O.
+    /// `cancelled`: the takeover was called off; the store then writes nothing more.
     pub(crate) fn open(
         nats: &str,
         index: u32,
@@ -28,8 +30,10 @@ impl Shard {
         clock: Arc<Clock>,
         settings: EngineSettings,
         valid_until: Instant,
+        cancelled: Arc<AtomicBool>,
     ) -> Result<Shard, StoreError> {
-        let store = JetStreamStore::open(nats, &stream_name(index), replicas)?;
+        let store =
+            JetStreamStore::open_cancellable(nats, &stream_name(index), replicas, cancelled)?;
         let store: Arc<dyn Store> = Arc::new(store);
         let (engine, report) = Engine::open(clock, settings, Arc::clone(&store))?;
         tracing::info!(
@@ -45,9 +49,15 @@ impl Shard {
         })
     }
 
-    /// Whether the lease still covers answering now.
+    /// Whether the lease still covers answering now, and the log still takes writes (a
+    /// failed write leaves memory ahead of the log until the shard is recovered again).
     pub(crate) fn is_valid(&self) -> bool {
         Instant::now() < *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
+            && self
+                .engine
+                .journal()
+                .store()
+                .is_none_or(|s| s.is_writable())
     }
 
     /// The lease was renewed: valid until `until`.

@@ -13,6 +13,7 @@
 //! thread does.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream::{self, stream};
@@ -94,8 +95,21 @@ pub(crate) struct JetStreamStore {
 
 impl JetStreamStore {
     /// Connects to `url` and opens (or creates) the stream for `name`, kept on `replicas`
-    /// JetStream servers.
+    /// JetStream servers (the cluster opens its shards cancellably).
+    #[cfg(test)]
     pub(crate) fn open(url: &str, name: &str, replicas: usize) -> Result<Self, StoreError> {
+        Self::open_cancellable(url, name, replicas, Arc::default())
+    }
+
+    /// [`JetStreamStore::open`] for a takeover that may be called off: once `cancelled` is
+    /// set, the store writes nothing more (not its fence, not a record), so an abandoned
+    /// takeover cannot disturb the node that took the shard instead.
+    pub(crate) fn open_cancellable(
+        url: &str,
+        name: &str,
+        replicas: usize,
+        cancelled: Arc<AtomicBool>,
+    ) -> Result<Self, StoreError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (progress_tx, progress) = watch::channel(Progress::default());
         let stats = Arc::new(Mutex::new(StoreStats {
@@ -112,6 +126,7 @@ impl JetStreamStore {
             last_seq: 0,
             index: BTreeMap::new(),
             writer_id: uuid::Uuid::new_v4().simple().to_string(),
+            cancelled,
         };
         std::thread::Builder::new()
             .name("sqsim-jetstream".into())
@@ -213,6 +228,13 @@ impl Store for JetStreamStore {
         self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    fn is_writable(&self) -> bool {
+        self.stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .writable
+    }
+
     fn close(&self) {
         let (reply, answer) = std::sync::mpsc::channel();
         if self.tx.send(Cmd::Close(reply)).is_ok() {
@@ -242,6 +264,8 @@ struct Writer {
     /// Unique to this writer: its records' message ids start with it, so JetStream drops
     /// this writer's retries of a stored record, and only those.
     writer_id: String,
+    /// Set when the takeover this store serves was called off: nothing more is written.
+    cancelled: Arc<AtomicBool>,
 }
 
 impl Writer {
@@ -355,6 +379,9 @@ impl Writer {
         let through = batch.last().map_or(0, |(l, _)| l + 1);
         // A failed store stays failed (a refusal means another writer): these records are
         // never written, and their waiters are told so.
+        if self.cancelled.load(Ordering::Acquire) {
+            return self.fail(through, "the takeover was called off");
+        }
         let failed = self.progress.borrow().failure.clone();
         if let Some((_, e)) = failed {
             return self.fail(through, &e);
@@ -362,14 +389,24 @@ impl Writer {
         let started = std::time::Instant::now();
         let bytes: u64 = batch.iter().map(|(_, r)| r.len() as u64).sum();
         let mut done = 0;
+        let mut retried = false;
         while done < batch.len() {
             match self.publish_from(js, &batch[done..]).await {
                 Ok(()) => done = batch.len(),
                 Err(stop) => {
                     done += stop.acked;
+                    // A retry refused because the first attempt landed after it was checked:
+                    // the records are there, written by this writer.
+                    if stop.refused && retried {
+                        if let Some(n) = self.landed(js, &batch[done..]).await {
+                            done += n;
+                            continue;
+                        }
+                    }
                     if stop.refused || started.elapsed() >= RETRY_FOR {
                         return self.fail(through, &stop.error);
                     }
+                    retried = true;
                     tracing::debug!(error = %stop.error, "JetStream write not acknowledged; retrying");
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
@@ -432,6 +469,38 @@ impl Writer {
             Some(e) => Err(Unacked { acked, ..e }),
             None => Ok(()),
         }
+    }
+
+    /// After a refused retry: how many of `rest` (records not acknowledged) are in the stream
+    /// anyway, written by this writer's earlier attempt — the log's last record is ours and
+    /// stands for one of them; records of one writer are consecutive, so those before it are
+    /// there too. `None`: another writer wrote (a true refusal).
+    async fn landed(&mut self, js: &jetstream::Context, rest: &[(Lsn, Vec<u8>)]) -> Option<usize> {
+        let (first, _) = rest.first()?;
+        let stream = js.get_stream(format!("SQSIM_{}", self.name)).await.ok()?;
+        let last = stream
+            .get_last_raw_message_by_subject(&self.log_subject())
+            .await
+            .ok()?;
+        let id = last
+            .headers
+            .get(async_nats::header::NATS_MESSAGE_ID)?
+            .as_str()
+            .to_string();
+        let lsn: Lsn = id
+            .strip_prefix(&format!("{}-", self.writer_id))?
+            .parse()
+            .ok()?;
+        if lsn < *first || lsn > rest.last()?.0 {
+            return None;
+        }
+        let n = (lsn - first + 1) as usize;
+        for (i, (l, record)) in rest[..n].iter().enumerate() {
+            let seq = last.sequence - (n - 1 - i) as u64;
+            self.index.insert(*l, (seq, record.len() as u64));
+        }
+        self.last_seq = last.sequence;
+        Some(n)
     }
 
     /// Publishes one record, retrying what is not a refusal for [`RETRY_FOR`] (the message
@@ -551,6 +620,9 @@ impl Writer {
     /// anyone wrote since, and from now on every write of a former owner is refused, so a
     /// writer that stalled and resumes can never add to what this one recovered.
     async fn fence(&mut self, js: &jetstream::Context, read_to: u64) -> Result<(), StoreError> {
+        if self.cancelled.load(Ordering::Acquire) {
+            return Err(io_error("the takeover was called off"));
+        }
         let mut headers = HeaderMap::new();
         headers.insert(
             async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,

@@ -166,6 +166,11 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Sizes and counters.
     fn stats(&self) -> StoreStats;
 
+    /// Whether writes are taken (what [`Store::stats`] says, without copying them).
+    fn is_writable(&self) -> bool {
+        self.stats().writable
+    }
+
     /// Lets the caller, about to wait for `lsn`, write the pending records itself when no
     /// one else is writing (where that is cheaper than handing them to a writer thread).
     fn write_through(&self, _lsn: Lsn) {}

@@ -10,6 +10,19 @@ from collections import Counter, defaultdict
 VISIBILITY_S = 10
 
 
+def take(client, url):
+    """Receives up to ten visible messages of `url` and deletes them; the messages."""
+    got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
+        "Messages", []
+    )
+    if got:
+        client.delete_message_batch(
+            QueueUrl=url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)],
+        )
+    return got
+
+
 class Load:
     """A sender per standard queue and a receiver over them all, and one ordered sender per
     FIFO queue."""
@@ -131,20 +144,8 @@ class Load:
         # Receives whose delete failed come back once their visibility timeout ends.
         while time.monotonic() < deadline:
             for url in self.standard:
-                while True:
-                    got = client.receive_message(
-                        QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0
-                    ).get("Messages", [])
-                    if not got:
-                        break
+                while got := take(client, url):
                     drained.update(m["Body"] for m in got)
-                    client.delete_message_batch(
-                        QueueUrl=url,
-                        Entries=[
-                            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                            for i, m in enumerate(got)
-                        ],
-                    )
             missing = set(self.sent) - self.received - drained
             if not missing:
                 break
@@ -154,22 +155,10 @@ class Load:
         assert not resurrected, f"acknowledged deletes came back: {sorted(resurrected)[:5]}"
         for url in self.fifo:
             order = defaultdict(list)
-            while True:
-                got = client.receive_message(
-                    QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0
-                ).get("Messages", [])
-                if not got:
-                    break
+            while got := take(client, url):
                 for m in got:
                     group, n = m["Body"].split(":")
                     order[group].append(int(n))
-                client.delete_message_batch(
-                    QueueUrl=url,
-                    Entries=[
-                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                        for i, m in enumerate(got)
-                    ],
-                )
             for g in range(self.groups):
                 group = f"g{g}"
                 acked = self.fifo_sent[(url, group)]

@@ -217,3 +217,29 @@ def test_a_stalled_owner_is_fenced(cluster):
     got = other.receive_message(QueueUrl=probe, MaxNumberOfMessages=10, WaitTimeSeconds=1)
     assert sorted(m["Body"] for m in got["Messages"]) == [f"while-stalled-{i}" for i in range(5)]
     cluster.wait_settled()
+
+
+def test_a_node_restarted_under_its_name_takes_its_shards_back(cluster):
+    """A node killed and started again at once (same name, same port) is a new holder: it
+    waits for its former process's leases to go silent, takes them over, and serves every
+    message as it was."""
+    control = cluster.nodes[0].client()
+    std, fifos = make_queues(control, "restart", standard=6, fifo=1)
+    by_owner = {}
+    for url in std:
+        by_owner.setdefault(cluster.owner_of(url), []).append(url)
+    victim = cluster.node(max(by_owner, key=lambda n: len(by_owner[n])))
+    others = [n for n in cluster.nodes if n is not victim]
+    for url in std:
+        control.send_message(QueueUrl=url, MessageBody=f"kept-{name_of(url)}")
+    victim.kill9()
+    victim.start()
+    cluster.wait_settled()
+    assert cluster.owner_of(by_owner[victim.name][0]) == victim.name
+    # Through the restarted node and the others: every message there, once.
+    for i, url in enumerate(std):
+        client = (victim if i % 2 else others[0]).client()
+        got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        assert [m["Body"] for m in got] == [f"kept-{name_of(url)}"]
+        names = map(name_of, client.list_queues(QueueNamePrefix="restart")["QueueUrls"])
+        assert sorted(names) == sorted(map(name_of, std + fifos))
