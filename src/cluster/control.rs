@@ -31,6 +31,9 @@ use crate::store::StoreError;
 /// than NATS takes to elect a bucket's new leader (seconds).
 const MAX_OUTAGE: Duration = Duration::from_secs(10);
 
+/// The key of the cluster's clock in the leases bucket.
+pub(super) const CLOCK_KEY: &str = "clock";
+
 const MEMBERS: &str = "sqsim_members";
 const LEASES: &str = "sqsim_leases";
 
@@ -68,6 +71,8 @@ struct Control {
     orphaned: HashMap<u32, Instant>,
     /// Shards that failed to open here, not retried before this time.
     backoff: HashMap<u32, Instant>,
+    /// The cluster's clock as last read from the bucket, and its revision.
+    clock: Option<(u64, i64, Option<u64>)>,
 }
 
 /// `f`, or an error once `limit` passed (a JetStream call can wait for seconds while its
@@ -122,6 +127,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
     let js = jetstream::new(client.clone());
     let members = bucket(&js, MEMBERS, c.replicas).await?;
     let leases = bucket(&js, LEASES, c.replicas).await?;
+    let _ = cluster.leases.set(leases.clone());
     // Every node must hash queues into the same shards: the first one sets the number.
     let shards = Bytes::from(c.shards.to_string());
     if leases.create("shards", shards.clone()).await.is_err() {
@@ -153,6 +159,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         last_read: Instant::now(),
         orphaned: HashMap::new(),
         backoff: HashMap::new(),
+        clock: None,
     };
     let mut stop = cluster.stop.subscribe();
     tokio::spawn(async move {
@@ -236,10 +243,28 @@ impl Control {
         self.seen.retain(|k, _| !k.starts_with(prefix));
     }
 
+    /// Follows the cluster's clock: applied when it changed in the bucket (a fan-out this
+    /// node missed, or it joined after the change).
+    async fn follow_clock(&mut self) {
+        let Ok(Some(entry)) = within(self.lease() / 4, self.leases.entry(CLOCK_KEY)).await else {
+            return;
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&entry.value) else {
+            return;
+        };
+        let offset = v["offset_ms"].as_i64().unwrap_or(0);
+        let frozen = v["frozen_at"].as_u64();
+        if self.clock.is_none_or(|(r, _, _)| r != entry.revision) {
+            self.cluster.apply_clock(offset, frozen);
+            self.clock = Some((entry.revision, offset, frozen));
+        }
+    }
+
     async fn tick(&mut self) -> Result<(), String> {
         let (members_written, leases_written) = self.beat().await;
         self.renew().await;
         self.finish_opens().await;
+        self.follow_clock().await;
         self.drop_broken().await;
         let now = Instant::now();
         // A step that came late is a gap too: a holder may have renewed unseen.

@@ -82,6 +82,8 @@ pub(crate) struct Cluster {
     stats: RwLock<ClusterStats>,
     /// Bumped whenever `serving` or `owners` change: requests waiting for an owner look again.
     changed: watch::Sender<u64>,
+    /// The leases bucket, once joined: it also keeps the cluster's clock.
+    leases: std::sync::OnceLock<async_nats::jetstream::kv::Store>,
     /// Set to leave the cluster (shutdown); the loop answers on `left`.
     stop: watch::Sender<bool>,
     left: watch::Sender<bool>,
@@ -123,6 +125,7 @@ impl Cluster {
             members: RwLock::default(),
             stats: RwLock::default(),
             changed: watch::Sender::new(0),
+            leases: std::sync::OnceLock::new(),
             stop: watch::Sender::new(false),
             left: watch::Sender::new(false),
         });
@@ -264,6 +267,42 @@ impl Cluster {
             "complete": owners.iter().all(Option::is_some),
             "stats": *self.stats.read().unwrap_or_else(|p| p.into_inner()),
         })
+    }
+
+    /// Sets this node's clock to the cluster's (`offset_ms` added to real time, frozen at
+    /// `frozen_at`): every shard served here records it and its long polls look again.
+    pub(crate) fn apply_clock(&self, offset_ms: i64, frozen_at: Option<u64>) {
+        if self.clock.virtual_state() == (offset_ms, frozen_at) {
+            return;
+        }
+        self.clock.restore_virtual(offset_ms, frozen_at);
+        for engine in self.engines() {
+            engine.clock_changed();
+        }
+    }
+
+    /// This node's clock was moved (`/_sqsim/clock`): its shards record it, and the bucket
+    /// keeps it for every node (a node joining later, or one a fan-out missed, reads it).
+    pub(crate) async fn publish_clock(&self) -> Result<(), String> {
+        for engine in self.engines() {
+            engine.clock_changed();
+        }
+        let (offset_ms, frozen_at) = self.clock.virtual_state();
+        let value = serde_json::json!({"offset_ms": offset_ms, "frozen_at": frozen_at});
+        let leases = self.leases.get().ok_or("not joined yet")?;
+        tokio::time::timeout(
+            self.config.lease,
+            leases.put(control::CLOCK_KEY, value.to_string().into()),
+        )
+        .await
+        .map_err(|_| "timed out".to_string())?
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    }
+
+    /// The clock's state as `/_sqsim/cluster/clock` carries it.
+    pub(crate) fn clock_state(&self) -> (i64, Option<u64>) {
+        self.clock.virtual_state()
     }
 
     /// Leaves the cluster: gives every shard back (what they appended written first) and

@@ -35,7 +35,7 @@ impl Shard {
         let store =
             JetStreamStore::open_cancellable(nats, &stream_name(index), replicas, cancelled)?;
         let store: Arc<dyn Store> = Arc::new(store);
-        let (engine, report) = Engine::open(clock, settings, Arc::clone(&store))?;
+        let (engine, report) = Engine::open_on_clock(clock, settings, Arc::clone(&store))?;
         tracing::info!(
             shard = index,
             records = report.records,

@@ -423,6 +423,13 @@ impl Engine {
         self.record_clock();
     }
 
+    /// The clock this engine shares was set from elsewhere (cluster mode: another node moved
+    /// the cluster's clock): records its state and lets long polls re-check.
+    pub(crate) fn clock_changed(&self) {
+        self.record_clock();
+        self.wake_all();
+    }
+
     fn record_clock(&self) {
         let (offset_ms, frozen_at) = self.clock.virtual_state();
         self.journal.record(&[change::Change::Clock {

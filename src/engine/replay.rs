@@ -30,6 +30,9 @@ struct Replay {
     by_uid: HashMap<u64, Arc<Queue>>,
     /// The snapshot's cut per scope.
     cuts: HashMap<Scope, Lsn>,
+    /// Recorded clock changes are not applied: the clock is kept elsewhere (a cluster's,
+    /// shared by every shard of a node).
+    clock_given: bool,
 }
 
 impl Engine {
@@ -39,9 +42,31 @@ impl Engine {
         settings: EngineSettings,
         store: Arc<dyn Store>,
     ) -> Result<(Engine, Recovered), StoreError> {
+        Engine::recover(clock, settings, store, false)
+    }
+
+    /// [`Engine::open`] on a clock kept elsewhere (a cluster's): the store's recorded clock
+    /// changes are not applied to it.
+    pub(crate) fn open_on_clock(
+        clock: Arc<Clock>,
+        settings: EngineSettings,
+        store: Arc<dyn Store>,
+    ) -> Result<(Engine, Recovered), StoreError> {
+        Engine::recover(clock, settings, store, true)
+    }
+
+    fn recover(
+        clock: Arc<Clock>,
+        settings: EngineSettings,
+        store: Arc<dyn Store>,
+        clock_given: bool,
+    ) -> Result<(Engine, Recovered), StoreError> {
         let mut engine = Engine::new(clock, settings);
         engine.journal = Journal::to(Arc::clone(&store));
-        let mut replay = Replay::default();
+        let mut replay = Replay {
+            clock_given,
+            ..Replay::default()
+        };
         let report = store.recover(&mut |lsn, frame| engine.apply(lsn, frame, &mut replay))?;
         let max_uid = replay.by_uid.keys().max().copied().unwrap_or(0);
         engine.next_uid.fetch_max(max_uid + 1, Ordering::Relaxed);
@@ -74,7 +99,8 @@ impl Engine {
             }
             let covered =
                 lsn.is_some_and(|l| replay.cuts.get(&c.scope()).is_some_and(|cut| l < *cut));
-            if !covered {
+            let given = replay.clock_given && matches!(c, Change::Clock { .. });
+            if !covered && !given {
                 self.apply_one(c, &mut replay.by_uid);
             }
         }

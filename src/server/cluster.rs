@@ -307,6 +307,27 @@ pub(super) async fn admin(
             Ok(r) => reset(state, link, r, forwarded).await,
             Err(resp) => resp,
         },
+        // The clock is the cluster's: moved here, then on every node (and kept in JetStream
+        // for nodes that join later).
+        (Method::POST, "/_sqsim/clock") => {
+            let resp = super::admin::handle(state, req).await;
+            if resp.status() == StatusCode::OK {
+                if let Err(e) = spread_clock(link).await {
+                    return Ok(reply(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        json!({"error": format!("the clock moved here but not on every node: {e}")}),
+                    ));
+                }
+            }
+            resp
+        }
+        (Method::POST, "/_sqsim/cluster/clock") => match read_json::<ClockState>(req).await {
+            Ok(c) => {
+                link.cluster.apply_clock(c.offset_ms, c.frozen_at);
+                reply(StatusCode::OK, json!({}))
+            }
+            Err(resp) => resp,
+        },
         (Method::GET, "/_sqsim/health" | "/_sqsim/faults" | "/_sqsim/clock")
         | (Method::POST | Method::DELETE, "/_sqsim/faults") => return Err(req),
         (_, p) if p.starts_with("/_sqsim/faults/") => return Err(req),
@@ -340,6 +361,29 @@ fn locate(state: &AppState, link: &Link, query: Option<&str>) -> Response<Full<B
         StatusCode::OK,
         json!({"shard": shard, "owner": status["owners"][shard as usize]}),
     )
+}
+
+/// The cluster's clock as nodes pass it on.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct ClockState {
+    offset_ms: i64,
+    frozen_at: Option<u64>,
+}
+
+/// After this node's clock moved: its shards record it, the bucket keeps it, and every
+/// other node applies it before the answer goes out.
+async fn spread_clock(link: &Link) -> Result<(), String> {
+    link.cluster.publish_clock().await?;
+    let (offset_ms, frozen_at) = link.cluster.clock_state();
+    let body = serde_json::to_value(ClockState {
+        offset_ms,
+        frozen_at,
+    })
+    .unwrap_or_default();
+    for answer in link.ask_peers("/_sqsim/cluster/clock", &body).await {
+        answer?;
+    }
+    Ok(())
 }
 
 /// Resets on every node: the local shards, then (unless a peer asked) the others.

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from botocore.exceptions import ClientError
 
-from harness import wait_for
+from harness import get_json, wait_for
 from load import VISIBILITY_S, Load
 
 
@@ -243,3 +243,41 @@ def test_a_node_restarted_under_its_name_takes_its_shards_back(cluster):
         assert [m["Body"] for m in got] == [f"kept-{name_of(url)}"]
         names = map(name_of, client.list_queues(QueueNamePrefix="restart")["QueueUrls"])
         assert sorted(names) == sorted(map(name_of, std + fifos))
+
+
+def post_json(url, body):
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_the_virtual_clock_is_the_clusters(cluster):
+    """The test clock moved through one node moves on all: a delayed message on a queue any
+    node serves becomes visible when the clock passes its delay, whichever node is asked."""
+    a, b, c = cluster.nodes
+    queues = [a.client().create_queue(QueueName=f"clock-{i}")["QueueUrl"] for i in range(6)]
+    assert len({cluster.owner_of(u) for u in queues}) > 1
+    frozen = post_json(f"{a.endpoint}/_sqsim/clock", {"freeze": True})
+    try:
+        for n in (b, c):
+            assert get_json(f"{n.endpoint}/_sqsim/clock") == frozen
+        for u in queues:
+            b.client().send_message(QueueUrl=u, MessageBody="later", DelaySeconds=600)
+        for u in queues:
+            assert "Messages" not in c.client().receive_message(QueueUrl=u)
+        moved = post_json(f"{b.endpoint}/_sqsim/clock", {"advance_seconds": 601})
+        assert moved["now_ms"] == frozen["now_ms"] + 601_000
+        for n in (a, c):
+            assert get_json(f"{n.endpoint}/_sqsim/clock")["now_ms"] == moved["now_ms"]
+        for i, u in enumerate(queues):
+            got = cluster.nodes[i % 3].client().receive_message(QueueUrl=u)["Messages"]
+            assert [m["Body"] for m in got] == ["later"]
+        # A node started afterwards takes the cluster's clock from JetStream.
+        c.kill9()
+        c.start()
+        cluster.wait_settled()
+        assert get_json(f"{c.endpoint}/_sqsim/clock")["now_ms"] == moved["now_ms"]
+    finally:
+        post_json(f"{a.endpoint}/_sqsim/clock", {"freeze": False})
