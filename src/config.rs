@@ -150,6 +150,9 @@ pub struct Cluster {
     /// How long a node's lease on a shard (and its membership) lasts without renewal: the
     /// time a dead node's shards wait before another node serves them.
     pub lease: std::time::Duration,
+    /// A gateway node serves no shard: it only routes requests to the nodes that do (a
+    /// stateless front, and the way to test forwarding for every request).
+    pub gateway: bool,
 }
 
 /// Shards by default: a few per node of a small cluster, few enough JetStream streams.
@@ -167,6 +170,7 @@ impl Cluster {
             shards: DEFAULT_CLUSTER_SHARDS,
             replicas: 3,
             lease: DEFAULT_CLUSTER_LEASE,
+            gateway: false,
         }
     }
 }
@@ -347,6 +351,8 @@ pub struct Flags {
     pub cluster_replicas: Option<usize>,
     /// `--cluster-lease`, milliseconds.
     pub cluster_lease_ms: Option<u64>,
+    /// `--cluster-gateway`.
+    pub cluster_gateway: bool,
 }
 
 impl Config {
@@ -458,6 +464,7 @@ struct ClusterFlags {
     shards: Option<u32>,
     replicas: Option<usize>,
     lease_ms: Option<u64>,
+    gateway: bool,
 }
 
 impl ClusterFlags {
@@ -468,6 +475,7 @@ impl ClusterFlags {
                 || self.shards.is_some()
                 || self.replicas.is_some()
                 || self.lease_ms.is_some()
+                || self.gateway
             {
                 return Err("--node-id, --peer-url and --cluster-* need cluster mode: give --cluster nats://HOST:PORT".into());
             }
@@ -512,6 +520,7 @@ impl ClusterFlags {
             }
             cluster.lease = std::time::Duration::from_millis(ms);
         }
+        cluster.gateway = self.gateway;
         config.cluster = Some(cluster);
         Ok(())
     }
@@ -572,6 +581,7 @@ impl Flags {
             shards: self.cluster_shards,
             replicas: self.cluster_replicas,
             lease_ms: self.cluster_lease_ms,
+            gateway: self.cluster_gateway,
         };
         cluster.apply(config)?;
         match &mut config.durability {

@@ -126,6 +126,9 @@ struct Args {
     /// served elsewhere [default: 2500].
     #[arg(long, env = "SQSIM_CLUSTER_LEASE")]
     cluster_lease: Option<u64>,
+    /// Cluster mode: serve no shard, only route requests to the nodes that do.
+    #[arg(long, env = "SQSIM_CLUSTER_GATEWAY")]
+    cluster_gateway: bool,
     /// Log lines as `text` or `json` (one object per line).
     #[arg(long, env = "SQSIM_LOG_FORMAT", value_parser = ["text", "json"], default_value = "text")]
     log_format: String,
@@ -244,6 +247,7 @@ fn main() -> ExitCode {
         cluster_shards: args.cluster_shards,
         cluster_replicas: args.cluster_replicas,
         cluster_lease_ms: args.cluster_lease,
+        cluster_gateway: args.cluster_gateway,
     };
     if args.init_dir.is_some() {
         config.init_dir = args.init_dir;

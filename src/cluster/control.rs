@@ -144,10 +144,12 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
             ));
         }
     }
-    members
-        .put(&c.node_id, Bytes::from(cluster.peer_url.clone()))
-        .await
-        .map_err(|e| format!("cannot join the cluster: {e}"))?;
+    if !c.gateway {
+        members
+            .put(&c.node_id, Bytes::from(cluster.peer_url.clone()))
+            .await
+            .map_err(|e| format!("cannot join the cluster: {e}"))?;
+    }
     let mut control = Control {
         cluster: Arc::clone(&cluster),
         client,
@@ -261,7 +263,13 @@ impl Control {
     }
 
     async fn tick(&mut self) -> Result<(), String> {
-        let (members_written, leases_written) = self.beat().await;
+        // A gateway is no member and watches no lease: it only routes.
+        let gateway = self.cluster.config.gateway;
+        let (members_written, leases_written) = if gateway {
+            (false, false)
+        } else {
+            self.beat().await
+        };
         self.renew().await;
         self.finish_opens().await;
         self.follow_clock().await;
@@ -303,7 +311,7 @@ impl Control {
             let _ = within(self.lease() / 4, forget).await;
         }
         let mut live: Vec<String> = live.into_iter().map(|(n, _)| n).collect();
-        if !live.iter().any(|m| m == self.me()) {
+        if !gateway && !live.iter().any(|m| m == self.me()) {
             live.push(self.me().to_string());
         }
         live.sort();
@@ -376,7 +384,7 @@ impl Control {
             let since = *self.orphaned.entry(s).or_insert(now);
             let abandoned = now.duration_since(since) > self.lease() * 2;
             let backing_off = self.backoff.get(&s).is_some_and(|t| now < *t);
-            if settled && (mine || abandoned) && !backing_off {
+            if settled && (mine || abandoned) && !backing_off && !gateway {
                 self.acquire(s, take).await;
                 if self.held.contains_key(&s) {
                     self.orphaned.remove(&s);

@@ -149,6 +149,8 @@ where
 /// fault) no answer at all.
 enum Stop {
     Reply(Encoded),
+    /// Another node's answer (cluster mode), sent on with its request id.
+    Relayed(Encoded, String),
     Drop,
 }
 
@@ -269,13 +271,15 @@ where
             took,
         };
         let encoded = match &outcome {
-            Ok(encoded) | Err(Stop::Reply(encoded)) => Some(encoded),
+            Ok(encoded) | Err(Stop::Reply(encoded) | Stop::Relayed(encoded, _)) => Some(encoded),
             Err(Stop::Drop) => None,
         };
         count_and_log(state.as_ref(), slot, answered, encoded);
     }
     match outcome {
         Ok(encoded) | Err(Stop::Reply(encoded)) => Ok(respond(encoded, &request_id)),
+        // The body names the owner's request id; so does the header.
+        Err(Stop::Relayed(encoded, id)) => Ok(respond(encoded, &id)),
         Err(Stop::Drop) => Err(DroppedConnection),
     }
 }
@@ -475,10 +479,16 @@ async fn route(
                 .await
                 .map(|b| b.to_bytes())
                 .unwrap_or_default();
-            Err(Stop::Reply(encoded_of(
-                Response::from_parts(head, Full::new(Bytes::new())),
-                body,
-            )))
+            let id = head
+                .headers
+                .get("x-amzn-requestid")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(&ctx.request_id)
+                .to_string();
+            Err(Stop::Relayed(
+                encoded_of(Response::from_parts(head, Full::new(Bytes::new())), body),
+                id,
+            ))
         }
         Routed::Refused(err, status) => {
             let mut e = protocol::encode_error(decoded.render, &ctx.request_id, &err);

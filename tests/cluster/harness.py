@@ -103,8 +103,9 @@ cluster {{
 class Node:
     """One sqsim node."""
 
-    def __init__(self, index, nats_urls, workdir, lease_ms):
+    def __init__(self, index, nats_urls, workdir, lease_ms, extra=()):
         self.index = index
+        self.extra = list(extra)
         self.name = f"n{index}"
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
@@ -125,6 +126,7 @@ class Node:
                 "--cluster", self.nats_urls,
                 "--node-id", self.name,
                 "--cluster-lease", str(self.lease_ms),
+                *self.extra,
             ],
             stdout=open(self.log, "ab"),
             stderr=subprocess.STDOUT,
@@ -207,6 +209,14 @@ class Cluster:
 
         wait_for("the cluster to settle", settled, timeout=timeout, every=0.2)
 
+    def gateway(self):
+        """A fourth node that serves no shard and only routes (started on demand)."""
+        g = Node(9, self.nats_urls, self.workdir, self.lease_ms, extra=["--cluster-gateway"])
+        g.start()
+        self.extra_nodes = getattr(self, "extra_nodes", []) + [g]
+        wait_for("the gateway to see every owner", lambda: g.status()["complete"], timeout=30)
+        return g
+
     def node(self, name):
         return next(n for n in self.nodes if n.name == name)
 
@@ -216,7 +226,7 @@ class Cluster:
         return get_json(f"{via.endpoint}/_sqsim/cluster/locate?queue_url={q}")["owner"]
 
     def stop(self):
-        for n in self.nodes:
+        for n in self.nodes + getattr(self, "extra_nodes", []):
             if n.alive():
                 n.signal(signal.SIGCONT)
                 n.kill9()

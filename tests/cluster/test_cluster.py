@@ -281,3 +281,22 @@ def test_the_virtual_clock_is_the_clusters(cluster):
         assert get_json(f"{c.endpoint}/_sqsim/clock")["now_ms"] == moved["now_ms"]
     finally:
         post_json(f"{a.endpoint}/_sqsim/clock", {"freeze": False})
+
+
+def test_a_gateway_serves_no_shard_and_forwards_everything(cluster):
+    """A `--cluster-gateway` node is no member and takes no shard; every request through it
+    is forwarded, and its answers are the owners'."""
+    g = cluster.gateway()
+    status = g.status()
+    assert status["serving"] == [] and "n9" not in status["members"]
+    assert all("n9" not in n.status()["members"] for n in cluster.nodes)
+    client = g.client()
+    std, fifos = make_queues(client, "gw", standard=4, fifo=1)
+    for url in std:
+        client.send_message(QueueUrl=url, MessageBody=name_of(url))
+        got = client.receive_message(QueueUrl=url)["Messages"]
+        assert [m["Body"] for m in got] == [name_of(url)]
+        client.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
+    names = map(name_of, client.list_queues(QueueNamePrefix="gw")["QueueUrls"])
+    assert sorted(names) == sorted(map(name_of, std + fifos))
+    assert g.status()["serving"] == []
