@@ -9,7 +9,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: cluster-test nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: cluster-test cluster-suites nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -30,6 +30,12 @@ test-rust: nats
 ## (tests/cluster). Each test starts its own cluster.
 cluster-test: build nats $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider tests/cluster
+
+## The boto3 suite through a gateway node in front of a 3-node cluster (every request
+## forwarded). Not in `make test` yet: its dead-letter and move-task tests need queues on
+## different shards, not supported yet (last run: 616 passed, 48 failed, all of those).
+cluster-suites: build nats $(VENV)/.installed
+	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python tests/cluster/run_suites.py
 
 ## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
 ## suite) and the cluster tests: installed from the OS packages when missing; CI fails if

@@ -71,8 +71,6 @@ struct Control {
     orphaned: HashMap<u32, Instant>,
     /// Shards that failed to open here, not retried before this time.
     backoff: HashMap<u32, Instant>,
-    /// The cluster's clock as last read from the bucket, and its revision.
-    clock: Option<(u64, i64, Option<u64>)>,
 }
 
 /// `f`, or an error once `limit` passed (a JetStream call can wait for seconds while its
@@ -161,7 +159,6 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         last_read: Instant::now(),
         orphaned: HashMap::new(),
         backoff: HashMap::new(),
-        clock: None,
     };
     let mut stop = cluster.stop.subscribe();
     tokio::spawn(async move {
@@ -256,10 +253,7 @@ impl Control {
         };
         let offset = v["offset_ms"].as_i64().unwrap_or(0);
         let frozen = v["frozen_at"].as_u64();
-        if self.clock.is_none_or(|(r, _, _)| r != entry.revision) {
-            self.cluster.apply_clock(offset, frozen);
-            self.clock = Some((entry.revision, offset, frozen));
-        }
+        self.cluster.apply_clock(offset, frozen, entry.revision);
     }
 
     async fn tick(&mut self) -> Result<(), String> {

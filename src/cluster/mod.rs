@@ -84,6 +84,9 @@ pub(crate) struct Cluster {
     changed: watch::Sender<u64>,
     /// The leases bucket, once joined: it also keeps the cluster's clock.
     leases: std::sync::OnceLock<async_nats::jetstream::kv::Store>,
+    /// The bucket revision of the clock state this node applied last: an older one (a
+    /// fan-out and the bucket read crossing) is never applied after it.
+    clock_revision: std::sync::Mutex<u64>,
     /// Set to leave the cluster (shutdown); the loop answers on `left`.
     stop: watch::Sender<bool>,
     left: watch::Sender<bool>,
@@ -126,6 +129,7 @@ impl Cluster {
             stats: RwLock::default(),
             changed: watch::Sender::new(0),
             leases: std::sync::OnceLock::new(),
+            clock_revision: std::sync::Mutex::new(0),
             stop: watch::Sender::new(false),
             left: watch::Sender::new(false),
         });
@@ -270,8 +274,17 @@ impl Cluster {
     }
 
     /// Sets this node's clock to the cluster's (`offset_ms` added to real time, frozen at
-    /// `frozen_at`): every shard served here records it and its long polls look again.
-    pub(crate) fn apply_clock(&self, offset_ms: i64, frozen_at: Option<u64>) {
+    /// `frozen_at`) as of bucket revision `revision`, unless a newer one was applied: every
+    /// shard served here records it and its long polls look again.
+    pub(crate) fn apply_clock(&self, offset_ms: i64, frozen_at: Option<u64>, revision: u64) {
+        let mut applied = self
+            .clock_revision
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if revision <= *applied {
+            return;
+        }
+        *applied = revision;
         if self.clock.virtual_state() == (offset_ms, frozen_at) {
             return;
         }
@@ -283,26 +296,27 @@ impl Cluster {
 
     /// This node's clock was moved (`/_sqsim/clock`): its shards record it, and the bucket
     /// keeps it for every node (a node joining later, or one a fan-out missed, reads it).
-    pub(crate) async fn publish_clock(&self) -> Result<(), String> {
+    /// The state, with its bucket revision, for the other nodes.
+    pub(crate) async fn publish_clock(&self) -> Result<(i64, Option<u64>, u64), String> {
         for engine in self.engines() {
             engine.clock_changed();
         }
         let (offset_ms, frozen_at) = self.clock.virtual_state();
         let value = serde_json::json!({"offset_ms": offset_ms, "frozen_at": frozen_at});
         let leases = self.leases.get().ok_or("not joined yet")?;
-        tokio::time::timeout(
+        let revision = tokio::time::timeout(
             self.config.lease,
             leases.put(control::CLOCK_KEY, value.to_string().into()),
         )
         .await
         .map_err(|_| "timed out".to_string())?
-        .map(|_| ())
-        .map_err(|e| e.to_string())
-    }
-
-    /// The clock's state as `/_sqsim/cluster/clock` carries it.
-    pub(crate) fn clock_state(&self) -> (i64, Option<u64>) {
-        self.clock.virtual_state()
+        .map_err(|e| e.to_string())?;
+        let mut applied = self
+            .clock_revision
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *applied = (*applied).max(revision);
+        Ok((offset_ms, frozen_at, revision))
     }
 
     /// Leaves the cluster: gives every shard back (what they appended written first) and

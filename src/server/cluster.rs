@@ -323,7 +323,8 @@ pub(super) async fn admin(
         }
         (Method::POST, "/_sqsim/cluster/clock") => match read_json::<ClockState>(req).await {
             Ok(c) => {
-                link.cluster.apply_clock(c.offset_ms, c.frozen_at);
+                link.cluster
+                    .apply_clock(c.offset_ms, c.frozen_at, c.revision);
                 reply(StatusCode::OK, json!({}))
             }
             Err(resp) => resp,
@@ -368,16 +369,18 @@ fn locate(state: &AppState, link: &Link, query: Option<&str>) -> Response<Full<B
 struct ClockState {
     offset_ms: i64,
     frozen_at: Option<u64>,
+    /// Its revision in the bucket: a node never goes back to an older state.
+    revision: u64,
 }
 
 /// After this node's clock moved: its shards record it, the bucket keeps it, and every
 /// other node applies it before the answer goes out.
 async fn spread_clock(link: &Link) -> Result<(), String> {
-    link.cluster.publish_clock().await?;
-    let (offset_ms, frozen_at) = link.cluster.clock_state();
+    let (offset_ms, frozen_at, revision) = link.cluster.publish_clock().await?;
     let body = serde_json::to_value(ClockState {
         offset_ms,
         frozen_at,
+        revision,
     })
     .unwrap_or_default();
     for answer in link.ask_peers("/_sqsim/cluster/clock", &body).await {

@@ -26,10 +26,19 @@ REPO = Path(__file__).resolve().parents[2]
 LEASE_MS = 2500
 
 
+_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port on loopback, never one handed out before in this process (a port just
+    released is often offered again, and two servers would then race for it)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given:
+            _given.add(port)
+            return port
 
 
 def get_json(url, timeout=5):
@@ -173,6 +182,14 @@ class Cluster:
         self.lease_ms = lease_ms
 
     def start(self):
+        try:
+            return self._start()
+        except BaseException:
+            print(self.logs())
+            self.stop()
+            raise
+
+    def _start(self):
         for n in self.nats:
             n.start()
         wait_for(

@@ -4,6 +4,9 @@ clock, and a fresh queue per test.
 Environment:
   SQSIM_BIN               the server binary (default: target/debug/sqsim in the repository)
   SQSIM_EXPECT_PROTOCOL   "json" or "query": the protocol the installed botocore must speak
+  SQSIM_TEST_ENDPOINT     a running sqsim to test instead of starting one (make cluster-suites
+                          points it at a cluster's gateway node); tests that start servers
+                          of their own with flags still do
 """
 
 import os
@@ -20,6 +23,10 @@ import sqsim_process
 @pytest.fixture(scope="session")
 def server():
     """The session's sqsim (started by sqsim_process, the one launcher of the suite)."""
+    external = os.environ.get("SQSIM_TEST_ENDPOINT")
+    if external:
+        yield sqsim_process.Process(None, external.rstrip("/"), os.devnull)
+        return
     binary = sqsim_process.binary()
     if not os.access(binary, os.X_OK):
         pytest.exit(f"SQSIM_BIN {binary!r} is not an executable; build sqsim first", 2)
