@@ -35,6 +35,7 @@ class Load:
         self.groups = groups
         self.lock = threading.Lock()
         self.sent = {}  # body -> queue url, for every acknowledged send
+        self.last_ack = {}  # queue url -> when a send to it was last acknowledged
         self.received = set()
         self.deleted = set()  # bodies whose delete was acknowledged
         self.fifo_sent = defaultdict(list)  # (url, group) -> acknowledged numbers, in order
@@ -64,6 +65,7 @@ class Load:
                 continue
             with self.lock:
                 self.sent[body] = url
+                self.last_ack[url] = time.monotonic()
 
     def _send_fifo(self, url, seed):
         rng = random.Random(seed)
