@@ -218,6 +218,16 @@ impl Cluster {
             .cloned()
     }
 
+    /// The node holding `shard`'s lease, as last read.
+    pub(crate) fn owner_of(&self, shard: u32) -> Option<String> {
+        self.owners
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(shard as usize)?
+            .as_ref()
+            .map(|o| o.node.clone())
+    }
+
     /// The engines of the shards this node serves now.
     pub(crate) fn engines(&self) -> Vec<Arc<Engine>> {
         self.serving

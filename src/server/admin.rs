@@ -84,10 +84,10 @@ struct ResetRequest {
     region: Option<String>,
 }
 
-/// Finds a queue from a URL, the way the SQS API would for the default namespace.
-pub(super) fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
+/// The id a queue URL names, the way the SQS API would read it for the default namespace.
+pub(super) fn queue_id_of(state: &AppState, url: &str, region: Option<&str>) -> Option<QueueId> {
     let r = crate::api::queue_url::parse(url)?;
-    let id = QueueId {
+    Some(QueueId {
         region: r
             .region
             .or(region)
@@ -95,8 +95,12 @@ pub(super) fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Opt
             .to_string(),
         account: r.account.unwrap_or(&state.config.account_id).to_string(),
         name: r.name.to_string(),
-    };
-    state.engine.queue(&id)
+    })
+}
+
+/// Finds a queue from a URL, the way the SQS API would for the default namespace.
+pub(super) fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
+    state.engine.queue(&queue_id_of(state, url, region)?)
 }
 
 /// A change that could not be kept (durable mode): 500, with the store's error.

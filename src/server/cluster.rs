@@ -345,22 +345,19 @@ fn locate(state: &AppState, link: &Link, query: Option<&str>) -> Response<Full<B
         .and_then(|q| serde_urlencoded::from_str::<Vec<(String, String)>>(q).ok())
         .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "queue_url"))
         .map(|(_, v)| v);
-    let Some(r) = url.as_deref().and_then(crate::api::queue_url::parse) else {
+    let Some(id) = url
+        .as_deref()
+        .and_then(|u| super::admin::queue_id_of(state, u, None))
+    else {
         return reply(
             StatusCode::BAD_REQUEST,
             json!({"error": "give queue_url=<a queue URL>"}),
         );
     };
-    let id = QueueId {
-        region: r.region.unwrap_or(&state.config.region).to_string(),
-        account: r.account.unwrap_or(&state.config.account_id).to_string(),
-        name: r.name.to_string(),
-    };
     let shard = link.cluster.shard_of(&id);
-    let status = link.cluster.status();
     reply(
         StatusCode::OK,
-        json!({"shard": shard, "owner": status["owners"][shard as usize]}),
+        json!({"shard": shard, "owner": link.cluster.owner_of(shard)}),
     )
 }
 

@@ -155,19 +155,15 @@ enum Stop {
 }
 
 /// The answer another node gave, as this node sends it on.
-fn encoded_of(resp: Response<Full<Bytes>>, body: Bytes) -> Encoded {
-    let header = |name| {
-        resp.headers()
-            .get(name)
-            .and_then(|v: &HeaderValue| v.to_str().ok())
-    };
+fn encoded_of(head: &hyper::http::response::Parts, body: Bytes) -> Encoded {
+    let header = |name| head.headers.get(name).and_then(|v| v.to_str().ok());
     let content_type = match header(CONTENT_TYPE.as_str()) {
         Some(t) if t.starts_with("application/x-amz-json-1.0") => "application/x-amz-json-1.0",
         Some(t) if t.starts_with("application/json") => "application/json",
         _ => "text/xml",
     };
     Encoded {
-        status: resp.status().as_u16(),
+        status: head.status.as_u16(),
         content_type,
         query_error: header("x-amzn-query-error").map(str::to_string),
         error: None,
@@ -485,10 +481,7 @@ async fn route(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or(&ctx.request_id)
                 .to_string();
-            Err(Stop::Relayed(
-                encoded_of(Response::from_parts(head, Full::new(Bytes::new())), body),
-                id,
-            ))
+            Err(Stop::Relayed(encoded_of(&head, body), id))
         }
         Routed::Refused(err, status) => {
             let mut e = protocol::encode_error(decoded.render, &ctx.request_id, &err);
