@@ -18,7 +18,8 @@
 //!   localstack`: its `/_localstack/` endpoints, the `messages` developer endpoint, other
 //!   services refused), `init_hooks` (`--init-dir` scripts), `probe` (`sqsim health`),
 //!   `realism` (`/_sqsim/realism`), `cluster` (cluster mode: a request routed to its shard's
-//!   engine or forwarded to the node serving it, listings across nodes, the peer endpoints).
+//!   engine or forwarded to the node serving it, listings across nodes, the peer endpoints),
+//!   `courier` (outbox parcels and queue settings between shards).
 //! - `cluster` (uses: engine, store, config) — cluster mode: `placement` (queue → shard →
 //!   preferred node), `control` (membership and leases in JetStream key-value buckets),
 //!   `shard` (a served shard: an engine on its JetStream stream).
@@ -48,7 +49,8 @@
 //!   queue in `apply`),
 //!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for
 //!   durable mode `change` (the recorded changes), `journal` (handing them to the store),
-//!   `replay` and `restore` (recovery and snapshots).
+//!   `replay` and `restore` (recovery and snapshots); for cluster mode `outbox` (messages
+//!   bound for a queue another shard serves).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
 //!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
 //!   JetStream stream, fenced by expected sequences), `memory` (tests), `suite` (the one

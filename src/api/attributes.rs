@@ -354,18 +354,31 @@ pub(crate) fn render(
     Ok(out)
 }
 
-/// Checks that the RedrivePolicy in `settings` (the source's settings as they are about to
-/// be) names a dead-letter queue that exists next to the source (same account and region),
-/// is of the same type and lets the source use it. The queue may name itself; its own
-/// RedriveAllowPolicy is then the one in `settings`. Only called when the attribute is set.
-///
-/// `clustered`: `engine` is one shard of a cluster; a target it does not have may be served
-/// elsewhere, and is refused with that reason (dead letters do not cross shards yet).
+/// Checks the RedrivePolicy in `settings` (see [`check_redrive_against`]) against the
+/// target as `engine` has it.
 pub(crate) fn check_redrive_target(
     engine: &Engine,
     source: &QueueId,
     settings: &QueueSettings,
-    clustered: bool,
+) -> Result<(), SqsError> {
+    let target = settings
+        .redrive_policy
+        .as_ref()
+        .filter(|p| p.dead_letter_target != *source)
+        .and_then(|p| engine.queue(&p.dead_letter_target))
+        .map(|q| q.with_settings(Clone::clone));
+    check_redrive_against(source, settings, target.as_ref())
+}
+
+/// Checks that the RedrivePolicy in `settings` (the source's settings as they are about to
+/// be) names a dead-letter queue that exists next to the source (same account and region),
+/// is of the same type and lets the source use it. `target`: the dead-letter queue's
+/// settings, `None` when it does not exist. The queue may name itself; its own
+/// RedriveAllowPolicy is then the one in `settings`. Only called when the attribute is set.
+pub(crate) fn check_redrive_against(
+    source: &QueueId,
+    settings: &QueueSettings,
+    target: Option<&QueueSettings>,
 ) -> Result<(), SqsError> {
     let Some(policy) = &settings.redrive_policy else {
         return Ok(());
@@ -377,31 +390,21 @@ pub(crate) fn check_redrive_target(
             "Dead-letter target must be in the same account and region as the source queue.",
         ));
     }
-    let target = match engine.queue(target_id) {
+    let target = match target {
+        _ if target_id == source => settings,
         Some(t) => t,
-        None if clustered && target_id != source => {
-            return Err(invalid(
-                "Dead-letter target is not served by the source queue's shard: in cluster mode a dead-letter queue and its sources must share a shard (moving dead letters across shards is not supported yet).",
-            ))
-        }
         None => return Err(invalid("Dead letter target does not exist.")),
     };
-    // Read the target's settings without holding any lock across the check.
-    let (target_fifo, allow) = if target_id == source {
-        (settings.fifo_queue, settings.redrive_allow_policy.clone())
-    } else {
-        target.with_settings(|s| (s.fifo_queue, s.redrive_allow_policy.clone()))
-    };
-    if target_fifo != settings.fifo_queue {
+    if target.fifo_queue != settings.fifo_queue {
         return Err(invalid(
             "Dead-letter queue must be same type of queue as the source.",
         ));
     }
-    if let Some(allow) = allow {
+    if let Some(allow) = &target.redrive_allow_policy {
         if !allow.allows(&source.arn()) {
             return Err(invalid(&format!(
                 "The RedriveAllowPolicy of {} does not allow this queue to use it as a dead-letter queue.",
-                target.arn
+                target_id.arn()
             )));
         }
     }

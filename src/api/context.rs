@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use crate::engine::{Engine, Queue, QueueId};
+use crate::engine::{Engine, Queue, QueueId, QueueSettings};
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::Protocol;
 
+use super::attributes::check_redrive_against;
 use super::queue_url;
 
 /// Per-request context.
@@ -61,10 +62,17 @@ pub(crate) type Listing<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Vec<QueueId>, SqsError>> + Send + 'a>,
 >;
 
+/// A future that reads one queue's settings (`None`: no such queue).
+pub(crate) type Lookup<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Option<QueueSettings>, SqsError>> + Send + 'a>,
+>;
+
 /// Every queue of a cluster, wherever it is served (implemented by the server).
 pub(crate) trait Directory: Send + Sync + std::fmt::Debug {
     /// The ids of the queues that pass `filter`, in any order.
     fn queues(&self, filter: QueueFilter) -> Listing<'_>;
+    /// The settings of queue `id`, asked of the node serving it.
+    fn settings_of(&self, id: QueueId) -> Lookup<'_>;
 }
 
 impl Context {
@@ -105,6 +113,8 @@ impl Context {
     pub(crate) fn queue(&self, queue_url: Option<&str>) -> Result<Arc<Queue>, SqsError> {
         let id = self.queue_id(queue_url)?;
         match self.engine.queue(&id) {
+            // An outbox (cluster mode) is no client's queue.
+            Some(q) if crate::engine::outbox::is_hidden(&q.id.name) => Err(SqsError::no_queue()),
             // Realism: a queue created less than a second ago is not known everywhere yet.
             Some(q) if !q.is_propagating(self.engine.now_ms()) => Ok(q),
             _ => Err(SqsError::no_queue()),
@@ -120,6 +130,37 @@ impl Context {
         };
         ids.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(ids)
+    }
+
+    /// The settings of queue `id` (`None`: no such queue), wherever it is served.
+    pub(crate) async fn settings_of(
+        &self,
+        id: &QueueId,
+    ) -> Result<Option<QueueSettings>, SqsError> {
+        match &self.directory {
+            Some(d) if !self.engine.serves(id) => d.settings_of(id.clone()).await,
+            _ => Ok(self
+                .engine
+                .queue(id)
+                .filter(|q| !q.is_deleted())
+                .map(|q| q.with_settings(Clone::clone))),
+        }
+    }
+
+    /// Checks the RedrivePolicy in `settings` (the source's, as they are about to be)
+    /// against its dead-letter queue, wherever that is served.
+    pub(crate) async fn check_redrive(
+        &self,
+        source: &QueueId,
+        settings: &QueueSettings,
+    ) -> Result<(), SqsError> {
+        let target = match &settings.redrive_policy {
+            Some(p) if p.dead_letter_target != *source => {
+                self.settings_of(&p.dead_letter_target).await?
+            }
+            _ => None,
+        };
+        check_redrive_against(source, settings, target.as_ref())
     }
 
     /// Whether the request was sent to a queue URL rather than to the service root.

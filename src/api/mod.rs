@@ -65,12 +65,12 @@ pub(crate) async fn dispatch(
 ) -> Result<Box<dyn Reply>, SqsError> {
     use actions::*;
     match action {
-        "CreateQueue" => boxed(create_queue::handle(ctx, params.parse()?)),
+        "CreateQueue" => boxed(create_queue::handle(ctx, params.parse()?).await),
         "GetQueueUrl" => boxed(get_queue_url::handle(ctx, params.parse()?)),
         "ListQueues" => boxed(list_queues::handle(ctx, params.parse()?).await),
         "DeleteQueue" => boxed(delete_queue::handle(ctx, params.parse()?)),
         "GetQueueAttributes" => boxed(get_queue_attributes::handle(ctx, params.parse()?)),
-        "SetQueueAttributes" => boxed(set_queue_attributes::handle(ctx, params.parse()?)),
+        "SetQueueAttributes" => boxed(set_queue_attributes::handle(ctx, params.parse()?).await),
         "PurgeQueue" => boxed(purge_queue::handle(ctx, params.parse()?)),
         "SendMessage" => boxed(send_message::handle(ctx, params.parse()?)),
         "SendMessageBatch" => boxed(send_message_batch::handle(ctx, params.parse()?)),
@@ -88,7 +88,7 @@ pub(crate) async fn dispatch(
         "ListDeadLetterSourceQueues" => {
             boxed(list_dead_letter_source_queues::handle(ctx, params.parse()?).await)
         }
-        "StartMessageMoveTask" => boxed(message_move_tasks::start(ctx, params.parse()?)),
+        "StartMessageMoveTask" => boxed(message_move_tasks::start(ctx, params.parse()?).await),
         "ListMessageMoveTasks" => boxed(message_move_tasks::list(ctx, params.parse()?)),
         "CancelMessageMoveTask" => boxed(message_move_tasks::cancel(ctx, params.parse()?)),
         "AddPermission" => boxed(permissions::add(ctx, params.parse()?)),

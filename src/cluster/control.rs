@@ -648,18 +648,14 @@ impl Control {
     /// Recovers shard `s` in the background, under the lease taken at `sent`.
     fn open(&mut self, s: u32, revision: u64, sent: Instant) {
         let c = &self.cluster;
-        let (nats, replicas, clock, settings) = (
-            c.config.nats.clone(),
-            c.config.replicas,
-            Arc::clone(&c.clock),
-            c.settings.clone(),
-        );
+        let (config, clock, settings) =
+            (c.config.clone(), Arc::clone(&c.clock), c.settings.clone());
         let until = self.valid_until(sent);
         tracing::info!(shard = s, "lease taken; recovering the shard");
         let cancel = Arc::new(AtomicBool::new(false));
         let cancelled = Arc::clone(&cancel);
         let opening = tokio::task::spawn_blocking(move || {
-            Shard::open(&nats, s, replicas, clock, settings, until, cancelled)
+            Shard::open(&config, s, clock, settings, until, cancelled)
         });
         self.held.insert(
             s,

@@ -5,7 +5,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::config;
+use crate::engine::outbox::Home;
 use crate::engine::{Clock, Engine, EngineSettings};
+
+use super::placement;
 use crate::store::jetstream::JetStreamStore;
 use crate::store::{Store, StoreError};
 
@@ -24,18 +28,23 @@ impl Shard {
     /// (recovery ends with a write on top of what it read). Blocking: JetStream I/O.
     /// `cancelled`: the takeover was called off; the store then writes nothing more.
     pub(crate) fn open(
-        nats: &str,
+        config: &config::Cluster,
         index: u32,
-        replicas: usize,
         clock: Arc<Clock>,
         settings: EngineSettings,
         valid_until: Instant,
         cancelled: Arc<AtomicBool>,
     ) -> Result<Shard, StoreError> {
+        let (nats, replicas, shards) = (&config.nats, config.replicas, config.shards);
         let store =
             JetStreamStore::open_cancellable(nats, &stream_name(index), replicas, cancelled)?;
         let store: Arc<dyn Store> = Arc::new(store);
         let (engine, report) = Engine::open_on_clock(clock, settings, Arc::clone(&store))?;
+        // Queues of other shards are reached through outboxes (dead letters, move tasks).
+        engine.set_home(Home {
+            name: stream_name(index),
+            serves: Box::new(move |id| placement::shard_of(id, shards) == index),
+        });
         tracing::info!(
             shard = index,
             records = report.records,

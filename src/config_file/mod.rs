@@ -572,7 +572,7 @@ impl LoadedConfig {
                 .ok_or_else(|| self.error(at, &key, "source queue vanished"))?;
             let mut candidate = source.settings();
             candidate.redrive_policy = Some(policy.clone());
-            check_redrive_target(engine, &source_id, &candidate, false)
+            check_redrive_target(engine, &source_id, &candidate)
                 .map_err(|e| self.error(at, &key, e.message))?;
             if source.settings().redrive_policy.as_ref() != Some(&policy) {
                 source.update_settings(engine.now_ms(), |s| {

@@ -293,6 +293,14 @@ pub(crate) enum Change<'a> {
         scope: Scope,
         lsn: u64,
     },
+    /// Cluster mode: entries of the outbox `source` up to `seq` have arrived in queue `uid`
+    /// (in the frame of their `Put`s; a snapshot keeps each outbox's mark). Last in the
+    /// enum, so records written before it existed still decode.
+    Arrived {
+        uid: u64,
+        source: Cow<'a, str>,
+        seq: u64,
+    },
 }
 
 impl Change<'_> {
@@ -313,7 +321,8 @@ impl Change<'_> {
             | Change::Removed { uid, .. }
             | Change::Dedup { uid, .. }
             | Change::Attempt { uid, .. }
-            | Change::Counters { uid, .. } => Scope::Queue(*uid),
+            | Change::Counters { uid, .. }
+            | Change::Arrived { uid, .. } => Scope::Queue(*uid),
         }
     }
 }

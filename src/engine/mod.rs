@@ -14,6 +14,7 @@ pub(crate) mod journal;
 pub(crate) mod md5_lanes;
 pub(crate) mod message;
 pub(crate) mod move_task;
+pub(crate) mod outbox;
 pub(crate) mod queue;
 pub(crate) mod random;
 pub(crate) mod realism;
@@ -66,6 +67,10 @@ pub(crate) struct Engine {
     seed: u64,
     /// Long polls waiting now, over all queues (capped by `settings.max_long_polls`).
     long_polls: AtomicUsize,
+    /// Cluster mode: which queues this engine (one shard) serves.
+    home: std::sync::OnceLock<outbox::Home>,
+    /// Signals the courier that an outbox took entries.
+    outbox_ready: tokio::sync::Notify,
 }
 
 /// A long poll's place under [`EngineSettings::max_long_polls`], given back when dropped.
@@ -101,6 +106,8 @@ impl Engine {
             shutdown: watch::Sender::new(false),
             journal: journal::Journal::default(),
             long_polls: AtomicUsize::new(0),
+            home: std::sync::OnceLock::new(),
+            outbox_ready: tokio::sync::Notify::new(),
         }
     }
 
@@ -232,7 +239,10 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .values()
             .filter(|q| {
-                q.id.region == region && q.id.account == account && q.id.name.starts_with(prefix)
+                q.id.region == region
+                    && q.id.account == account
+                    && q.id.name.starts_with(prefix)
+                    && !outbox::is_hidden(&q.id.name)
             })
             .cloned()
             .collect();
@@ -250,16 +260,22 @@ impl Engine {
     ) -> Result<ReceiveOutcome, EngineError> {
         let mut outcome = queue.receive(req, now_ms)?;
         if let Some(dead) = outcome.dead_letters.take() {
-            match self.queue(&dead.target) {
-                Some(dlq) => dlq.accept(
+            use outbox::{Destination, Via};
+            match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
+                Destination::Local(dlq) => dlq.accept(
                     dead.messages,
                     Transfer::DeadLetter {
                         source_arn: &queue.arn,
                     },
                     now_ms,
                 ),
+                Destination::Outbox(o) => {
+                    o.accept(dead.messages, Transfer::Restore, now_ms);
+                    outcome.forwarded = Some((o.last_seq(), o));
+                    self.outbox_filled();
+                }
                 // The dead-letter queue is gone: keep the messages where they were.
-                None => queue.accept(dead.messages, Transfer::Restore, now_ms),
+                Destination::Gone => queue.accept(dead.messages, Transfer::Restore, now_ms),
             }
         }
         Ok(outcome)
@@ -394,6 +410,7 @@ impl Engine {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .values()
+            .filter(|q| !outbox::is_hidden(&q.id.name))
             .cloned()
             .collect();
         all.sort_by(|a, b| {

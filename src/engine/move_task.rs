@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::change::{Change, TaskRecord};
 use super::ids::QueueId;
 use super::journal::MoveCount;
+use super::outbox::{self, Destination, Route, Via};
 use super::queue::Queue;
 use super::receive::Transfer;
 use super::Engine;
@@ -17,6 +18,8 @@ use super::Engine;
 const UNLIMITED_STEP: usize = 500;
 /// How often a rate-limited task looks at the clock again.
 const POLL: Duration = Duration::from_millis(5);
+/// How long a finished task waits for what it sent through outboxes to arrive.
+const OUTBOX_WAIT: Duration = Duration::from_secs(30);
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +124,16 @@ impl MoveTask {
         }
     }
 
+    /// A queue the task sends messages to is gone: it fails, unless it already ended.
+    pub(crate) fn fail_queue_gone(&self, engine: &Engine) {
+        if matches!(
+            self.status().0,
+            TaskStatus::Running | TaskStatus::Cancelling
+        ) {
+            self.set(engine, TaskStatus::Failed, Some(TaskFailure::QueueGone));
+        }
+    }
+
     /// Asks a running task to stop; false if it is not running.
     pub(crate) fn request_cancel(&self) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -141,11 +154,12 @@ pub(crate) enum StartError {
 }
 
 /// Starts a task moving messages out of `source`. `destination` is `None` to send each
-/// message back to the queue it was dead-lettered from.
+/// message back to the queue it was dead-lettered from; it may be served by another shard
+/// (cluster mode), which the messages then reach through an outbox.
 pub(crate) fn start(
     engine: &Arc<Engine>,
     source: Arc<Queue>,
-    destination: Option<Arc<Queue>>,
+    destination: Option<QueueId>,
     max_per_second: Option<u32>,
 ) -> Result<Arc<MoveTask>, StartError> {
     let now = engine.now_ms();
@@ -161,7 +175,7 @@ pub(crate) fn start(
         let task = Arc::new(MoveTask {
             task_id: uuid::Uuid::new_v4().to_string(),
             source_arn: source.arn.clone(),
-            destination_arn: destination.as_ref().map(|d| d.arn.clone()),
+            destination_arn: destination.as_ref().map(QueueId::arn),
             max_per_second,
             started_ms: now,
             to_move: source.stored(now) as u64,
@@ -191,13 +205,12 @@ pub(crate) fn resume(engine: &Arc<Engine>) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    let queue = |arn: &str| QueueId::from_arn(arn).and_then(|id| engine.queue(&id));
     for task in tasks {
         match task.status().0 {
             TaskStatus::Cancelling => task.set(engine, TaskStatus::Cancelled, None),
             TaskStatus::Running => {
-                let source = queue(&task.source_arn);
-                let destination = task.destination_arn.as_deref().map(queue);
+                let source = QueueId::from_arn(&task.source_arn).and_then(|id| engine.queue(&id));
+                let destination = task.destination_arn.as_deref().map(QueueId::from_arn);
                 match (source, destination) {
                     (Some(s), None) => {
                         tokio::spawn(run(Arc::clone(engine), task, s, None));
@@ -217,11 +230,15 @@ async fn run(
     engine: Arc<Engine>,
     task: Arc<MoveTask>,
     source: Arc<Queue>,
-    destination: Option<Arc<Queue>>,
+    destination: Option<QueueId>,
 ) {
     loop {
         if engine.is_shutting_down() {
             // Stays RUNNING: in durable mode the next start resumes it.
+            return;
+        }
+        if task.status().0 == TaskStatus::Failed {
+            // A destination elsewhere turned out to be gone (see `Engine::return_outbox`).
             return;
         }
         if task.cancel.load(Ordering::Acquire) {
@@ -233,9 +250,10 @@ async fn run(
             return;
         }
         let now = engine.now_ms();
-        let moved = task.moved();
+        // Messages on their way through outboxes (cluster mode) count once they arrive.
+        let moved = task.moved() + engine.moving(&source.id) as u64;
         if moved >= task.to_move {
-            task.set(&engine, TaskStatus::Completed, None);
+            complete(&engine, &task, &source).await;
             return;
         }
         let allowance = match task.max_per_second {
@@ -254,16 +272,33 @@ async fn run(
         let batch = source.take_for_move(allowance, now);
         if batch.is_empty() {
             // Nothing visible is left to move.
-            task.set(&engine, TaskStatus::Completed, None);
+            complete(&engine, &task, &source).await;
             return;
         }
         // The count goes up, and is recorded, with each arrival (`Queue::accept_moved`): a
         // restart finds exactly what arrived counted.
-        if let Some(reason) = deliver(&engine, &task, &source, destination.as_deref(), batch, now) {
+        if let Some(reason) = deliver(&engine, &task, &source, destination.as_ref(), batch, now) {
             task.set(&engine, TaskStatus::Failed, Some(reason));
             return;
         }
         tokio::task::yield_now().await;
+    }
+}
+
+/// Marks `task` completed once the messages it sent through outboxes (cluster mode) have
+/// arrived, or after [`OUTBOX_WAIT`]: a client that sees COMPLETED finds them there (and
+/// the count includes them). A task that failed meanwhile stays failed.
+async fn complete(engine: &Engine, task: &MoveTask, source: &Queue) {
+    for o in engine.outboxes() {
+        let ours = Route::of(&o.id).is_some_and(|r| r.via == Via::Move && r.origin == source.id);
+        if ours {
+            outbox::delivered(&o, o.last_seq(), OUTBOX_WAIT).await;
+        }
+    }
+    match task.status().0 {
+        TaskStatus::Running => task.set(engine, TaskStatus::Completed, None),
+        TaskStatus::Cancelling => task.set(engine, TaskStatus::Cancelled, None),
+        _ => {}
     }
 }
 
@@ -274,35 +309,44 @@ fn deliver(
     engine: &Engine,
     task: &Arc<MoveTask>,
     source: &Queue,
-    destination: Option<&Queue>,
+    destination: Option<&QueueId>,
     batch: Vec<super::receive::Taken>,
     now: u64,
 ) -> Option<TaskFailure> {
-    const GONE: TaskFailure = TaskFailure::QueueGone;
-    if let Some(d) = destination {
-        if d.is_deleted() {
-            source.accept(batch, Transfer::Restore, now);
-            return Some(GONE);
-        }
-        d.accept_moved(batch, task, now);
-        return None;
-    }
+    // Each message's destination: the task's, or the queue it was dead-lettered from.
+    let mut by_target: Vec<(QueueId, Vec<super::receive::Taken>)> = Vec::new();
     let mut failed = Vec::new();
     for m in batch {
-        let target = m
-            .message
-            .payload
-            .dead_letter_source_arn()
-            .and_then(QueueId::from_arn)
-            .and_then(|id| engine.queue(&id));
+        let target = match destination {
+            Some(d) => Some(d.clone()),
+            None => m
+                .message
+                .payload
+                .dead_letter_source_arn()
+                .and_then(QueueId::from_arn),
+        };
         match target {
-            Some(q) if !q.is_deleted() => q.accept_moved(vec![m], task, now),
-            _ => failed.push(m),
+            Some(t) => match by_target.iter_mut().find(|(id, _)| *id == t) {
+                Some((_, group)) => group.push(m),
+                None => by_target.push((t, vec![m])),
+            },
+            None => failed.push(m),
+        }
+    }
+    for (target, group) in by_target {
+        match engine.destination(&source.id, &target, Via::Move) {
+            Destination::Local(q) => q.accept_moved(group, task, now),
+            // Counted once they arrive (`Engine::parcel_delivered`).
+            Destination::Outbox(o) => {
+                o.accept(group, Transfer::Restore, now);
+                engine.outbox_filled();
+            }
+            Destination::Gone => failed.extend(group),
         }
     }
     if failed.is_empty() {
         return None;
     }
     source.accept(failed, Transfer::Restore, now);
-    Some(GONE)
+    Some(TaskFailure::QueueGone)
 }

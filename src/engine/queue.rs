@@ -11,9 +11,9 @@ use tokio::sync::Notify;
 
 use super::change::Change;
 use super::error::EngineError;
-use super::ids::QueueId;
+use super::ids::{MessageKey, QueueId};
 use super::journal::Journal;
-use super::message::{NewMessage, SendReceipt};
+use super::message::{NewMessage, SendReceipt, StoredMessage};
 use super::receipt::Receipt;
 use super::receive::{ReceiveOutcome, ReceiveRequest, Taken, Transfer};
 use super::settings::{QueueSettings, PURGE_COOLDOWN_MS};
@@ -372,6 +372,71 @@ impl Queue {
     /// Removes up to `n` visible messages, in delivery order, for a message move task.
     pub(crate) fn take_for_move(&self, n: usize, now_ms: u64) -> Vec<Taken> {
         self.with_state(now_ms, |st, _, _| st.take_for_move(n))
+    }
+
+    /// Reads up to `n` of the oldest stored messages (arrival order).
+    pub(crate) fn with_oldest<R>(
+        &self,
+        n: usize,
+        f: impl FnOnce(&mut dyn Iterator<Item = (MessageKey, &StoredMessage)>) -> R,
+    ) -> R {
+        let st = self.lock();
+        let mut oldest = st.messages.iter().take(n);
+        f(&mut oldest)
+    }
+
+    /// Removes these messages (those still here), recording it; `task` counts them as
+    /// moved, in the same record (an outbox's entries delivered for a move task).
+    pub(crate) fn remove_keys(
+        &self,
+        keys: &[MessageKey],
+        task: Option<Arc<dyn super::journal::MoveCount>>,
+        now_ms: u64,
+    ) {
+        self.with_state(now_ms, |st, _, uid| {
+            let mut n = 0;
+            for key in keys {
+                if st.remove(key).is_some() {
+                    st.rec.add(&Change::Removed { uid, key: *key });
+                    n += 1;
+                }
+            }
+            if let Some(task) = task {
+                st.rec.count_moved(&task, n);
+            }
+        })
+    }
+
+    /// Takes in entries another engine's outbox `source` delivers (see
+    /// [`QueueState::arrive`]); how many were new.
+    pub(crate) fn arrive(
+        &self,
+        source: &str,
+        entries: Vec<(u64, StoredMessage)>,
+        transfer: Transfer<'_>,
+        now_ms: u64,
+    ) -> usize {
+        self.with_state(now_ms, |st, now, _| {
+            st.arrive(source, entries, transfer, now)
+        })
+    }
+
+    /// Whether a message that arrived as `seq` or earlier is still stored.
+    pub(crate) fn holds_up_to(&self, seq: u64) -> bool {
+        self.lock()
+            .messages
+            .first()
+            .is_some_and(|(k, _)| k.seq <= seq)
+    }
+
+    /// The `seq` of the newest arrival so far (0 before any).
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.lock().messages.next_seq().saturating_sub(1)
+    }
+
+    /// Whether no message is stored.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().messages.len() == 0
     }
 
     /// How many messages are stored (visible, in flight and delayed).

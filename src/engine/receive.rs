@@ -26,6 +26,9 @@ pub(crate) struct ReceiveOutcome {
     /// Messages this receive took out because they exceeded maxReceiveCount; the engine
     /// hands them to the dead-letter queue.
     pub dead_letters: Option<DeadLetters>,
+    /// Cluster mode: dead letters this receive put into an outbox towards a dead-letter
+    /// queue another shard serves, up to this `seq` of it.
+    pub forwarded: Option<(u64, std::sync::Arc<super::Queue>)>,
 }
 
 /// Messages on their way to a dead-letter queue.

@@ -213,6 +213,9 @@ impl Engine {
                         }
                     }
                     Change::Counters { counters, .. } => st.restore_counters(counters),
+                    Change::Arrived { source, seq, .. } => {
+                        st.marks.insert(source.into_owned(), seq);
+                    }
                     _ => {}
                 }
                 // Replaying re-runs operations that record themselves; nothing is new.
@@ -356,6 +359,13 @@ impl Snapshot {
                 uid,
                 counters: st.counters(),
             });
+            for (source, seq) in &st.marks {
+                out.add(&Change::Arrived {
+                    uid,
+                    source: source.as_str().into(),
+                    seq: *seq,
+                });
+            }
             if let Order::Fifo(f) = &st.order {
                 for (dedup_key, expires, original) in f.dedup_entries() {
                     out.add(&Change::Dedup {
@@ -891,7 +901,7 @@ mod tests {
         };
         send(TO_MOVE, "dead");
         let task = live_rt.block_on(async {
-            move_task::start(&live, Arc::clone(&dlq), Some(dest), None).unwrap()
+            move_task::start(&live, Arc::clone(&dlq), Some(dest.id.clone()), None).unwrap()
         });
         // Dead letters that arrive once the task started are not its to move.
         send(LATER, "later");

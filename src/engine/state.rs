@@ -63,6 +63,9 @@ pub(super) struct QueueState {
     /// Set by operations that should wake long polls once the lock is released.
     pub(super) wake: bool,
     pub(super) rec: Recorder,
+    /// Cluster mode: for each outbox that delivers here (named by its shard and uid), the
+    /// highest entry taken, so a redelivery after a failover is recognised.
+    pub(super) marks: BTreeMap<String, u64>,
 }
 
 impl QueueState {
@@ -102,6 +105,7 @@ impl QueueState {
             realism: None,
             wake: false,
             rec: Recorder::new(recorded),
+            marks: BTreeMap::new(),
         }
     }
 
@@ -506,13 +510,50 @@ impl QueueState {
         let Taken {
             from,
             key: old_key,
-            message: mut m,
+            message,
         } = taken;
         self.rec.add(&Change::Removed {
             uid: from,
             key: old_key,
         });
         self.rec.arrive(from, old_key);
+        self.take_in(message, transfer, now);
+    }
+
+    /// Takes in entries an outbox of another engine delivers (cluster mode), skipping those
+    /// at or below the outbox's mark (delivered before), and records the new mark with
+    /// them. Returns how many were new.
+    pub(super) fn arrive(
+        &mut self,
+        source: &str,
+        entries: Vec<(u64, StoredMessage)>,
+        transfer: Transfer<'_>,
+        now: u64,
+    ) -> usize {
+        let mark = self.marks.get(source).copied();
+        let mut taken = 0;
+        let mut high = mark;
+        for (seq, m) in entries {
+            if mark.is_some_and(|k| seq <= k) {
+                continue;
+            }
+            self.take_in(m, transfer, now);
+            taken += 1;
+            high = Some(high.map_or(seq, |h| h.max(seq)));
+        }
+        if let Some(seq) = high.filter(|h| Some(*h) != mark) {
+            self.marks.insert(source.to_string(), seq);
+            self.rec.add(&Change::Arrived {
+                uid: self.uid,
+                source: source.into(),
+                seq,
+            });
+        }
+        taken
+    }
+
+    /// Stores a message arriving from elsewhere, as `transfer` says.
+    fn take_in(&mut self, mut m: StoredMessage, transfer: Transfer<'_>, now: u64) {
         let fifo = matches!(self.order, Order::Fifo(_));
         match transfer {
             Transfer::DeadLetter { source_arn } => {
@@ -548,6 +589,7 @@ impl QueueState {
             messages,
             next_deadline_ms: self.timers.first().map(|(d, _)| *d),
             dead_letters: None,
+            forwarded: None,
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::HeaderValue;
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -18,7 +18,7 @@ use serde_json::json;
 use super::admin::{read_json, reply};
 use super::limits::RequestBody;
 use super::AppState;
-use crate::api::context::{Directory, Listing, QueueFilter};
+use crate::api::context::{Directory, Listing, Lookup, QueueFilter};
 use crate::api::target::Target;
 use crate::cluster::{Cluster, Place, OWNER_WAIT};
 use crate::engine::{Engine, QueueId};
@@ -48,9 +48,13 @@ impl Link {
             .peer_url
             .clone()
             .unwrap_or_else(|| format!("http://127.0.0.1:{}", state.local_addr.port()));
-        let on_open = Box::new(|engine: &Arc<Engine>| {
+        // Couriers need the link, which exists only once the cluster has started.
+        let cell: Arc<std::sync::OnceLock<Link>> = Arc::default();
+        let for_couriers = Arc::clone(&cell);
+        let on_open = Box::new(move |engine: &Arc<Engine>| {
             super::spawn_compactor(Arc::downgrade(engine), COMPACT_AFTER);
             crate::engine::move_task::resume(engine);
+            super::courier::spawn(Arc::clone(&for_couriers), Arc::downgrade(engine));
         });
         let cluster = Cluster::start(
             config,
@@ -64,7 +68,9 @@ impl Link {
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(1)));
         let client = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(Some(Link { cluster, client }))
+        let link = Link { cluster, client };
+        let _ = cell.set(link.clone());
+        Ok(Some(link))
     }
 
     /// Sends `req` to `url` (a peer's base URL plus the request's path and query).
@@ -117,6 +123,38 @@ impl Link {
         Ok(Response::from_parts(parts, body))
     }
 
+    /// POSTs `body` to `path` on the node at `url`, as one node to another: its status and
+    /// body, or why none came within `timeout`.
+    pub(super) async fn post(
+        &self,
+        url: &str,
+        path: &str,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<(StatusCode, Bytes), PostError> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = format!("{url}{path}")
+            .parse()
+            .map_err(|e| PostError::Failed(format!("{url}: {e}")))?;
+        req.headers_mut()
+            .insert(FORWARDED, HeaderValue::from_static("1"));
+        let resp = match tokio::time::timeout(timeout, self.client.request(req)).await {
+            Err(_) => return Err(PostError::Failed(format!("{url}: timed out"))),
+            Ok(Err(e)) if e.is_connect() => return Err(PostError::Unreachable(e.to_string())),
+            Ok(Err(e)) => return Err(PostError::Failed(format!("{url}: {e}"))),
+            Ok(Ok(r)) => r,
+        };
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| PostError::Failed(format!("{url}: {e}")))?
+            .to_bytes();
+        Ok((status, bytes))
+    }
+
     /// POSTs JSON to `path` on every other node, in parallel; each answer's JSON.
     async fn ask_peers(
         &self,
@@ -128,29 +166,13 @@ impl Link {
         let asks = peers.iter().map(|peer| {
             let body = body.clone();
             async move {
-                let mut req = Request::new(Full::new(body));
-                *req.method_mut() = Method::POST;
-                *req.uri_mut() = format!("{peer}{path}")
-                    .parse()
-                    .map_err(|e| format!("{peer}: {e}"))?;
-                req.headers_mut()
-                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                req.headers_mut()
-                    .insert(FORWARDED, HeaderValue::from_static("1"));
-                let resp = tokio::time::timeout(Duration::from_secs(10), self.client.request(req))
+                let (status, bytes) = self
+                    .post(peer, path, body, Duration::from_secs(10))
                     .await
-                    .map_err(|_| format!("{peer}: timed out"))?
                     .map_err(|e| format!("{peer}: {e}"))?;
-                let ok = resp.status().is_success();
-                let bytes = resp
-                    .into_body()
-                    .collect()
-                    .await
-                    .map_err(|e| format!("{peer}: {e}"))?
-                    .to_bytes();
                 let v: serde_json::Value =
                     serde_json::from_slice(&bytes).map_err(|e| format!("{peer}: {e}"))?;
-                if ok {
+                if status.is_success() {
                     Ok(v)
                 } else {
                     Err(format!("{peer}: {v}"))
@@ -158,6 +180,22 @@ impl Link {
             }
         });
         futures_util::future::join_all(asks).await
+    }
+}
+
+/// Why a POST to a peer got no answer.
+#[derive(Debug)]
+pub(super) enum PostError {
+    /// The peer could not be reached (down, or not started): its lease will move.
+    Unreachable(String),
+    Failed(String),
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PostError::Unreachable(e) | PostError::Failed(e) => f.write_str(e),
+        }
     }
 }
 
@@ -275,6 +313,10 @@ impl Directory for ClusterDirectory {
             Ok(ids)
         })
     }
+
+    fn settings_of(&self, id: QueueId) -> Lookup<'_> {
+        Box::pin(super::courier::settings_of(&self.0, id))
+    }
 }
 
 fn local_queues(cluster: &Cluster, filter: &QueueFilter) -> Vec<QueueId> {
@@ -303,6 +345,8 @@ pub(super) async fn admin(
             Ok(f) => reply(StatusCode::OK, json!(local_queues(&link.cluster, &f))),
             Err(resp) => resp,
         },
+        (Method::POST, "/_sqsim/cluster/arrive") => super::courier::arrive(link, req).await,
+        (Method::POST, "/_sqsim/cluster/describe") => super::courier::describe(link, req).await,
         (Method::POST, "/_sqsim/reset") => match read_json::<serde_json::Value>(req).await {
             Ok(r) => reset(state, link, r, forwarded).await,
             Err(resp) => resp,

@@ -5,6 +5,7 @@ mod admin;
 pub(crate) mod auth;
 mod cluster;
 mod console;
+mod courier;
 pub(crate) mod faults;
 #[doc(hidden)]
 pub mod in_process;

@@ -24,10 +24,12 @@ def take(client, url):
 
 
 class Load:
-    """A sender per standard queue and a receiver over them all, and one ordered sender per
-    FIFO queue."""
+    """A sender per standard queue and a receiver over them all, one ordered sender per
+    FIFO queue, and a poisoner per dead-letter pair (source, dead-letter queue): it sends to
+    the source and receives without deleting, so that the next receive moves the message to
+    the dead-letter queue (on another shard: through an outbox)."""
 
-    def __init__(self, nodes, standard, fifo, groups=3):
+    def __init__(self, nodes, standard, fifo, groups=3, dead=()):
         self.nodes = nodes
         self.clients = {n.name: n.client(attempts=2) for n in nodes}
         self.standard = standard
@@ -39,6 +41,8 @@ class Load:
         self.received = set()
         self.deleted = set()  # bodies whose delete was acknowledged
         self.fifo_sent = defaultdict(list)  # (url, group) -> acknowledged numbers, in order
+        self.dead = list(dead)  # (source url, dead-letter queue url)
+        self.poison_sent = set()  # bodies of acknowledged sends to a source
         self.errors = Counter()
         self.avoid = set()  # node names not to send through (dead)
         self.stop = threading.Event()
@@ -91,6 +95,26 @@ class Load:
                     self.fifo_sent[(url, group)].append(n)
                 break
 
+    def _poison(self, source, seed):
+        rng = random.Random(seed)
+        for n in itertools.count():
+            if self.stop.is_set():
+                return
+            body = f"p{seed}-{n}"
+            try:
+                self._client(rng).send_message(QueueUrl=source, MessageBody=body)
+            except Exception as e:
+                self._error(e)
+                continue
+            with self.lock:
+                self.poison_sent.add(body)
+            # Received once and left: the receive after its visibility ends dead-letters it.
+            try:
+                self._client(rng).receive_message(QueueUrl=source, MaxNumberOfMessages=10)
+            except Exception as e:
+                self._error(e)
+            time.sleep(0.05)
+
     def _receive(self, seed):
         rng = random.Random(seed)
         while not self.stop.is_set():
@@ -124,6 +148,7 @@ class Load:
         # not hold up the others.
         targets = [(self._send, (u, i)) for i, u in enumerate(self.standard)]
         targets += [(self._send_fifo, (u, 100 + i)) for i, u in enumerate(self.fifo)]
+        targets += [(self._poison, (src, 200 + i)) for i, (src, _) in enumerate(self.dead)]
         targets.append((self._receive, (999,)))
         for fn, args in targets:
             t = threading.Thread(target=fn, args=args, daemon=True)
@@ -169,4 +194,36 @@ class Load:
                 assert len(got) == len(set(got)), f"{url} {group} delivered twice"
                 lost = set(acked) - set(got)
                 assert not lost, f"{url} {group}: acknowledged sends lost {sorted(lost)[:5]}"
-        return len(self.sent) + sum(len(v) for v in self.fifo_sent.values())
+        self.check_dead_letters(client, timeout)
+        return (
+            len(self.sent)
+            + sum(len(v) for v in self.fifo_sent.values())
+            + len(self.poison_sent)
+        )
+
+    def check_dead_letters(self, client, timeout):
+        """Drains every dead-letter pair and checks that each acknowledged send to a source
+        is found exactly once, in the source or in its dead-letter queue: never lost on the
+        way between shards, never in both."""
+        seen = Counter()
+        in_dlq = 0
+        deadline = time.monotonic() + timeout
+        missing = set()
+        while time.monotonic() < deadline:
+            for pair in self.dead:
+                # Messages received once wait out their visibility in the source; the receive
+                # after it moves them to the dead-letter queue.
+                for url in pair:
+                    while got := take(client, url):
+                        seen.update(m["Body"] for m in got)
+                        in_dlq += len(got) if url == pair[1] else 0
+            missing = self.poison_sent - set(seen)
+            if not missing:
+                break
+            time.sleep(0.5)
+        assert not missing, f"{len(missing)} dead-letter-wired sends lost, e.g. {sorted(missing)[:5]}"
+        twice = sorted(b for b, n in seen.items() if n > 1)
+        assert not twice, f"messages found twice (source and dead-letter queue?): {twice[:5]}"
+        if self.dead:
+            print(f"{len(self.poison_sent)} sends to dead-letter sources, {in_dlq} found dead-lettered")
+            assert in_dlq > 0, "no message was dead-lettered"

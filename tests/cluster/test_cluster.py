@@ -74,47 +74,119 @@ def test_traffic_through_every_node(cluster):
         assert name_of(std[0]) not in names
 
 
-def test_dead_letters_within_a_shard(cluster):
-    """A dead-letter queue served by the same node as its source (same shard) works as in
-    one process; ListDeadLetterSourceQueues answers from any node."""
+def name_on(cluster, prefix, want):
+    """A queue name starting with `prefix` (in the default account) whose shard and owner,
+    as `/_sqsim/cluster/locate` tells them, pass `want`."""
+    for i in range(2000):
+        name = f"{prefix}-{i}"
+        if want(locate(cluster, f"{cluster.nodes[0].endpoint}/000000000000/{name}")):
+            return name
+    raise AssertionError(f"no name for {prefix}")
+
+
+def arn_of(client, url):
+    return client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def dead_letter_pair(cluster, client, prefix, source_on=None, dlq_on=None):
+    """A source (VisibilityTimeout 1, maxReceiveCount 1) and its dead-letter queue, in two
+    different shards; `source_on` / `dlq_on`: the node that must serve each (else any)."""
+    def on(node):
+        return lambda where: node is None or where["owner"] == node
+    dlq_name = name_on(cluster, f"{prefix}-dlq", on(dlq_on))
+    dlq = client.create_queue(QueueName=dlq_name)["QueueUrl"]
+    shard = locate(cluster, dlq)["shard"]
+    src_name = name_on(
+        cluster, f"{prefix}-src", lambda w: w["shard"] != shard and on(source_on)(w)
+    )
+    policy = json.dumps({"deadLetterTargetArn": arn_of(client, dlq), "maxReceiveCount": "1"})
+    src = client.create_queue(
+        QueueName=src_name, Attributes={"RedrivePolicy": policy, "VisibilityTimeout": "1"}
+    )["QueueUrl"]
+    return src, dlq
+
+
+def test_dead_letters_and_move_tasks_within_and_across_shards(cluster):
+    """Dead letters reach their queue whether it is in the source's shard or another one
+    (through the source shard's outbox), with their receive count and source; move tasks
+    take them back across shards or to a destination elsewhere; RedrivePolicy checks read a
+    target on another node; ListDeadLetterSourceQueues answers from any node."""
     a, b, c = (n.client() for n in cluster.nodes)
     dlq = a.create_queue(QueueName="dl-target")["QueueUrl"]
     shard = locate(cluster, dlq)["shard"]
-    # A source name in the same shard.
-    for i in range(500):
-        url = f"{dlq.rsplit('/', 1)[0]}/dl-source-{i}"
-        if locate(cluster, url)["shard"] == shard:
-            name = f"dl-source-{i}"
-            break
-    arn = a.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    src = b.create_queue(
-        QueueName=name,
-        Attributes={
-            "RedrivePolicy": json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": "1"}),
-            "VisibilityTimeout": "1",
-        },
-    )["QueueUrl"]
-    c.send_message(QueueUrl=src, MessageBody="poison")
-    assert c.receive_message(QueueUrl=src)["Messages"][0]["Body"] == "poison"
+    near = b.create_queue(QueueName=name_on(cluster, "dl-near", lambda w: w["shard"] == shard))["QueueUrl"]
+    far_owner = lambda w: w["shard"] != shard and w["owner"] != cluster.owner_of(dlq)
+    far = b.create_queue(QueueName=name_on(cluster, "dl-far", far_owner))["QueueUrl"]
+    arn = arn_of(a, dlq)
+    policy = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": "1"})
+    for src in (near, far):
+        c.set_queue_attributes(QueueUrl=src, Attributes={"RedrivePolicy": policy, "VisibilityTimeout": "1"})
+        c.send_message(QueueUrl=src, MessageBody=f"poison {name_of(src)}")
+        assert c.receive_message(QueueUrl=src)["Messages"][0]["Body"] == f"poison {name_of(src)}"
     time.sleep(1.2)
-    assert "Messages" not in c.receive_message(QueueUrl=src)
-    got = a.receive_message(QueueUrl=dlq, AttributeNames=["All"])["Messages"]
-    assert got[0]["Body"] == "poison"
+    for src in (near, far):
+        # This receive moves the message; it answers once the message is in the dead-letter
+        # queue, even on another node.
+        assert "Messages" not in c.receive_message(QueueUrl=src)
+    got = a.receive_message(
+        QueueUrl=dlq, AttributeNames=["All"], MaxNumberOfMessages=10, VisibilityTimeout=0
+    )["Messages"]
+    assert sorted(m["Body"] for m in got) == [f"poison {name_of(far)}", f"poison {name_of(near)}"]
+    by_body = {m["Body"]: m["Attributes"] for m in got}
+    far_attrs = by_body[f"poison {name_of(far)}"]
+    assert far_attrs["DeadLetterQueueSourceArn"] == arn_of(a, far)
+    assert far_attrs["ApproximateReceiveCount"] == "2"
     for client in (a, b, c):
         sources = client.list_dead_letter_source_queues(QueueUrl=dlq)["queueUrls"]
-        assert list(map(name_of, sources)) == [name]
-    # A source in another shard is refused, with the reason (not yet supported).
-    for i in range(500):
-        url = f"{dlq.rsplit('/', 1)[0]}/dl-far-{i}"
-        if locate(cluster, url)["shard"] != shard:
-            break
-    far = b.create_queue(QueueName=f"dl-far-{i}")["QueueUrl"]
-    policy = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": "1"})
-    with pytest.raises(ClientError) as refused:
-        c.set_queue_attributes(QueueUrl=far, Attributes={"RedrivePolicy": policy})
-    err = refused.value.response["Error"]
-    assert err["Code"] in ("InvalidParameterValue", "InvalidParameterValueException")
-    assert "shard" in err["Message"]
+        assert sorted(map(name_of, sources)) == sorted(map(name_of, [near, far]))
+
+    # A move task sends each message back to its source, across shards; COMPLETED means
+    # they are there.
+    c.start_message_move_task(SourceArn=arn)
+    wait_for(
+        "the move task to complete",
+        lambda: b.list_message_move_tasks(SourceArn=arn)["Results"][0]["Status"] == "COMPLETED",
+        timeout=30,
+    )
+    for src in (near, far):
+        back = a.receive_message(QueueUrl=src, AttributeNames=["All"])["Messages"]
+        assert [m["Body"] for m in back] == [f"poison {name_of(src)}"]
+        assert back[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+        assert "DeadLetterQueueSourceArn" not in back[0]["Attributes"]
+    # Dead-letter them again, then move them to a destination on another shard.
+    time.sleep(1.2)
+    for src in (near, far):
+        assert "Messages" not in b.receive_message(QueueUrl=src)
+    dest = c.create_queue(QueueName=name_on(cluster, "dl-dest", lambda w: w["shard"] != shard))["QueueUrl"]
+    a.start_message_move_task(SourceArn=arn, DestinationArn=arn_of(a, dest))
+    wait_for(
+        "the move task to complete",
+        lambda: c.list_message_move_tasks(SourceArn=arn)["Results"][0]["Status"] == "COMPLETED",
+        timeout=30,
+    )
+    moved = b.receive_message(QueueUrl=dest, MaxNumberOfMessages=10)["Messages"]
+    assert sorted(m["Body"] for m in moved) == [f"poison {name_of(far)}", f"poison {name_of(near)}"]
+    assert "Messages" not in b.receive_message(QueueUrl=dlq)
+
+    # Checks of a RedrivePolicy read the target wherever it is served.
+    def refused(attrs):
+        with pytest.raises(ClientError) as e:
+            c.set_queue_attributes(QueueUrl=far, Attributes=attrs)
+        err = e.value.response["Error"]
+        assert err["Code"] in ("InvalidParameterValue", "InvalidParameterValueException"), err
+        return err["Message"]
+
+    gone = arn.rsplit(":", 1)[0] + ":" + name_on(cluster, "dl-none", lambda w: w["shard"] != locate(cluster, far)["shard"])
+    assert "does not exist" in refused({"RedrivePolicy": json.dumps({"deadLetterTargetArn": gone, "maxReceiveCount": "1"})})
+    fifo = a.create_queue(QueueName="dl-fifo.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    if locate(cluster, fifo)["shard"] != locate(cluster, far)["shard"]:
+        bad = json.dumps({"deadLetterTargetArn": arn_of(a, fifo), "maxReceiveCount": "1"})
+        assert "same type" in refused({"RedrivePolicy": bad})
+    a.set_queue_attributes(QueueUrl=dlq, Attributes={"RedriveAllowPolicy": json.dumps({"redrivePermission": "denyAll"})})
+    assert "RedriveAllowPolicy" in refused({"RedrivePolicy": policy})
+    # Outboxes are nobody's queues: never listed.
+    names = [name_of(u) for u in a.list_queues().get("QueueUrls", [])]
+    assert not [n for n in names if n.startswith("~")], names
 
 
 def test_kill9_of_a_sqsim_node_under_load(cluster):
@@ -136,7 +208,12 @@ def test_kill9_of_a_sqsim_node_under_load(cluster):
     assert len(held) == 3
     deadline = received_at + VISIBILITY_S
 
-    load = Load(cluster.nodes, [u for u in std if u != held_url], fifos).start()
+    # Dead letters crossing shards, into and out of the victim's.
+    dead = [
+        dead_letter_pair(cluster, control, "kill-a", source_on=victim.name),
+        dead_letter_pair(cluster, control, "kill-b", dlq_on=victim.name),
+    ]
+    load = Load(cluster.nodes, [u for u in std if u != held_url], fifos, dead=dead).start()
     time.sleep(2)
     victim.kill9()
     killed = time.monotonic()
@@ -168,7 +245,8 @@ def test_kill9_of_a_jetstream_server_under_load(cluster):
     acknowledged is lost."""
     control = cluster.nodes[0].client()
     std, fifos = make_queues(control, "natskill")
-    load = Load(cluster.nodes, std, fifos).start()
+    dead = [dead_letter_pair(cluster, control, "natskill-d")]
+    load = Load(cluster.nodes, std, fifos, dead=dead).start()
     time.sleep(2)
     cluster.nats[1].kill9()
     killed = time.monotonic()
@@ -192,9 +270,13 @@ def test_a_stalled_owner_is_fenced(cluster):
     stalled = cluster.node(cluster.owner_of(probe))
     others = [n for n in cluster.nodes if n is not stalled]
     std, fifos = make_queues(control, "stall", standard=4, fifo=1)
+    dead = [
+        dead_letter_pair(cluster, control, "stall-a", source_on=stalled.name),
+        dead_letter_pair(cluster, control, "stall-b", dlq_on=stalled.name),
+    ]
     # Traffic through every node, the owner too, as it stalls: requests it took stay
     # half-done inside it.
-    load = Load(cluster.nodes, std, fifos).start()
+    load = Load(cluster.nodes, std, fifos, dead=dead).start()
     time.sleep(1.5)
     stalled.signal(signal.SIGSTOP)
     stopped = time.monotonic()

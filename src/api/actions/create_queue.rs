@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::attributes::{apply, check_redrive_target, setting_value};
+use crate::api::attributes::{apply, setting_value};
 use crate::api::{engine_error, required, Context};
 use crate::engine::QueueSettings;
 use crate::error::{ErrorCode, SqsError};
@@ -59,7 +59,7 @@ pub(crate) fn check_queue_name(name: &str, fifo: bool) -> Result<(), SqsError> {
     Ok(())
 }
 
-pub(crate) fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
+pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
     ctx.require_service_endpoint("CreateQueue")?;
     let name = required(&input.queue_name, "QueueName")?;
     let attrs = input.attributes.unwrap_or_default();
@@ -85,12 +85,8 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsE
     };
     apply(&mut settings, &attrs, fifo)?;
     if attrs.contains_key("RedrivePolicy") {
-        check_redrive_target(
-            &ctx.engine,
-            &ctx.own_queue_id(name),
-            &settings,
-            ctx.directory.is_some(),
-        )?;
+        ctx.check_redrive(&ctx.own_queue_id(name), &settings)
+            .await?;
     }
     let tags = input.tags.unwrap_or_default();
     check_new_tags(&tags, tags.len())?;

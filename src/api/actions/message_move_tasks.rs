@@ -6,6 +6,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use crate::api::context::QueueFilter;
 use crate::api::{check_range, required, Context};
 use crate::engine::move_task::{self, MoveTask, StartError, TaskFailure, TaskStatus};
 use crate::engine::{Queue, QueueId};
@@ -24,6 +25,7 @@ fn not_found(parameter: &str) -> SqsError {
 
 fn queue_by_arn(ctx: &Context, arn: &str, parameter: &str) -> Result<Arc<Queue>, SqsError> {
     QueueId::from_arn(arn)
+        .filter(|id| !crate::engine::outbox::is_hidden(&id.name))
         .and_then(|id| ctx.engine.queue(&id))
         .ok_or_else(|| not_found(parameter))
 }
@@ -55,27 +57,35 @@ impl XmlResult for StartOutput {
     const SHAPE: Option<&'static Shape> = Some(&Shape::Struct(&[Member::scalar("TaskHandle")]));
 }
 
-pub(crate) fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, SqsError> {
+pub(crate) async fn start(ctx: &Context, input: StartInput) -> Result<StartOutput, SqsError> {
     let source_arn = required(&input.source_arn, "SourceArn")?;
     let source = queue_by_arn(ctx, source_arn, "SourceArn")?;
-    if ctx.engine.dead_letter_sources(&source.id).is_empty() {
+    // Its sources may be served anywhere in a cluster.
+    let sources = ctx
+        .list(QueueFilter {
+            region: source.id.region.clone(),
+            account: source.id.account.clone(),
+            prefix: String::new(),
+            dead_letter_target: Some(source.id.clone()),
+        })
+        .await?;
+    if sources.is_empty() {
         return Err(SqsError::invalid(
             "Source queue must be configured as a Dead Letter Queue.",
         ));
     }
     let destination = match input.destination_arn.as_deref().filter(|d| !d.is_empty()) {
-        // Cluster mode: a destination served by another shard cannot take the messages yet.
-        Some(arn)
-            if ctx.directory.is_some()
-                && QueueId::from_arn(arn).is_some_and(|id| ctx.engine.queue(&id).is_none()) =>
-        {
-            return Err(SqsError::invalid_value(
-                arn,
-                "DestinationArn",
-                "In cluster mode the destination must share the source queue's shard (moving messages across shards is not supported yet).",
-            ));
+        Some(arn) => {
+            let id = QueueId::from_arn(arn)
+                .filter(|id| !crate::engine::outbox::is_hidden(&id.name))
+                .ok_or_else(|| not_found("DestinationArn"))?;
+            // In a cluster another shard may serve it; its messages then go through an
+            // outbox.
+            if ctx.settings_of(&id).await?.is_none() {
+                return Err(not_found("DestinationArn"));
+            }
+            Some(id)
         }
-        Some(arn) => Some(queue_by_arn(ctx, arn, "DestinationArn")?),
         None => None,
     };
     let rate = check_range(

@@ -22,6 +22,10 @@ use crate::engine::{
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{AsStr, Empty, Member, Shape, XmlResult, XmlWriter};
 
+/// How long a receive that dead-lettered messages to another shard waits for them to
+/// arrive there before it answers.
+const FORWARD_WAIT: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub(crate) struct Input {
@@ -328,7 +332,20 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsErr
         attempt_id,
         short_poll: wait_s == 0,
     };
-    let received = poll(ctx, &queue, req, Duration::from_secs(wait_s)).await?;
+    let mut forwarded = None;
+    let received = poll(
+        ctx,
+        &queue,
+        req,
+        Duration::from_secs(wait_s),
+        &mut forwarded,
+    )
+    .await?;
+    if let Some((seq, outbox)) = forwarded {
+        // Cluster mode: the dead letters this receive moved go to another shard. Answer once
+        // they are there (as on one node), unless that takes long; they arrive regardless.
+        crate::engine::outbox::delivered(&outbox, seq, FORWARD_WAIT).await;
+    }
     Ok(Output {
         messages: received
             .into_iter()
@@ -340,16 +357,27 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsErr
 /// Receives, waiting up to `wait` for messages to become available. The wait runs on the
 /// engine's clock and on real time, and ends with whichever is done first: a test that
 /// moves the clock forward ends a long poll at once, and a frozen clock still lets it end.
+///
+/// `forwarded`: where dead letters it moved went, when that is an outbox (cluster mode).
 async fn poll(
     ctx: &Context,
     queue: &Queue,
     req: ReceiveRequest,
     wait: Duration,
+    forwarded: &mut Option<(u64, Arc<Queue>)>,
 ) -> Result<Vec<ReceivedMessage>, SqsError> {
     let engine = &ctx.engine;
+    let mut receive = |now_ms| {
+        let mut outcome = engine.receive(queue, req.clone(), now_ms);
+        if let Ok(o) = &mut outcome {
+            if let Some(f) = o.forwarded.take() {
+                *forwarded = Some(f);
+            }
+        }
+        outcome
+    };
     if wait.is_zero() {
-        return engine
-            .receive(queue, req, engine.now_ms())
+        return receive(engine.now_ms())
             .map(|o| o.messages)
             .map_err(engine_error);
     }
@@ -365,7 +393,7 @@ async fn poll(
         tokio::pin!(changed);
         changed.as_mut().enable();
         let now_ms = engine.now_ms();
-        let next_deadline = match engine.receive(queue, req.clone(), now_ms) {
+        let next_deadline = match receive(now_ms) {
             Ok(o) if !o.messages.is_empty() => return Ok(o.messages),
             Ok(o) => o.next_deadline_ms,
             // A long poll over the in-flight quota waits instead of failing.

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::api::attributes::{apply, check_redrive_target};
+use crate::api::attributes::apply;
 use crate::api::{Context, Empty};
 use crate::error::SqsError;
 
@@ -15,7 +15,7 @@ pub(crate) struct Input {
     pub attributes: Option<HashMap<String, String>>,
 }
 
-pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
+pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let attrs = input
         .attributes
@@ -29,7 +29,7 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsError> {
     let fifo = candidate.fifo_queue;
     apply(&mut candidate, &attrs, fifo)?;
     if attrs.contains_key("RedrivePolicy") {
-        check_redrive_target(&ctx.engine, &queue.id, &candidate, ctx.directory.is_some())?;
+        ctx.check_redrive(&queue.id, &candidate).await?;
     }
     // Then apply the already-validated attributes to the current settings under the lock, so
     // a concurrent change to other attributes is not lost.

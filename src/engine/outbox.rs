@@ -1,0 +1,504 @@
+//! Cluster mode: messages on their way to a queue that another engine (another shard)
+//! serves — a dead letter whose dead-letter queue is elsewhere, or a message a move task
+//! sends elsewhere.
+//!
+//! Such a message goes into an **outbox**: a hidden queue of this engine, one per (kind,
+//! origin, target). It is taken in with its removal from the origin in one record, by the
+//! same path as any move between two queues of one engine, so a crash leaves it in exactly
+//! one of them. The server's courier then hands each outbox's entries, oldest (`seq`) first,
+//! as a [`Parcel`] to the engine serving the target. That engine takes them in with
+//! [`Engine::take_parcel`] and records, in the same frame, the highest `seq` it took from
+//! that outbox. Only once the arrival is durable does the courier remove the entries here. A
+//! parcel delivered again (this shard failed over before it recorded the delivery) is thus
+//! recognised and nothing arrives twice: a message is never in neither queue, and never
+//! visible in both.
+//!
+//! Outboxes are ordinary queues to snapshots, replay and retention; they are left out of
+//! every listing, and no client can name one (`~` is not allowed in queue names).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::change::MessageRecord;
+use super::ids::QueueId;
+use super::queue::Queue;
+use super::receive::Transfer;
+use super::settings::QueueSettings;
+use super::Engine;
+
+/// Starts every outbox's name; no client-given queue name contains it.
+const HIDDEN: char = '~';
+/// An outbox's retention: the longest SQS allows (the target applies its own on arrival).
+const RETENTION_S: u32 = 1_209_600;
+/// Entries and bytes one parcel carries at most (at least one entry, whatever its size).
+const PARCEL_ENTRIES: usize = 200;
+const PARCEL_BYTES: usize = 4 << 20;
+
+/// Whether a queue name is an outbox's (hidden from listings and clients).
+pub(crate) fn is_hidden(name: &str) -> bool {
+    name.starts_with(HIDDEN)
+}
+
+/// Why messages travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Via {
+    /// Dead-lettered from the origin (counts kept, the origin recorded as their source).
+    DeadLetter,
+    /// Moved by a message move task out of the origin (a fresh receive count).
+    Move,
+}
+
+/// Where an outbox's messages come from and go to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Route {
+    pub via: Via,
+    pub origin: QueueId,
+    pub target: QueueId,
+}
+
+impl Route {
+    /// The outbox carrying this route: in the origin's namespace, named after the route.
+    pub(crate) fn outbox_id(&self) -> QueueId {
+        let via = match self.via {
+            Via::DeadLetter => "dl",
+            Via::Move => "mv",
+        };
+        let t = &self.target;
+        QueueId {
+            region: self.origin.region.clone(),
+            account: self.origin.account.clone(),
+            name: format!(
+                "{HIDDEN}{via}{HIDDEN}{}{HIDDEN}{}{HIDDEN}{}{HIDDEN}{}",
+                self.origin.name, t.region, t.account, t.name
+            ),
+        }
+    }
+
+    /// The route an outbox's id names.
+    pub(crate) fn of(outbox: &QueueId) -> Option<Route> {
+        let mut parts = outbox.name.strip_prefix(HIDDEN)?.split(HIDDEN);
+        let via = match parts.next()? {
+            "dl" => Via::DeadLetter,
+            "mv" => Via::Move,
+            _ => return None,
+        };
+        let origin = QueueId {
+            region: outbox.region.clone(),
+            account: outbox.account.clone(),
+            name: parts.next()?.to_string(),
+        };
+        let target = QueueId {
+            region: parts.next()?.to_string(),
+            account: parts.next()?.to_string(),
+            name: parts.next()?.to_string(),
+        };
+        parts.next().is_none().then_some(Route {
+            via,
+            origin,
+            target,
+        })
+    }
+}
+
+/// Which queues an engine serves, in cluster mode (else it serves every queue it has).
+pub(crate) struct Home {
+    /// Names this engine's outboxes to the engines they deliver to (the shard's stream).
+    pub name: String,
+    pub serves: Box<dyn Fn(&QueueId) -> bool + Send + Sync>,
+}
+
+impl std::fmt::Debug for Home {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Home").field("name", &self.name).finish()
+    }
+}
+
+/// Where a message bound for a queue goes from this engine.
+#[derive(Debug)]
+pub(crate) enum Destination {
+    /// The queue, here.
+    Local(Arc<Queue>),
+    /// The outbox towards it (taken in unchanged: the target applies the transfer).
+    Outbox(Arc<Queue>),
+    /// This engine serves the queue and it does not exist.
+    Gone,
+}
+
+/// Entries of one outbox on their way to the engine serving its target.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Parcel<'a> {
+    /// The outbox, as the target's marks name it: the sending engine's home and the
+    /// outbox's uid (a new outbox of the same route starts afresh).
+    pub source: Cow<'a, str>,
+    pub route: Route,
+    /// (`seq` in the outbox, message), oldest first.
+    pub entries: Vec<(u64, MessageRecord<'a>)>,
+}
+
+impl<'a> Parcel<'a> {
+    /// A parcel as [`Outgoing::body`] carries it.
+    pub(crate) fn decode(body: &'a [u8]) -> Result<Parcel<'a>, Refusal> {
+        postcard::from_bytes(body).map_err(|e| Refusal::Invalid(e.to_string()))
+    }
+}
+
+/// Why a parcel was not taken.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The target does not exist: the entries go back to their origin.
+    Gone,
+    /// This engine does not serve the target (ownership moved): deliver elsewhere.
+    NotHere,
+    /// The parcel does not decode.
+    Invalid(String),
+    /// Taken, but the store could not keep it (the shard is recovered afresh).
+    NotKept(String),
+}
+
+/// A parcel ready to go, and the outbox entries it carries.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub route: Route,
+    pub body: Vec<u8>,
+    keys: Vec<super::ids::MessageKey>,
+}
+
+impl Engine {
+    /// Makes this engine one shard of a cluster: messages bound for queues it does not
+    /// serve go through outboxes. Set once, before it serves.
+    pub(crate) fn set_home(&self, home: Home) {
+        let _ = self.home.set(home);
+    }
+
+    /// Whether this engine serves the queue `id` (always, outside cluster mode).
+    pub(crate) fn serves(&self, id: &QueueId) -> bool {
+        self.home.get().is_none_or(|h| (h.serves)(id))
+    }
+
+    /// Where a message from `origin` bound for `target` goes.
+    pub(crate) fn destination(&self, origin: &QueueId, target: &QueueId, via: Via) -> Destination {
+        if self.serves(target) {
+            return match self.queue(target) {
+                Some(q) if !q.is_deleted() => Destination::Local(q),
+                _ => Destination::Gone,
+            };
+        }
+        let route = Route {
+            via,
+            origin: origin.clone(),
+            target: target.clone(),
+        };
+        let settings = QueueSettings {
+            message_retention_period: RETENTION_S,
+            ..QueueSettings::default()
+        };
+        match self.create_queue(route.outbox_id(), settings) {
+            Ok((q, _)) => Destination::Outbox(q),
+            // Only a deleted-name cooldown refuses, and outboxes are never deleted by name.
+            Err(_) => Destination::Gone,
+        }
+    }
+
+    /// Tells the courier an outbox has entries.
+    pub(crate) fn outbox_filled(&self) {
+        self.outbox_ready.notify_one();
+    }
+
+    /// Waits until some outbox may have entries (or `max` passed).
+    pub(crate) async fn outbox_wait(&self, max: Duration) {
+        let _ = tokio::time::timeout(max, self.outbox_ready.notified()).await;
+    }
+
+    /// Every outbox holding entries.
+    pub(crate) fn outboxes(&self) -> Vec<Arc<Queue>> {
+        let queues = self.queues.read().unwrap_or_else(|p| p.into_inner());
+        queues
+            .iter()
+            .filter(|(id, q)| is_hidden(&id.name) && !q.is_empty())
+            .map(|(_, q)| Arc::clone(q))
+            .collect()
+    }
+
+    /// The oldest entries of `outbox` as a parcel, if it has any.
+    pub(crate) fn parcel_of(&self, outbox: &Queue) -> Option<Outgoing> {
+        let route = Route::of(&outbox.id)?;
+        let home = self.home.get().map_or("", |h| h.name.as_str());
+        let source = format!("{home}/{}", outbox.uid);
+        let (body, keys) = outbox.with_oldest(PARCEL_ENTRIES, |oldest| {
+            let mut size = 0;
+            let mut keys = Vec::new();
+            let mut entries = Vec::new();
+            for (key, m) in oldest {
+                size += m.payload.body.len() + 1024;
+                if !entries.is_empty() && size > PARCEL_BYTES {
+                    break;
+                }
+                keys.push(key);
+                entries.push((key.seq, MessageRecord::of(m)));
+            }
+            let parcel = Parcel {
+                source: Cow::Borrowed(&source),
+                route: route.clone(),
+                entries,
+            };
+            // Encoding into a Vec cannot fail.
+            (postcard::to_allocvec(&parcel).unwrap_or_default(), keys)
+        });
+        (!keys.is_empty()).then_some(Outgoing { route, body, keys })
+    }
+
+    /// The target took `parcel` (durably): its entries leave the outbox, and a move task's
+    /// count takes them in the same record (it counts messages that arrived).
+    pub(crate) fn parcel_delivered(&self, outbox: &Queue, parcel: &Outgoing) {
+        let task = match parcel.route.via {
+            Via::Move => self.newest_task(&parcel.route.origin),
+            Via::DeadLetter => None,
+        };
+        let task = task.map(|t| t as Arc<dyn super::journal::MoveCount>);
+        outbox.remove_keys(&parcel.keys, task, self.now_ms());
+    }
+
+    /// The newest move task out of `source`.
+    fn newest_task(&self, source: &QueueId) -> Option<Arc<super::move_task::MoveTask>> {
+        self.move_tasks_of(&source.arn()).into_iter().next()
+    }
+
+    /// How many messages a move task out of `source` sent into outboxes that have not
+    /// arrived yet.
+    pub(crate) fn moving(&self, source: &QueueId) -> usize {
+        let now = self.now_ms();
+        self.outboxes()
+            .iter()
+            .filter(|o| Route::of(&o.id).is_some_and(|r| r.via == Via::Move && r.origin == *source))
+            .map(|o| o.stored(now))
+            .sum()
+    }
+
+    /// The target of `outbox` is gone: its entries go back to their origin, unchanged (or,
+    /// when the origin is gone too, nowhere), and a move task sending them fails, as it
+    /// does when its destination is gone on one node.
+    pub(crate) fn return_outbox(&self, outbox: &Queue, route: &Route) {
+        let now = self.now_ms();
+        if route.via == Via::Move {
+            if let Some(task) = self.newest_task(&route.origin) {
+                task.fail_queue_gone(self);
+            }
+        }
+        match self.queue(&route.origin) {
+            Some(origin) if !origin.is_deleted() => {
+                let back = outbox.take_for_move(usize::MAX, now);
+                origin.accept(back, Transfer::Restore, now);
+            }
+            // Both queues are gone: so are their messages.
+            _ => {
+                let _ = outbox.purge(now, false);
+            }
+        }
+    }
+
+    /// Takes in a parcel another engine's outbox sent (see the module documentation).
+    /// Returns how many entries were new.
+    pub(crate) fn take_parcel(&self, parcel: Parcel<'_>) -> Result<usize, Refusal> {
+        let route = &parcel.route;
+        if !self.serves(&route.target) {
+            return Err(Refusal::NotHere);
+        }
+        let target = match self.queue(&route.target) {
+            Some(q) if !q.is_deleted() => q,
+            _ => return Err(Refusal::Gone),
+        };
+        let origin_arn = route.origin.arn();
+        let transfer = match route.via {
+            Via::DeadLetter => Transfer::DeadLetter {
+                source_arn: &origin_arn,
+            },
+            Via::Move => Transfer::Redrive,
+        };
+        let entries = parcel
+            .entries
+            .into_iter()
+            .map(|(seq, r)| (seq, r.into_stored()))
+            .collect();
+        Ok(target.arrive(&parcel.source, entries, transfer, self.now_ms()))
+    }
+}
+
+/// Waits until `outbox` holds no entry at or below `seq` (delivered), for at most `max`
+/// of real time: a receive that dead-lettered messages across shards answers once they are
+/// in their dead-letter queue, as on one node.
+pub(crate) async fn delivered(outbox: &Queue, seq: u64, max: Duration) {
+    let give_up = tokio::time::Instant::now() + max;
+    while outbox.holds_up_to(seq) && !outbox.is_deleted() {
+        if tokio::time::Instant::now() >= give_up {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::redrive::RedrivePolicy;
+    use crate::engine::{Clock, EngineSettings, NewMessage, ReceiveRequest};
+    use crate::store::memory::MemoryStore;
+
+    fn q(r: &str, a: &str, n: &str) -> QueueId {
+        QueueId {
+            region: r.into(),
+            account: a.into(),
+            name: n.into(),
+        }
+    }
+
+    fn id(name: &str) -> QueueId {
+        q("us-east-1", "000000000000", name)
+    }
+
+    /// A shard's engine on `store`, serving the queues whose names start with `prefix`.
+    fn shard(clock: &Arc<Clock>, store: &MemoryStore, prefix: &'static str) -> Engine {
+        let (e, _) = Engine::open_on_clock(
+            Arc::clone(clock),
+            EngineSettings::default(),
+            Arc::new(store.reopen()),
+        )
+        .unwrap();
+        e.set_home(Home {
+            name: format!("shard-{prefix}"),
+            serves: Box::new(move |id| id.name.starts_with(prefix)),
+        });
+        e
+    }
+
+    fn receive(e: &Engine, name: &str) -> crate::engine::ReceiveOutcome {
+        let req = ReceiveRequest {
+            max_messages: 10,
+            visibility_timeout: Some(0),
+            max_in_flight: 1000,
+            attempt_id: None,
+            short_poll: false,
+        };
+        e.receive(&e.queue(&id(name)).unwrap(), req, e.now_ms())
+            .unwrap()
+    }
+
+    /// A source in shard "a" whose dead-letter queue is in shard "b", with one message that
+    /// was received once: the next receive dead-letters it into the outbox.
+    fn poisoned(a: &Engine, b: &Engine) -> Arc<Queue> {
+        let dlq = b
+            .create_queue(id("b-dlq"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let settings = QueueSettings {
+            redrive_policy: Some(RedrivePolicy {
+                raw: RedrivePolicy::document(&dlq.arn, 1),
+                dead_letter_target: id("b-dlq"),
+                max_receive_count: 1,
+            }),
+            ..QueueSettings::default()
+        };
+        let src = a.create_queue(id("a-src"), settings).unwrap().0;
+        let m = NewMessage {
+            body: "poison".into(),
+            ..NewMessage::default()
+        };
+        src.send(m, a.now_ms()).unwrap();
+        assert_eq!(receive(a, "a-src").messages.len(), 1);
+        dlq
+    }
+
+    #[test]
+    fn a_dead_letter_crosses_shards_once_however_often_it_is_delivered() {
+        let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
+        let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
+        let (a, b) = (shard(&clock, &sa, "a"), shard(&clock, &sb, "b"));
+        let dlq = poisoned(&a, &b);
+        let out = receive(&a, "a-src");
+        assert!(out.messages.is_empty());
+        let (seq, outbox) = out.forwarded.expect("dead-lettered into an outbox");
+        assert!(outbox.holds_up_to(seq));
+        // Hidden: no listing shows the outbox, and the source no longer holds the message.
+        assert_eq!(a.list_queues("us-east-1", "000000000000", "").len(), 1);
+        assert_eq!(a.outboxes().len(), 1);
+        assert_eq!(a.queue(&id("a-src")).unwrap().stored(a.now_ms()), 0);
+
+        let parcel = a.parcel_of(&outbox).expect("a parcel");
+        assert_eq!(b.take_parcel(Parcel::decode(&parcel.body).unwrap()), Ok(1));
+        // Delivered again (the source failed over before it recorded the delivery): nothing
+        // new arrives, also after the target recovers from its log.
+        assert_eq!(b.take_parcel(Parcel::decode(&parcel.body).unwrap()), Ok(0));
+        let b2 = shard(&clock, &sb, "b");
+        assert_eq!(b2.take_parcel(Parcel::decode(&parcel.body).unwrap()), Ok(0));
+        b2.compact().unwrap();
+        let b3 = shard(&clock, &sb, "b");
+        assert_eq!(b3.take_parcel(Parcel::decode(&parcel.body).unwrap()), Ok(0));
+        assert_eq!(b3.queue(&id("b-dlq")).unwrap().stored(b3.now_ms()), 1);
+
+        a.parcel_delivered(&outbox, &parcel);
+        assert!(!outbox.holds_up_to(seq));
+        assert!(a.outboxes().is_empty());
+        let got = receive(&b, "b-dlq").messages;
+        assert_eq!(got.len(), 1);
+        assert_eq!(&*got[0].payload.body, "poison");
+        assert_eq!(got[0].receive_count, 2);
+        let source = a.queue(&id("a-src")).unwrap().arn.clone();
+        assert_eq!(
+            got[0].payload.dead_letter_source_arn(),
+            Some(source.as_str())
+        );
+        assert_eq!(dlq.stored(b.now_ms()), 1);
+        // A parcel for a queue the engine does not serve is sent elsewhere.
+        assert_eq!(
+            a.take_parcel(Parcel::decode(&parcel.body).unwrap()),
+            Err(Refusal::NotHere)
+        );
+    }
+
+    #[test]
+    fn an_outbox_survives_a_restart_and_returns_what_a_gone_target_refuses() {
+        let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
+        let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
+        let (a, b) = (shard(&clock, &sa, "a"), shard(&clock, &sb, "b"));
+        poisoned(&a, &b);
+        receive(&a, "a-src");
+        // The source shard fails over with the dead letter in its outbox.
+        let a2 = shard(&clock, &sa, "a");
+        let outbox = a2.outboxes().pop().expect("the outbox recovered");
+        let parcel = a2.parcel_of(&outbox).unwrap();
+        assert!(b.delete_queue(&id("b-dlq")));
+        assert_eq!(
+            b.take_parcel(Parcel::decode(&parcel.body).unwrap()),
+            Err(Refusal::Gone)
+        );
+        // The target is gone: the message goes back to its source, unchanged.
+        a2.return_outbox(&outbox, &parcel.route);
+        assert!(a2.outboxes().is_empty());
+        let src = a2.queue(&id("a-src")).unwrap();
+        assert_eq!(src.stored(a2.now_ms()), 1);
+        let a3 = shard(&clock, &sa, "a");
+        assert!(a3.outboxes().is_empty());
+        assert_eq!(a3.queue(&id("a-src")).unwrap().stored(a3.now_ms()), 1);
+        assert!(matches!(Parcel::decode(b"\xff"), Err(Refusal::Invalid(_))));
+    }
+
+    #[test]
+    fn a_route_is_read_back_from_its_outbox_name() {
+        for via in [Via::DeadLetter, Via::Move] {
+            let route = Route {
+                via,
+                origin: q("us-east-1", "000000000000", "orders"),
+                target: q("eu-west-1", "111111111111", "orders-dlq.fifo"),
+            };
+            let id = route.outbox_id();
+            assert!(is_hidden(&id.name));
+            assert_eq!(id.account, "000000000000");
+            assert_eq!(Route::of(&id), Some(route));
+        }
+        assert_eq!(Route::of(&q("r", "a", "orders")), None);
+        assert_eq!(Route::of(&q("r", "a", "~xx~a~b~c~d")), None);
+        assert_eq!(Route::of(&q("r", "a", "~dl~a~b~c~d~e")), None);
+    }
+}

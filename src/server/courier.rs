@@ -1,0 +1,256 @@
+//! Cluster mode: what shards send one another through their nodes. Outbox parcels carry
+//! dead letters and move-task messages to a queue another shard serves (see
+//! `engine::outbox`). A queue's settings are asked for when a RedrivePolicy or a move task
+//! names a queue another shard serves.
+//!
+//! Each served shard has a courier: a task that takes each non-empty outbox's oldest
+//! entries as a parcel and hands it to the engine serving the target — on this node
+//! directly, on another through `POST /_sqsim/cluster/arrive`. The target answers only once
+//! the arrival is durable, and only then are the entries removed from the outbox.
+
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response, StatusCode};
+use serde_json::json;
+
+use super::admin::{read_body_up_to, read_json, reply};
+use super::cluster::{Link, PostError};
+use super::limits::RequestBody;
+use crate::cluster::Place;
+use crate::engine::outbox::{Outgoing, Parcel, Refusal};
+use crate::engine::{journal, Engine, QueueId, QueueSettings};
+use crate::error::{ErrorCode, SqsError};
+use crate::store;
+
+const ARRIVE: &str = "/_sqsim/cluster/arrive";
+const DESCRIBE: &str = "/_sqsim/cluster/describe";
+/// The largest parcel a node takes (a parcel holds at least one message of up to 1 MiB,
+/// and stops adding them at 4 MiB).
+const MAX_PARCEL: usize = 16 << 20;
+/// How long one delivery or question may wait for the target's shard to have an owner.
+const OWNER_WAIT: Duration = Duration::from_secs(5);
+/// How often an idle courier looks at its outboxes even without being told (a delivery
+/// that failed is retried then).
+const IDLE: Duration = Duration::from_millis(500);
+
+/// Where a question about a queue was answered.
+enum Answer {
+    /// This node serves the queue's shard, with this engine.
+    Here(Arc<Engine>),
+    /// The owner answered this.
+    There(StatusCode, Bytes),
+}
+
+/// Asks the node serving `id`'s shard: POSTs `body` to `path` there, following the shard
+/// if it moves, for up to [`OWNER_WAIT`]; or the engine, when this node serves it.
+async fn ask_owner(link: &Link, id: &QueueId, path: &str, body: Bytes) -> Result<Answer, String> {
+    let shard = link.cluster.shard_of(id);
+    let deadline = Instant::now() + OWNER_WAIT;
+    loop {
+        match link.cluster.locate(shard, deadline).await {
+            Some(Place::Here(engine)) => return Ok(Answer::Here(engine)),
+            Some(Place::There(url)) => {
+                match link.post(&url, path, body.clone(), OWNER_WAIT).await {
+                    // That node no longer serves the shard: look again.
+                    Ok((StatusCode::MISDIRECTED_REQUEST, _)) => {}
+                    Ok((status, bytes)) => return Ok(Answer::There(status, bytes)),
+                    // Down: its lease will move.
+                    Err(PostError::Unreachable(_)) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            None => return Err(format!("shard {shard} has no owner")),
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("shard {shard} did not answer in time"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The settings of queue `id` (`None`: no such queue), from the node serving it.
+pub(super) async fn settings_of(
+    link: &Link,
+    id: QueueId,
+) -> Result<Option<QueueSettings>, SqsError> {
+    let unavailable = |e: String| {
+        tracing::warn!(error = %e, queue = %id.name, "a queue's settings could not be read");
+        SqsError::new(
+            ErrorCode::ServiceUnavailable,
+            "The node serving the queue did not answer; retry.",
+        )
+    };
+    let body = Bytes::from(serde_json::to_vec(&id).unwrap_or_default());
+    match ask_owner(link, &id, DESCRIBE, body)
+        .await
+        .map_err(unavailable)?
+    {
+        Answer::Here(engine) => Ok(describe_here(&engine, &id)),
+        Answer::There(StatusCode::OK, bytes) => {
+            serde_json::from_slice(&bytes).map_err(|e| unavailable(format!("{DESCRIBE}: {e}")))
+        }
+        Answer::There(status, bytes) => Err(unavailable(format!(
+            "{DESCRIBE}: {status} {}",
+            String::from_utf8_lossy(&bytes)
+        ))),
+    }
+}
+
+fn describe_here(engine: &Engine, id: &QueueId) -> Option<QueueSettings> {
+    engine
+        .queue(id)
+        .filter(|q| !q.is_deleted())
+        .map(|q| q.with_settings(Clone::clone))
+}
+
+/// The engine of this node serving `id`'s shard now, if any.
+fn serving(link: &Link, id: &QueueId) -> Option<Arc<Engine>> {
+    match link.cluster.try_locate(link.cluster.shard_of(id)) {
+        Some(Place::Here(engine)) => Some(engine),
+        _ => None,
+    }
+}
+
+fn not_serving() -> Response<Full<Bytes>> {
+    reply(
+        StatusCode::MISDIRECTED_REQUEST,
+        json!({"error": "this node does not serve the queue's shard"}),
+    )
+}
+
+/// `POST /_sqsim/cluster/describe` (a queue id): that queue's settings, or `null`.
+pub(super) async fn describe(link: &Link, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+    let id = match read_json::<QueueId>(req).await {
+        Ok(id) => id,
+        Err(resp) => return resp,
+    };
+    match serving(link, &id) {
+        Some(engine) => reply(StatusCode::OK, json!(describe_here(&engine, &id))),
+        None => not_serving(),
+    }
+}
+
+/// `POST /_sqsim/cluster/arrive` (a parcel): takes it in, answering once that is durable.
+pub(super) async fn arrive(link: &Link, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+    let body = match read_body_up_to(req, MAX_PARCEL).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let parcel = match Parcel::decode(&body) {
+        Ok(p) => p,
+        Err(e) => return refused(e),
+    };
+    let Some(engine) = serving(link, &parcel.route.target) else {
+        return not_serving();
+    };
+    match take(&engine, parcel).await {
+        Ok(n) => reply(StatusCode::OK, json!({"taken": n})),
+        Err(e) => refused(e),
+    }
+}
+
+fn refused(e: Refusal) -> Response<Full<Bytes>> {
+    match e {
+        Refusal::Gone => reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+        Refusal::NotHere => not_serving(),
+        Refusal::Invalid(e) => reply(StatusCode::BAD_REQUEST, json!({ "error": e })),
+        Refusal::NotKept(e) => reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({ "error": format!("not kept: {e}") }),
+        ),
+    }
+}
+
+/// Takes in `parcel` on `engine`, once the arrival is durable: how many entries were new.
+async fn take(engine: &Engine, parcel: Parcel<'_>) -> Result<usize, Refusal> {
+    let (taken, appended) = journal::tracking(async { engine.take_parcel(parcel) }).await;
+    let taken = taken?;
+    if let (Some(lsn), Some(s)) = (appended, engine.journal().store()) {
+        store::durable(s.as_ref(), lsn)
+            .await
+            .map_err(|e| Refusal::NotKept(e.to_string()))?;
+    }
+    Ok(taken)
+}
+
+/// What became of a parcel.
+enum Delivered {
+    /// The target has it (or had it already).
+    Taken,
+    /// The target queue does not exist.
+    Gone,
+}
+
+/// Hands `out` to the engine serving its target.
+async fn deliver(link: &Link, out: &Outgoing) -> Result<Delivered, String> {
+    let target = &out.route.target;
+    let body = Bytes::from(out.body.clone());
+    match ask_owner(link, target, ARRIVE, body).await? {
+        Answer::Here(engine) => {
+            let parcel = Parcel::decode(&out.body).map_err(|e| format!("{e:?}"))?;
+            match take(&engine, parcel).await {
+                Ok(_) => Ok(Delivered::Taken),
+                Err(Refusal::Gone) => Ok(Delivered::Gone),
+                Err(e) => Err(format!("{e:?}")),
+            }
+        }
+        Answer::There(StatusCode::OK, _) => Ok(Delivered::Taken),
+        Answer::There(StatusCode::NOT_FOUND, _) => Ok(Delivered::Gone),
+        Answer::There(status, bytes) => Err(format!(
+            "{ARRIVE}: {status} {}",
+            String::from_utf8_lossy(&bytes)
+        )),
+    }
+}
+
+/// Starts the courier of `engine` (a shard this node took), once the node's link to the
+/// cluster is set; it ends when the engine shuts down (the shard is given up).
+pub(super) fn spawn(link: Arc<OnceLock<Link>>, engine: Weak<Engine>) {
+    tokio::spawn(async move {
+        let link = loop {
+            if let Some(l) = link.get() {
+                break l.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            if engine.is_shutting_down() {
+                return;
+            }
+            let mut sent = false;
+            let mut failed = false;
+            for outbox in engine.outboxes() {
+                let Some(out) = engine.parcel_of(&outbox) else {
+                    continue;
+                };
+                match deliver(&link, &out).await {
+                    Ok(Delivered::Taken) => {
+                        engine.parcel_delivered(&outbox, &out);
+                        sent = true;
+                    }
+                    Ok(Delivered::Gone) => engine.return_outbox(&outbox, &out.route),
+                    Err(e) => {
+                        tracing::warn!(error = %e, target = %out.route.target.name, "outbox not delivered; retrying");
+                        failed = true;
+                    }
+                }
+            }
+            if failed {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            } else {
+                backoff = Duration::from_millis(100);
+                if !sent {
+                    engine.outbox_wait(IDLE).await;
+                }
+            }
+        }
+    });
+}
