@@ -47,6 +47,16 @@ pub(crate) struct QueueFilter {
 }
 
 impl QueueFilter {
+    /// The queues whose RedrivePolicy names `target` (in its namespace).
+    pub(crate) fn dead_letter_sources_of(target: &QueueId) -> QueueFilter {
+        QueueFilter {
+            region: target.region.clone(),
+            account: target.account.clone(),
+            prefix: String::new(),
+            dead_letter_target: Some(target.clone()),
+        }
+    }
+
     /// The ids of `engine`'s queues that pass, sorted by name.
     pub(crate) fn apply(&self, engine: &Engine) -> Vec<QueueId> {
         let queues = match &self.dead_letter_target {

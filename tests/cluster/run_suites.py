@@ -1,7 +1,7 @@
-"""Runs the boto3 suite (tests/python) against a 3-node cluster through a gateway node that
-serves no shard, so every request is forwarded: `make cluster-suites`. Not part of `make
-test` yet: the suite's dead-letter and move-task tests need queues on different shards,
-which cluster mode does not support yet (docs/scale-out.md, "Next steps")."""
+"""Runs the SDK suites against a 3-node cluster through a gateway node that serves no
+shard, so every request is forwarded (`make cluster-suites`, part of `make test`): the boto3
+suite (tests/python) and the JavaScript SDK v2 and v3 suites (tests/node v2.test.mjs,
+v3.test.mjs), each pointed at the gateway by SQSIM_TEST_ENDPOINT. Arguments go to pytest."""
 
 import os
 import subprocess
@@ -18,7 +18,12 @@ def main():
         gateway = cluster.gateway()
         env = {**os.environ, "SQSIM_TEST_ENDPOINT": gateway.endpoint}
         args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *sys.argv[1:]]
-        return subprocess.run(args + [str(REPO / "tests" / "python")], env=env).returncode
+        python = subprocess.run(args + [str(REPO / "tests" / "python")], env=env).returncode
+        node = subprocess.run(
+            ["node", "--test", "v2.test.mjs", "v3.test.mjs"], cwd=REPO / "tests" / "node", env=env
+        ).returncode
+        print(f"through the gateway: boto3 suite exit {python}, JavaScript SDK suites exit {node}")
+        return python or node
     finally:
         cluster.stop()
 

@@ -26,9 +26,13 @@ export function binaryPath() {
 
 /**
  * Starts sqsim on a free port. Resolves to { endpoint, stop(), advanceClock(s), clock() }.
- * Rejects if the server does not announce its port within 15 s.
+ * Rejects if the server does not announce its port within 15 s. With $SQSIM_TEST_ENDPOINT
+ * set, resolves to that running sqsim instead (make cluster-suites points it at a cluster's
+ * gateway node); stop() then leaves it running.
  */
 export function startServer() {
+  const external = process.env.SQSIM_TEST_ENDPOINT;
+  if (external) return Promise.resolve(makeServer(null, external.replace(/\/+$/, '')));
   const child = spawn(binaryPath(), ['--host', '127.0.0.1', '--port', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
@@ -66,12 +70,12 @@ export function startServer() {
 }
 
 function makeServer(child, endpoint) {
-  const exited = new Promise((r) => child.once('exit', r));
+  const exited = child && new Promise((r) => child.once('exit', r));
   return {
     endpoint,
     queueUrl: (name) => `${endpoint}/${ACCOUNT}/${name}`,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;

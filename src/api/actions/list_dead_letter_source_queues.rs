@@ -42,12 +42,7 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsErr
     let queue = ctx.queue(input.queue_url.as_deref())?;
     let max = check_max_results(input.max_results)?;
     let sources = ctx
-        .list(QueueFilter {
-            region: queue.id.region.clone(),
-            account: queue.id.account.clone(),
-            prefix: String::new(),
-            dead_letter_target: Some(queue.id.clone()),
-        })
+        .list(QueueFilter::dead_letter_sources_of(&queue.id))
         .await?;
     let (queue_urls, next_token) = paginate(ctx, sources, input.next_token.as_deref(), max)?;
     Ok(Output {

@@ -62,12 +62,7 @@ pub(crate) async fn start(ctx: &Context, input: StartInput) -> Result<StartOutpu
     let source = queue_by_arn(ctx, source_arn, "SourceArn")?;
     // Its sources may be served anywhere in a cluster.
     let sources = ctx
-        .list(QueueFilter {
-            region: source.id.region.clone(),
-            account: source.id.account.clone(),
-            prefix: String::new(),
-            dead_letter_target: Some(source.id.clone()),
-        })
+        .list(QueueFilter::dead_letter_sources_of(&source.id))
         .await?;
     if sources.is_empty() {
         return Err(SqsError::invalid(
