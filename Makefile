@@ -31,8 +31,9 @@ test-rust: nats
 cluster-test: build nats $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider tests/cluster
 
-## The boto3 suite and the JavaScript SDK v2/v3 suites through a gateway node in front of a
-## 3-node cluster (every request forwarded, queues spread over shards and nodes).
+## The SDK suites — boto3, JavaScript v2/v3, Rust (tests/it sdk, fifo, redrive, visibility) —
+## through a gateway node in front of a 3-node cluster (every request forwarded, queues
+## spread over shards and nodes).
 cluster-suites: build nats $(VENV)/.installed tests/node/node_modules/.installed
 	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python tests/cluster/run_suites.py
 

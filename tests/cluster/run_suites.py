@@ -1,7 +1,9 @@
 """Runs the SDK suites against a 3-node cluster through a gateway node that serves no
 shard, so every request is forwarded (`make cluster-suites`, part of `make test`): the boto3
-suite (tests/python) and the JavaScript SDK v2 and v3 suites (tests/node v2.test.mjs,
-v3.test.mjs), each pointed at the gateway by SQSIM_TEST_ENDPOINT. Arguments go to pytest."""
+suite (tests/python), the JavaScript SDK v2 and v3 suites (tests/node v2.test.mjs,
+v3.test.mjs) and the Rust SDK suite (tests/it: sdk, fifo, redrive, visibility; one test at a
+time, each after a reset), each pointed at the gateway by SQSIM_TEST_ENDPOINT. Arguments go
+to pytest."""
 
 import os
 import subprocess
@@ -22,8 +24,17 @@ def main():
         node = subprocess.run(
             ["node", "--test", "v2.test.mjs", "v3.test.mjs"], cwd=REPO / "tests" / "node", env=env
         ).returncode
-        print(f"through the gateway: boto3 suite exit {python}, JavaScript SDK suites exit {node}")
-        return python or node
+        rust = subprocess.run(
+            ["cargo", "test", "--test", "it", "--", "--test-threads=1"]
+            + ["sdk::", "fifo::", "redrive::", "visibility::"],
+            cwd=REPO,
+            env=env,
+        ).returncode
+        print(
+            f"through the gateway: boto3 suite exit {python}, JavaScript SDK suites exit {node}, "
+            f"Rust SDK suite exit {rust}"
+        )
+        return python or node or rust
     finally:
         cluster.stop()
 

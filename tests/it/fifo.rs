@@ -14,7 +14,7 @@ use aws_sdk_sqs::types::{
     SendMessageBatchRequestEntry,
 };
 use aws_sdk_sqs::Client;
-use common::{sdk, start};
+use common::{sdk, start_suite};
 
 async fn fifo_queue(c: &Client, name: &str, attrs: &[(&str, &str)]) -> String {
     let mut req = c
@@ -58,7 +58,7 @@ async fn delete(c: &Client, url: &str, m: &Message) {
 
 #[tokio::test]
 async fn recorded_drain_order_and_group_lock() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = fifo_queue(&c, "order.fifo", &[("ContentBasedDeduplication", "true")]).await;
     for (g, b) in [
@@ -94,7 +94,7 @@ async fn recorded_drain_order_and_group_lock() {
 
 #[tokio::test]
 async fn partial_release_serves_head_up_to_first_invisible() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = fifo_queue(&c, "partial.fifo", &[("ContentBasedDeduplication", "true")]).await;
@@ -146,7 +146,7 @@ async fn partial_release_serves_head_up_to_first_invisible() {
 async fn receive_all_after(
     c: &Client,
     url: &str,
-    server: &sqsim::Server,
+    server: &common::suite::Suite,
     secs: u64,
 ) -> Vec<Message> {
     server.advance_clock(Duration::from_secs(secs));
@@ -155,7 +155,7 @@ async fn receive_all_after(
 
 #[tokio::test]
 async fn groups_rotate_round_robin() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = fifo_queue(&c, "rotate.fifo", &[("ContentBasedDeduplication", "true")]).await;
     for g in ["g1", "g2", "g3"] {
@@ -172,7 +172,7 @@ async fn groups_rotate_round_robin() {
 
 #[tokio::test]
 async fn deduplication_window_scope_and_purge() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = fifo_queue(&c, "dedup.fifo", &[]).await;
@@ -258,7 +258,7 @@ async fn deduplication_window_scope_and_purge() {
 
 #[tokio::test]
 async fn sequence_numbers_and_send_rules() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = fifo_queue(&c, "seq.fifo", &[("ContentBasedDeduplication", "true")]).await;
     let mut last: u128 = 0;
@@ -402,7 +402,7 @@ fn sha256_hex(s: &str) -> String {
 
 #[tokio::test]
 async fn expired_handles_and_receive_attempts() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = fifo_queue(&c, "handles.fifo", &[("ContentBasedDeduplication", "true")]).await;
@@ -467,7 +467,7 @@ async fn expired_handles_and_receive_attempts() {
 
 #[tokio::test]
 async fn approximate_counts_include_messages_behind_locks() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = fifo_queue(&c, "counts.fifo", &[("ContentBasedDeduplication", "true")]).await;
     for g in ["a", "b", "c"] {
@@ -483,7 +483,7 @@ async fn approximate_counts_include_messages_behind_locks() {
 
 #[tokio::test]
 async fn fair_queue_shares_receives_between_groups() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = common::create(&c, "fair").await;
     for i in 0..50 {
@@ -518,7 +518,7 @@ async fn concurrent_consumers_keep_groups_ordered_and_exclusive() {
     const GROUPS: usize = 40;
     const PER_GROUP: usize = 30;
     const CONSUMERS: usize = 6;
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = fifo_queue(&c, "busy.fifo", &[("ContentBasedDeduplication", "true")]).await;
 

@@ -11,7 +11,7 @@ use aws_sdk_sqs::types::{
     MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
 use aws_sdk_sqs::Client;
-use common::{create, sdk, set_redrive, start, start_move_task, wait_task};
+use common::{create, sdk, set_redrive, start_move_task, start_suite, wait_task};
 
 async fn arn_of(c: &Client, url: &str) -> String {
     common::queue_attr(c, url, QueueAttributeName::QueueArn).await
@@ -23,7 +23,7 @@ async fn receive(c: &Client, url: &str, max: i32, vis: i32) -> Vec<aws_sdk_sqs::
 
 #[tokio::test]
 async fn message_moves_on_the_receive_after_max_receive_count() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let dlq = create(&c, "dlq").await;
     let src = create(&c, "src").await;
@@ -82,7 +82,7 @@ async fn message_moves_on_the_receive_after_max_receive_count() {
 
 #[tokio::test]
 async fn fifo_dead_letter_queue_keeps_order() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let mk = |name: &'static str| {
         let c = c.clone();
@@ -123,7 +123,7 @@ async fn fifo_dead_letter_queue_keeps_order() {
 
 #[tokio::test]
 async fn redrive_policy_validation() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let std_dlq = create(&c, "std-dlq").await;
     let src = create(&c, "src").await;
@@ -234,7 +234,7 @@ async fn fill_dlq(c: &Client, src: &str, dlq: &str, n: usize) -> HashSet<String>
 
 #[tokio::test]
 async fn move_task_at_a_rate_back_to_the_source() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let dlq = create(&c, "dlq").await;
@@ -325,7 +325,7 @@ fn base64_decode(s: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn move_task_cancellation_and_explicit_destination() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let dlq = create(&c, "dlq").await;
@@ -417,7 +417,7 @@ async fn move_task_cancellation_and_explicit_destination() {
 
 #[tokio::test]
 async fn move_task_fails_when_the_destination_is_gone() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let dlq = create(&c, "dlq").await;
     let src = create(&c, "src").await;
@@ -442,7 +442,7 @@ async fn move_task_fails_when_the_destination_is_gone() {
 
 #[tokio::test]
 async fn ten_thousand_messages_round_trip_exactly_once() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let dlq = create(&c, "dlq").await;
     let src = create(&c, "src").await;
@@ -482,7 +482,7 @@ async fn ten_thousand_messages_round_trip_exactly_once() {
 
 #[tokio::test]
 async fn permissions_round_trip_and_limits() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "shared").await;
     let arn = arn_of(&c, &url).await;
@@ -601,7 +601,7 @@ async fn permissions_round_trip_and_limits() {
 
 #[tokio::test]
 async fn tag_limits() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "tags").await;
     let mut req = c.tag_queue().queue_url(&url);
@@ -650,7 +650,7 @@ async fn tag_limits() {
 
 #[tokio::test]
 async fn deleted_queue_names_are_blocked_for_sixty_seconds() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = create(&c, "again").await;
@@ -670,7 +670,7 @@ async fn deleted_queue_names_are_blocked_for_sixty_seconds() {
 
 #[tokio::test]
 async fn redrive_policies_pointing_at_each_other_or_at_self_never_hang() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let a = create(&c, "a").await;
     let b = create(&c, "b").await;

@@ -12,7 +12,7 @@ use aws_sdk_sqs::types::{
     MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
     SendMessageBatchRequestEntry,
 };
-use common::{create, sdk, start};
+use common::{create, sdk, start_suite, Reach};
 
 fn string_attr(v: &str) -> MessageAttributeValue {
     MessageAttributeValue::builder()
@@ -24,7 +24,7 @@ fn string_attr(v: &str) -> MessageAttributeValue {
 
 #[tokio::test]
 async fn queue_lifecycle() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = common::create_with(
         &c,
@@ -84,7 +84,7 @@ async fn queue_lifecycle() {
 
 #[tokio::test]
 async fn list_queues_pages() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     for i in 0..5 {
         create(&c, &format!("page-{i}")).await;
@@ -129,7 +129,7 @@ async fn list_queues_pages() {
 
 #[tokio::test]
 async fn send_receive_delete_with_attributes() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "attrs").await;
     let body = "line1\r\nline2 \"quoted\" & <tagged> — ünïcødé 🚀";
@@ -216,7 +216,7 @@ fn md5_of(data: &[u8]) -> u128 {
 
 #[tokio::test]
 async fn attribute_filters_return_subsets_with_matching_md5() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "filters").await;
     c.send_message()
@@ -266,7 +266,7 @@ async fn attribute_filters_return_subsets_with_matching_md5() {
 
 #[tokio::test]
 async fn batches() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "batches").await;
     let entries: Vec<_> = (0..10)
@@ -377,7 +377,7 @@ async fn batches() {
 
 #[tokio::test]
 async fn long_poll_returns_soon_after_a_send() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "longpoll").await;
     let receiver = {
@@ -410,7 +410,7 @@ async fn long_poll_returns_soon_after_a_send() {
 /// its empty answer at once, running or frozen, with no real seconds spent.
 #[tokio::test]
 async fn moving_the_clock_ends_a_long_poll() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "clockpoll").await;
     for frozen in [false, true] {
@@ -451,7 +451,7 @@ async fn moving_the_clock_ends_a_long_poll() {
 
 #[tokio::test]
 async fn long_poll_times_out_empty() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "timeout").await;
     let start = Instant::now();
@@ -472,7 +472,7 @@ async fn long_poll_times_out_empty() {
 
 #[tokio::test]
 async fn long_poll_wakes_when_the_clock_makes_a_message_visible() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "clockwake").await;
     c.send_message()
@@ -492,7 +492,7 @@ async fn long_poll_wakes_when_the_clock_makes_a_message_visible() {
 
 #[tokio::test]
 async fn errors_map_to_typed_sdk_errors() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = create(&c, "errs").await;
     let err = c
@@ -539,7 +539,7 @@ async fn errors_map_to_typed_sdk_errors() {
 
 #[tokio::test]
 async fn tags_round_trip() {
-    let server = start().await;
+    let server = start_suite().await;
     let c = sdk(&server);
     let url = c
         .create_queue()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::error::ProvideErrorMetadata;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use common::{create, sdk, start};
+use common::{create, sdk, start_suite};
 
 async fn receive_one(
     c: &aws_sdk_sqs::Client,
@@ -23,7 +23,7 @@ async fn count(c: &aws_sdk_sqs::Client, url: &str, name: QueueAttributeName) -> 
 
 #[tokio::test]
 async fn received_message_is_invisible_until_its_timeout() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = create(&c, "vis").await;
@@ -60,7 +60,7 @@ async fn received_message_is_invisible_until_its_timeout() {
 
 #[tokio::test]
 async fn change_visibility_extends_releases_and_is_capped_at_twelve_hours() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = create(&c, "cmv").await;
@@ -157,7 +157,7 @@ async fn change_visibility_extends_releases_and_is_capped_at_twelve_hours() {
 
 #[tokio::test]
 async fn delays_per_message_and_per_queue() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = common::create_with(&c, "delayed", &[(QueueAttributeName::DelaySeconds, "20")]).await;
@@ -204,7 +204,7 @@ async fn delays_per_message_and_per_queue() {
 
 #[tokio::test]
 async fn retention_expires_old_messages_even_in_flight() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = common::create_with(
@@ -258,7 +258,7 @@ async fn retention_expires_old_messages_even_in_flight() {
 
 #[tokio::test]
 async fn purge_clears_everything_once_a_minute() {
-    let server = start().await;
+    let server = start_suite().await;
     server.clock().freeze();
     let c = sdk(&server);
     let url = create(&c, "purge").await;

@@ -3,10 +3,13 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod suite;
+
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use sqsim::{Config, Server};
+pub(crate) use suite::{start_suite, Reach};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Starts a server with default settings on 127.0.0.1:0.
@@ -24,7 +27,7 @@ pub(crate) async fn start_with(config: Config) -> Server {
 }
 
 /// An SDK client pointed at `server`.
-pub(crate) fn sdk(server: &Server) -> aws_sdk_sqs::Client {
+pub(crate) fn sdk(server: &impl Reach) -> aws_sdk_sqs::Client {
     sdk_for(&server.endpoint(), "us-east-1")
 }
 
