@@ -31,11 +31,11 @@ test-rust: nats
 cluster-test: build nats $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider tests/cluster
 
-## The SDK suites — boto3, JavaScript v2/v3, Rust (tests/it sdk, fifo, redrive, visibility) —
-## through a gateway node in front of a 3-node cluster (every request forwarded, queues
-## spread over shards and nodes).
-cluster-suites: build nats $(VENV)/.installed tests/node/node_modules/.installed
-	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python tests/cluster/run_suites.py
+## The SDK suites — boto3 (JSON and query), the aws CLI smoke, JavaScript v2/v3, Rust
+## (tests/it sdk, fifo, redrive, visibility) — through a gateway node in front of a 3-node
+## cluster (every request forwarded, queues spread over shards and nodes).
+cluster-suites: build nats $(VENV)/.installed $(VENV_QUERY)/.installed tests/node/node_modules/.installed
+	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/cluster/run_suites.py
 
 ## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
 ## suite) and the cluster tests: installed from the OS packages when missing; CI fails if

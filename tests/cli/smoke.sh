@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of sqsim with the `aws` CLI found on PATH (the Makefile puts .venv/bin first).
-# Starts $SQSIM_BIN on a free port, runs the common SQS commands against it, checks their
-# output with python3, and prints "cli smoke: N passed, M failed". Exits non-zero on failure.
+# Starts $SQSIM_BIN on a free port (or uses the running sqsim at $SQSIM_TEST_ENDPOINT), runs the
+# common SQS commands against it, checks their output with python3, and prints "cli smoke: N
+# passed, M failed". Exits non-zero on failure.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -25,23 +26,27 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# --- start the server ---------------------------------------------------------------------
-"$SQSIM_BIN" --host 127.0.0.1 --port 0 >"$WORK/stdout" 2>"$WORK/stderr" &
-SERVER_PID=$!
+# --- start the server (or use $SQSIM_TEST_ENDPOINT: a running sqsim, e.g. a cluster's gateway) --
+if [[ -n "${SQSIM_TEST_ENDPOINT:-}" ]]; then
+    ENDPOINT="${SQSIM_TEST_ENDPOINT%/}"
+else
+    "$SQSIM_BIN" --host 127.0.0.1 --port 0 >"$WORK/stdout" 2>"$WORK/stderr" &
+    SERVER_PID=$!
 
-ENDPOINT=""
-for _ in $(seq 1 200); do
-    if line="$(grep -m1 -E '^sqsim listening on http://' "$WORK/stdout" 2>/dev/null)"; then
-        ENDPOINT="${line#sqsim listening on }"
-        break
+    ENDPOINT=""
+    for _ in $(seq 1 200); do
+        if line="$(grep -m1 -E '^sqsim listening on http://' "$WORK/stdout" 2>/dev/null)"; then
+            ENDPOINT="${line#sqsim listening on }"
+            break
+        fi
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    if [[ -z "$ENDPOINT" ]]; then
+        echo "cli smoke: sqsim did not start" >&2
+        cat "$WORK/stderr" >&2 || true
+        exit 1
     fi
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.05
-done
-if [[ -z "$ENDPOINT" ]]; then
-    echo "cli smoke: sqsim did not start" >&2
-    cat "$WORK/stderr" >&2 || true
-    exit 1
 fi
 for _ in $(seq 1 200); do
     if python3 - "$ENDPOINT" <<'EOF' 2>/dev/null; then break; fi
