@@ -152,7 +152,7 @@ impl Context {
             _ => Ok(self
                 .engine
                 .queue(id)
-                .filter(|q| !q.is_deleted())
+                .filter(|q| !q.is_deleted() && !crate::engine::outbox::is_hidden(&q.id.name))
                 .map(|q| q.with_settings(Clone::clone))),
         }
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::change::{Change, TaskRecord};
 use super::ids::QueueId;
 use super::journal::MoveCount;
-use super::outbox::{self, Destination, Route, Via};
+use super::outbox::{self, Destination, Via};
 use super::queue::Queue;
 use super::receive::Transfer;
 use super::Engine;
@@ -126,11 +126,31 @@ impl MoveTask {
 
     /// A queue the task sends messages to is gone: it fails, unless it already ended.
     pub(crate) fn fail_queue_gone(&self, engine: &Engine) {
-        if matches!(
-            self.status().0,
-            TaskStatus::Running | TaskStatus::Cancelling
-        ) {
-            self.set(engine, TaskStatus::Failed, Some(TaskFailure::QueueGone));
+        self.transition(engine, |status| {
+            matches!(status, TaskStatus::Running | TaskStatus::Cancelling)
+                .then_some((TaskStatus::Failed, Some(TaskFailure::QueueGone)))
+        });
+    }
+
+    /// Moves the task to the state `next` gives for its current one, if any, in one step
+    /// (the courier and the task's own loop may both conclude it).
+    fn transition(
+        &self,
+        engine: &Engine,
+        next: impl FnOnce(TaskStatus) -> Option<(TaskStatus, Option<TaskFailure>)>,
+    ) {
+        let changed = {
+            let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            match next(st.0) {
+                Some(to) => {
+                    *st = to;
+                    true
+                }
+                None => false,
+            }
+        };
+        if changed {
+            engine.record_task(self);
         }
     }
 
@@ -251,7 +271,12 @@ async fn run(
         }
         let now = engine.now_ms();
         // Messages on their way through outboxes (cluster mode) count once they arrive.
-        let moved = task.moved() + engine.moving(&source.id) as u64;
+        let moving: usize = engine
+            .task_outboxes(&source.id, &task.task_id)
+            .iter()
+            .map(|o| o.stored(now))
+            .sum();
+        let moved = task.moved() + moving as u64;
         if moved >= task.to_move {
             complete(&engine, &task, &source).await;
             return;
@@ -289,17 +314,14 @@ async fn run(
 /// arrived, or after [`OUTBOX_WAIT`]: a client that sees COMPLETED finds them there (and
 /// the count includes them). A task that failed meanwhile stays failed.
 async fn complete(engine: &Engine, task: &MoveTask, source: &Queue) {
-    for o in engine.outboxes() {
-        let ours = Route::of(&o.id).is_some_and(|r| r.via == Via::Move && r.origin == source.id);
-        if ours {
-            outbox::delivered(&o, o.last_seq(), OUTBOX_WAIT).await;
-        }
+    for o in engine.task_outboxes(&source.id, &task.task_id) {
+        outbox::delivered(&o, o.last_seq(), OUTBOX_WAIT).await;
     }
-    match task.status().0 {
-        TaskStatus::Running => task.set(engine, TaskStatus::Completed, None),
-        TaskStatus::Cancelling => task.set(engine, TaskStatus::Cancelled, None),
-        _ => {}
-    }
+    task.transition(engine, |status| match status {
+        TaskStatus::Running => Some((TaskStatus::Completed, None)),
+        TaskStatus::Cancelling => Some((TaskStatus::Cancelled, None)),
+        _ => None,
+    });
 }
 
 /// Hands moved messages to their destinations, counting them for `task` as they arrive.
@@ -334,7 +356,10 @@ fn deliver(
         }
     }
     for (target, group) in by_target {
-        match engine.destination(&source.id, &target, Via::Move) {
+        let via = Via::Move {
+            task: task.task_id.clone(),
+        };
+        match engine.destination(&source.id, &target, via) {
             Destination::Local(q) => q.accept_moved(group, task, now),
             // Counted once they arrive (`Engine::parcel_delivered`).
             Destination::Outbox(o) => {

@@ -43,12 +43,13 @@ pub(crate) fn is_hidden(name: &str) -> bool {
 }
 
 /// Why messages travel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Via {
     /// Dead-lettered from the origin (counts kept, the origin recorded as their source).
     DeadLetter,
-    /// Moved by a message move task out of the origin (a fresh receive count).
-    Move,
+    /// Moved out of the origin by the message move task with this id (a fresh receive
+    /// count): each task has its own outboxes, so what arrives counts for it alone.
+    Move { task: String },
 }
 
 /// Where an outbox's messages come from and go to.
@@ -62,9 +63,9 @@ pub(crate) struct Route {
 impl Route {
     /// The outbox carrying this route: in the origin's namespace, named after the route.
     pub(crate) fn outbox_id(&self) -> QueueId {
-        let via = match self.via {
-            Via::DeadLetter => "dl",
-            Via::Move => "mv",
+        let via = match &self.via {
+            Via::DeadLetter => "dl".to_string(),
+            Via::Move { task } => format!("mv-{task}"),
         };
         let t = &self.target;
         QueueId {
@@ -82,8 +83,9 @@ impl Route {
         let mut parts = outbox.name.strip_prefix(HIDDEN)?.split(HIDDEN);
         let via = match parts.next()? {
             "dl" => Via::DeadLetter,
-            "mv" => Via::Move,
-            _ => return None,
+            v => Via::Move {
+                task: v.strip_prefix("mv-")?.to_string(),
+            },
         };
         let origin = QueueId {
             region: outbox.region.clone(),
@@ -191,11 +193,17 @@ impl Engine {
             origin: origin.clone(),
             target: target.clone(),
         };
+        let id = route.outbox_id();
+        if Route::of(&id).as_ref() != Some(&route) {
+            // A namespace the outbox's name cannot spell (a `~` in a region taken from a
+            // signature): no outbox could ever deliver it, so the message stays put.
+            return Destination::Gone;
+        }
         let settings = QueueSettings {
             message_retention_period: RETENTION_S,
             ..QueueSettings::default()
         };
-        match self.create_queue(route.outbox_id(), settings) {
+        match self.create_queue(id, settings) {
             Ok((q, _)) => Destination::Outbox(q),
             // Only a deleted-name cooldown refuses, and outboxes are never deleted by name.
             Err(_) => Destination::Gone,
@@ -212,8 +220,11 @@ impl Engine {
         let _ = tokio::time::timeout(max, self.outbox_ready.notified()).await;
     }
 
-    /// Every outbox holding entries.
+    /// Every outbox holding entries (none outside cluster mode, without a look).
     pub(crate) fn outboxes(&self) -> Vec<Arc<Queue>> {
+        if self.home.get().is_none() {
+            return Vec::new();
+        }
         let queues = self.queues.read().unwrap_or_else(|p| p.into_inner());
         queues
             .iter()
@@ -232,7 +243,13 @@ impl Engine {
             let mut keys = Vec::new();
             let mut entries = Vec::new();
             for (key, m) in oldest {
-                size += m.payload.body.len() + 1024;
+                let p = &*m.payload;
+                let attributes: usize = p
+                    .attributes()
+                    .iter()
+                    .map(|(name, v)| name.len() + v.size())
+                    .sum();
+                size += p.body.len() + attributes + 1024;
                 if !entries.is_empty() && size > PARCEL_BYTES {
                     break;
                 }
@@ -253,28 +270,31 @@ impl Engine {
     /// The target took `parcel` (durably): its entries leave the outbox, and a move task's
     /// count takes them in the same record (it counts messages that arrived).
     pub(crate) fn parcel_delivered(&self, outbox: &Queue, parcel: &Outgoing) {
-        let task = match parcel.route.via {
-            Via::Move => self.newest_task(&parcel.route.origin),
-            Via::DeadLetter => None,
-        };
-        let task = task.map(|t| t as Arc<dyn super::journal::MoveCount>);
+        let task = self
+            .task_of(&parcel.route)
+            .map(|t| t as Arc<dyn super::journal::MoveCount>);
         outbox.remove_keys(&parcel.keys, task, self.now_ms());
     }
 
-    /// The newest move task out of `source`.
-    fn newest_task(&self, source: &QueueId) -> Option<Arc<super::move_task::MoveTask>> {
-        self.move_tasks_of(&source.arn()).into_iter().next()
+    /// The move task whose messages travel `route`, if any.
+    fn task_of(&self, route: &Route) -> Option<Arc<super::move_task::MoveTask>> {
+        let Via::Move { task } = &route.via else {
+            return None;
+        };
+        self.move_tasks_of(&route.origin.arn())
+            .into_iter()
+            .find(|t| t.task_id == *task)
     }
 
-    /// How many messages a move task out of `source` sent into outboxes that have not
-    /// arrived yet.
-    pub(crate) fn moving(&self, source: &QueueId) -> usize {
-        let now = self.now_ms();
-        self.outboxes()
-            .iter()
-            .filter(|o| Route::of(&o.id).is_some_and(|r| r.via == Via::Move && r.origin == *source))
-            .map(|o| o.stored(now))
-            .sum()
+    /// The outboxes of move task `task`, out of `source`.
+    pub(crate) fn task_outboxes(&self, source: &QueueId, task: &str) -> Vec<Arc<Queue>> {
+        let mut out = self.outboxes();
+        out.retain(|o| {
+            Route::of(&o.id).is_some_and(|r| {
+                r.origin == *source && matches!(&r.via, Via::Move { task: t } if t == task)
+            })
+        });
+        out
     }
 
     /// The target of `outbox` is gone: its entries go back to their origin, unchanged (or,
@@ -282,10 +302,8 @@ impl Engine {
     /// does when its destination is gone on one node.
     pub(crate) fn return_outbox(&self, outbox: &Queue, route: &Route) {
         let now = self.now_ms();
-        if route.via == Via::Move {
-            if let Some(task) = self.newest_task(&route.origin) {
-                task.fail_queue_gone(self);
-            }
+        if let Some(task) = self.task_of(route) {
+            task.fail_queue_gone(self);
         }
         match self.queue(&route.origin) {
             Some(origin) if !origin.is_deleted() => {
@@ -315,7 +333,7 @@ impl Engine {
             Via::DeadLetter => Transfer::DeadLetter {
                 source_arn: &origin_arn,
             },
-            Via::Move => Transfer::Redrive,
+            Via::Move { .. } => Transfer::Redrive,
         };
         let entries = parcel
             .entries
@@ -335,7 +353,7 @@ pub(crate) async fn delivered(outbox: &Queue, seq: u64, max: Duration) {
         if tokio::time::Instant::now() >= give_up {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -486,7 +504,8 @@ mod tests {
 
     #[test]
     fn a_route_is_read_back_from_its_outbox_name() {
-        for via in [Via::DeadLetter, Via::Move] {
+        let task = "0b7a3c1e-5d2f-4e8a-9c6b-1f2e3d4c5b6a".to_string();
+        for via in [Via::DeadLetter, Via::Move { task }] {
             let route = Route {
                 via,
                 origin: q("us-east-1", "000000000000", "orders"),

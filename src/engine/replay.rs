@@ -214,7 +214,9 @@ impl Engine {
                     }
                     Change::Counters { counters, .. } => st.restore_counters(counters),
                     Change::Arrived { source, seq, .. } => {
-                        st.marks.insert(source.into_owned(), seq);
+                        // A mark only rises.
+                        let mark = st.marks.entry(source.into_owned()).or_default();
+                        *mark = (*mark).max(seq);
                     }
                     _ => {}
                 }

@@ -20,8 +20,8 @@ use super::admin::{read_body_up_to, read_json, reply};
 use super::cluster::{Link, PostError};
 use super::limits::RequestBody;
 use crate::cluster::Place;
-use crate::engine::outbox::{Outgoing, Parcel, Refusal};
-use crate::engine::{journal, Engine, QueueId, QueueSettings};
+use crate::engine::outbox::{is_hidden, Outgoing, Parcel, Refusal};
+use crate::engine::{Engine, Queue, QueueId, QueueSettings};
 use crate::error::{ErrorCode, SqsError};
 use crate::store;
 
@@ -102,7 +102,7 @@ pub(super) async fn settings_of(
 fn describe_here(engine: &Engine, id: &QueueId) -> Option<QueueSettings> {
     engine
         .queue(id)
-        .filter(|q| !q.is_deleted())
+        .filter(|q| !q.is_deleted() && !is_hidden(&q.id.name))
         .map(|q| q.with_settings(Clone::clone))
 }
 
@@ -165,15 +165,25 @@ fn refused(e: Refusal) -> Response<Full<Bytes>> {
 }
 
 /// Takes in `parcel` on `engine`, once the arrival is durable: how many entries were new.
+/// A parcel whose entries all arrived before appends nothing, but the arrival that set its
+/// mark may still be on its way to the log: the answer waits for everything appended.
 async fn take(engine: &Engine, parcel: Parcel<'_>) -> Result<usize, Refusal> {
-    let (taken, appended) = journal::tracking(async { engine.take_parcel(parcel) }).await;
-    let taken = taken?;
-    if let (Some(lsn), Some(s)) = (appended, engine.journal().store()) {
-        store::durable(s.as_ref(), lsn)
-            .await
-            .map_err(|e| Refusal::NotKept(e.to_string()))?;
-    }
+    let taken = engine.take_parcel(parcel)?;
+    all_kept(engine).await.map_err(Refusal::NotKept)?;
     Ok(taken)
+}
+
+/// Waits until everything `engine` appended so far is durable.
+async fn all_kept(engine: &Engine) -> Result<(), String> {
+    let Some(s) = engine.journal().store() else {
+        return Ok(());
+    };
+    match s.next_lsn().checked_sub(1) {
+        Some(last) => store::durable(s.as_ref(), last)
+            .await
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// What became of a parcel.
@@ -206,8 +216,42 @@ async fn deliver(link: &Link, out: &Outgoing) -> Result<Delivered, String> {
     }
 }
 
+/// What one round did with one outbox.
+enum Round {
+    Sent,
+    Empty,
+    Failed,
+}
+
+/// Delivers the oldest entries of `outbox`, once they are durable here (an entry whose
+/// record is not kept yet may vanish with a failover: it must not arrive anywhere).
+async fn deliver_oldest(link: &Link, engine: &Engine, outbox: &Queue) -> Round {
+    let Some(out) = engine.parcel_of(outbox) else {
+        return Round::Empty;
+    };
+    let outcome = match all_kept(engine).await {
+        Ok(()) => deliver(link, &out).await,
+        Err(e) => Err(format!("not kept here: {e}")),
+    };
+    match outcome {
+        Ok(Delivered::Taken) => {
+            engine.parcel_delivered(outbox, &out);
+            Round::Sent
+        }
+        Ok(Delivered::Gone) => {
+            engine.return_outbox(outbox, &out.route);
+            Round::Sent
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, target = %out.route.target.name, "outbox not delivered; retrying");
+            Round::Failed
+        }
+    }
+}
+
 /// Starts the courier of `engine` (a shard this node took), once the node's link to the
-/// cluster is set; it ends when the engine shuts down (the shard is given up).
+/// cluster is set; it ends when the engine shuts down (the shard is given up). Outboxes are
+/// delivered side by side: a target that does not answer holds up only its own.
 pub(super) fn spawn(link: Arc<OnceLock<Link>>, engine: Weak<Engine>) {
     tokio::spawn(async move {
         let link = loop {
@@ -224,24 +268,13 @@ pub(super) fn spawn(link: Arc<OnceLock<Link>>, engine: Weak<Engine>) {
             if engine.is_shutting_down() {
                 return;
             }
-            let mut sent = false;
-            let mut failed = false;
-            for outbox in engine.outboxes() {
-                let Some(out) = engine.parcel_of(&outbox) else {
-                    continue;
-                };
-                match deliver(&link, &out).await {
-                    Ok(Delivered::Taken) => {
-                        engine.parcel_delivered(&outbox, &out);
-                        sent = true;
-                    }
-                    Ok(Delivered::Gone) => engine.return_outbox(&outbox, &out.route),
-                    Err(e) => {
-                        tracing::warn!(error = %e, target = %out.route.target.name, "outbox not delivered; retrying");
-                        failed = true;
-                    }
-                }
-            }
+            let outboxes = engine.outboxes();
+            let rounds = futures_util::future::join_all(
+                outboxes.iter().map(|o| deliver_oldest(&link, &engine, o)),
+            )
+            .await;
+            let sent = rounds.iter().any(|r| matches!(r, Round::Sent));
+            let failed = rounds.iter().any(|r| matches!(r, Round::Failed));
             if failed {
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(2));
