@@ -19,7 +19,7 @@ use base64::Engine as _;
 use super::faults::{FaultEffect, FaultRule};
 use super::AppState;
 use crate::engine::message::Delivery;
-use crate::engine::{AttributeData, Queue, QueueId};
+use crate::engine::{AttributeData, Engine, Queue, QueueId};
 use crate::error::SqsError;
 
 pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
@@ -123,7 +123,9 @@ fn reset(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
 
 fn reset_memory(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
     if let Some(url) = &r.queue_url {
-        return match queue_of(state, url, r.region.as_deref()) {
+        let found = queue_of(state, url, r.region.as_deref())
+            .filter(|q| !crate::engine::outbox::is_hidden(&q.id.name));
+        return match found {
             Some(q) => {
                 state.engine.reset_queue(&q.id);
                 reply(StatusCode::OK, json!({"reset": "queue", "queue_url": url}))
@@ -149,9 +151,13 @@ fn reset_memory(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
 }
 
 fn stats(state: &AppState) -> Response<Full<Bytes>> {
-    let now = state.engine.now_ms();
-    let queues: Vec<_> = state
-        .engine
+    stats_of(state, queue_stats(&state.engine), None)
+}
+
+/// `/_sqsim/stats`'s entry for each queue of `engine`.
+pub(super) fn queue_stats(engine: &Engine) -> Vec<serde_json::Value> {
+    let now = engine.now_ms();
+    engine
         .all_queues()
         .iter()
         .map(|q| {
@@ -175,7 +181,22 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
                 "realism": q.realism().spec(),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// `/_sqsim/stats`: `queues` (from every node, in cluster mode) with this node's faults,
+/// workers, store and realism (`store`: the shards' stores in cluster mode).
+pub(super) fn stats_of(
+    state: &AppState,
+    mut queues: Vec<serde_json::Value>,
+    stores: Option<serde_json::Value>,
+) -> Response<Full<Bytes>> {
+    queues.sort_by(|a, b| {
+        let key = |v: &serde_json::Value| {
+            ["region", "account", "name"].map(|k| v[k].as_str().unwrap_or_default().to_string())
+        };
+        key(a).cmp(&key(b))
+    });
     let faults: Vec<_> = state.faults.list().iter().map(fault_json).collect();
     let workers: Vec<_> = state
         .workers
@@ -194,7 +215,10 @@ fn stats(state: &AppState) -> Response<Full<Bytes>> {
             })
         })
         .collect();
-    let store = state.engine.journal().store().map(|s| s.stats());
+    let store = match stores {
+        Some(s) => s,
+        None => json!(state.engine.journal().store().map(|s| s.stats())),
+    };
     reply(
         StatusCode::OK,
         json!({
@@ -222,21 +246,32 @@ fn health(state: &AppState) -> Response<Full<Bytes>> {
     }
 }
 
-fn peek(state: &AppState, query: &str) -> Response<Full<Bytes>> {
+/// The queue `/_sqsim/peek?queue_url=…[&region=…]` names, if it names one.
+pub(super) fn peek_target(state: &AppState, query: &str) -> Option<QueueId> {
     let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let Some(url) = get("queue_url") else {
+    queue_id_of(state, get("queue_url")?, get("region"))
+}
+
+/// `/_sqsim/peek`, on `engine` (in cluster mode, the engine serving the queue's shard).
+pub(super) fn peek(state: &AppState, engine: &Engine, query: &str) -> Response<Full<Bytes>> {
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if get("queue_url").is_none() {
         return reply(
             StatusCode::BAD_REQUEST,
             json!({"error": "give the queue as ?queue_url=…"}),
         );
-    };
-    let Some(q) = queue_of(state, url, get("region")) else {
+    }
+    let found = peek_target(state, query)
+        .and_then(|id| engine.queue(&id))
+        .filter(|q| !crate::engine::outbox::is_hidden(&q.id.name));
+    let Some(q) = found else {
         return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
     };
     let number = |k: &str, default: usize| get(k).and_then(|v| v.parse().ok()).unwrap_or(default);
     let (page, total) = q.peek_page(
-        state.engine.now_ms(),
+        engine.now_ms(),
         number("offset", 0),
         number("limit", usize::MAX),
     );
@@ -456,7 +491,9 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
             Err(resp) => resp,
         },
         (Method::GET, "/_sqsim/stats") => stats(state),
-        (Method::GET, "/_sqsim/peek") => peek(state, req.uri().query().unwrap_or_default()),
+        (Method::GET, "/_sqsim/peek") => {
+            peek(state, &state.engine, req.uri().query().unwrap_or_default())
+        }
         (Method::GET, "/_sqsim/faults") => faults(state),
         (Method::POST, "/_sqsim/faults") => match read_json::<FaultRequest>(req).await {
             Ok(f) => add_fault(state, f),

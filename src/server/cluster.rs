@@ -347,10 +347,21 @@ pub(super) async fn admin(
         },
         (Method::POST, "/_sqsim/cluster/arrive") => super::courier::arrive(link, req).await,
         (Method::POST, "/_sqsim/cluster/describe") => super::courier::describe(link, req).await,
-        (Method::POST, "/_sqsim/reset") => match read_json::<serde_json::Value>(req).await {
-            Ok(r) => reset(state, link, r, forwarded).await,
-            Err(resp) => resp,
-        },
+        (Method::POST, "/_sqsim/reset") => reset(state, link, req, forwarded).await,
+        (Method::GET, "/_sqsim/peek") => {
+            let query = req.uri().query().unwrap_or_default().to_string();
+            // Without a queue, the one-process handler gives the error.
+            let Some(id) = super::admin::peek_target(state, &query) else {
+                return Err(req);
+            };
+            let (parts, _) = req.into_parts();
+            match on_owner(state, link, &parts, &Bytes::new(), &id).await {
+                Ok(engine) => super::admin::peek(state, &engine, &query),
+                Err(resp) => resp,
+            }
+        }
+        (Method::GET, "/_sqsim/stats") => stats(state, link).await,
+        (Method::POST, "/_sqsim/cluster/stats") => reply(StatusCode::OK, local_stats(link)),
         // The clock is the cluster's: moved here, then on every node (and kept in JetStream
         // for nodes that join later).
         (Method::POST, "/_sqsim/clock") => {
@@ -430,8 +441,108 @@ async fn spread_clock(link: &Link) -> Result<(), String> {
     Ok(())
 }
 
-/// Resets on every node: the local shards, then (unless a peer asked) the others.
+/// Where a request about queue `id` runs: `Ok` with the engine when this node serves its
+/// shard, else the answer of the node that does (or the refusal when none does in time).
+async fn on_owner(
+    state: &AppState,
+    link: &Link,
+    parts: &Parts,
+    body: &Bytes,
+    id: &QueueId,
+) -> Result<Arc<Engine>, Response<Full<Bytes>>> {
+    match route(link, parts, body, &Target::Queue(id.clone()), &state.engine).await {
+        Routed::Here(engine) => Ok(engine),
+        Routed::There(resp) => Err(resp),
+        Routed::Refused(err, status) => Err(reply(status, json!({ "error": err.message }))),
+    }
+}
+
+/// This node's shards' entries of `/_sqsim/stats`, and their stores.
+fn local_stats(link: &Link) -> serde_json::Value {
+    let engines = link.cluster.engines();
+    let queues: Vec<serde_json::Value> = engines
+        .iter()
+        .flat_map(|e| super::admin::queue_stats(e))
+        .collect();
+    let stores: Vec<_> = engines
+        .iter()
+        .filter_map(|e| e.journal().store().map(|s| s.stats()))
+        .collect();
+    json!({"queues": queues, "stores": stores})
+}
+
+/// `/_sqsim/stats` in cluster mode: every node's queues; the stores of every node's shards.
+async fn stats(state: &AppState, link: &Link) -> Response<Full<Bytes>> {
+    let mut queues = Vec::new();
+    let mut stores = Vec::new();
+    let answers = link.ask_peers("/_sqsim/cluster/stats", &json!({})).await;
+    for answer in std::iter::once(Ok(local_stats(link))).chain(answers) {
+        match answer {
+            Ok(mut v) => {
+                if let serde_json::Value::Array(q) = v["queues"].take() {
+                    queues.extend(q);
+                }
+                if let serde_json::Value::Array(s) = v["stores"].take() {
+                    stores.extend(s);
+                }
+            }
+            Err(e) => {
+                return reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    json!({"error": format!("a node did not answer: {e}")}),
+                )
+            }
+        }
+    }
+    super::admin::stats_of(state, queues, Some(json!(stores)))
+}
+
+/// Resets on every node: the local shards, then (unless a peer asked) the others; or one
+/// queue, where it is served.
 async fn reset(
+    state: &AppState,
+    link: &Link,
+    req: Request<RequestBody>,
+    forwarded: bool,
+) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let bytes = match super::admin::read_body_up_to(Request::new(body), 64 * 1024).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        &bytes
+    };
+    let r: serde_json::Value = match serde_json::from_slice(text) {
+        Ok(v) => v,
+        Err(e) => return reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})),
+    };
+    if let Some(url) = r.get("queue_url").and_then(|v| v.as_str()) {
+        let region = r.get("region").and_then(|v| v.as_str());
+        let found = super::admin::queue_id_of(state, url, region)
+            .filter(|id| !crate::engine::outbox::is_hidden(&id.name));
+        let Some(id) = found else {
+            return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+        };
+        return match on_owner(state, link, &parts, &bytes, &id).await {
+            Ok(engine) if engine.reset_queue(&id) => {
+                let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
+                if let Ok(Err(e)) = compacted {
+                    return super::admin::store_failed(&e);
+                }
+                reply(StatusCode::OK, json!({"reset": "queue", "queue_url": url}))
+            }
+            Ok(_) => reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+            Err(resp) => resp,
+        };
+    }
+    reset_nodes(state, link, r, forwarded).await
+}
+
+/// Resets every queue, or one namespace, on every node.
+async fn reset_nodes(
     state: &AppState,
     link: &Link,
     r: serde_json::Value,
@@ -448,12 +559,6 @@ async fn reset(
                 .to_string(),
         )),
     };
-    if r.get("queue_url").is_some() {
-        return reply(
-            StatusCode::NOT_IMPLEMENTED,
-            json!({"error": "resetting one queue is not available in cluster mode; reset a namespace"}),
-        );
-    }
     for engine in link.cluster.engines() {
         engine.reset(namespace.as_ref().map(|(a, g)| (g.as_str(), a.as_str())));
         // The snapshot waits for JetStream: off the runtime's async threads.

@@ -67,6 +67,27 @@ def test_traffic_through_every_node(cluster):
         )
     bodies = [m["Body"] for m in a.receive_message(QueueUrl=fifos[0], MaxNumberOfMessages=10)["Messages"]]
     assert bodies == [str(n) for n in range(6)]
+    # The test controls about one queue act where it is served, through any node: peek,
+    # stats (every node's queues), and a reset of one queue.
+    c.send_message(QueueUrl=std[1], MessageBody="peek me")
+    for node in cluster.nodes:
+        peeked = get_json(f"{node.endpoint}/_sqsim/peek?queue_url={urllib.parse.quote(std[1], safe='')}")
+        assert [m["body"] for m in peeked["messages"]] == ["peek me"], peeked
+        stats = get_json(f"{node.endpoint}/_sqsim/stats")
+        by_name = {q["name"]: q for q in stats["queues"]}
+        assert set(map(name_of, std + fifos)) <= set(by_name), sorted(by_name)
+        assert by_name[name_of(std[1])]["visible"] == 1
+        assert not [n for n in by_name if n.startswith("~")]
+    reset = urllib.request.Request(
+        f"{cluster.nodes[0].endpoint}/_sqsim/reset",
+        data=json.dumps({"queue_url": std[1]}).encode(),
+        method="POST",
+    )
+    with urllib.request.urlopen(reset) as r:
+        assert json.loads(r.read())["reset"] == "queue"
+    for client in (a, b, c):
+        names = map(name_of, client.list_queues(QueueNamePrefix="every")["QueueUrls"])
+        assert name_of(std[1]) not in names
     # Deleting a queue is seen from every node.
     b.delete_queue(QueueUrl=std[0])
     for client in (a, b, c):
