@@ -9,7 +9,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: cluster-test cluster-suites nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: cluster-test cluster-suites cluster-bench nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -36,6 +36,13 @@ cluster-test: build nats $(VENV)/.installed
 ## cluster (every request forwarded, queues spread over shards and nodes).
 cluster-suites: build nats $(VENV)/.installed $(VENV_QUERY)/.installed tests/node/node_modules/.installed
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/cluster/run_suites.py
+
+## 1 node vs 3 nodes on this machine (release build): sqsim-bench's send scenario against one
+## process in memory, a 1-node cluster (R1) and a 3-node cluster (R3), in alternating rounds;
+## a table of msgs/s and shares of the in-memory process (docs/scale-out.md).
+cluster-bench: nats $(VENV)/.installed
+	cargo build --release --bins
+	SQSIM_BIN=$(CURDIR)/target/release/sqsim SQSIM_BENCH_BIN=$(CURDIR)/target/release/sqsim-bench $(VENV)/bin/python tests/cluster/bench.py
 
 ## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
 ## suite) and the cluster tests: installed from the OS packages when missing; CI fails if

@@ -81,6 +81,16 @@ class Nats:
         binary = os.environ.get("NATS_SERVER_BIN") or shutil.which("nats-server")
         assert binary, "nats-server is not installed (make nats installs it)"
         conf = self.dir.with_suffix(".conf")
+        # One server alone runs JetStream without a cluster (replicas 1).
+        cluster = (
+            f"""cluster {{
+  name: sqsim-test
+  listen: 127.0.0.1:{self.cluster_ports[self.index]}
+  routes: [{routes}]
+}}"""
+            if len(self.cluster_ports) > 1
+            else ""
+        )
         conf.write_text(
             f"""
 listen: 127.0.0.1:{self.port}
@@ -88,11 +98,7 @@ http: 127.0.0.1:{self.monitor}
 server_name: nats{self.index}
 max_payload: 8MB
 jetstream {{ store_dir: "{self.dir}" }}
-cluster {{
-  name: sqsim-test
-  listen: 127.0.0.1:{self.cluster_ports[self.index]}
-  routes: [{routes}]
-}}
+{cluster}
 """
         )
         self.proc = subprocess.Popen(
@@ -172,13 +178,18 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, lease_ms=LEASE_MS):
+    """`size` JetStream servers (R`size`) and `size` sqsim nodes on them (3 in the tests)."""
+
+    def __init__(self, lease_ms=LEASE_MS, size=3):
         self.workdir = Path(tempfile.mkdtemp(prefix="sqsim-cluster-"))
-        ports = [free_port() for _ in range(3)]
-        cluster_ports = [free_port() for _ in range(3)]
-        self.nats = [Nats(i, ports, cluster_ports, self.workdir) for i in range(3)]
+        ports = [free_port() for _ in range(size)]
+        cluster_ports = [free_port() for _ in range(size)]
+        self.nats = [Nats(i, ports, cluster_ports, self.workdir) for i in range(size)]
         self.nats_urls = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
-        self.nodes = [Node(i, self.nats_urls, self.workdir, lease_ms) for i in range(3)]
+        replicas = ["--cluster-replicas", str(size)]
+        self.nodes = [
+            Node(i, self.nats_urls, self.workdir, lease_ms, extra=replicas) for i in range(size)
+        ]
         self.lease_ms = lease_ms
 
     def start(self):
@@ -192,13 +203,16 @@ class Cluster:
     def _start(self):
         for n in self.nats:
             n.start()
-        wait_for(
-            "a JetStream meta leader on every server",
-            lambda: all(
-                (n.jsz().get("meta_cluster") or {}).get("leader") for n in self.nats
-            ),
-            timeout=60,
-        )
+        if len(self.nats) > 1:
+            wait_for(
+                "a JetStream meta leader on every server",
+                lambda: all(
+                    (n.jsz().get("meta_cluster") or {}).get("leader") for n in self.nats
+                ),
+                timeout=60,
+            )
+        else:
+            wait_for("JetStream to answer", lambda: self.nats[0].jsz() is not None, timeout=30)
         for node in self.nodes:
             node.start()
         self.wait_settled()
@@ -228,7 +242,8 @@ class Cluster:
 
     def gateway(self):
         """A fourth node that serves no shard and only routes (started on demand)."""
-        g = Node(9, self.nats_urls, self.workdir, self.lease_ms, extra=["--cluster-gateway"])
+        extra = ["--cluster-gateway", "--cluster-replicas", str(len(self.nats))]
+        g = Node(9, self.nats_urls, self.workdir, self.lease_ms, extra=extra)
         g.start()
         self.extra_nodes = getattr(self, "extra_nodes", []) + [g]
         wait_for("the gateway to see every owner", lambda: g.status()["complete"], timeout=30)
