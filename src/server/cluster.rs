@@ -361,6 +361,13 @@ pub(super) async fn admin(
             }
         }
         (Method::GET, "/_sqsim/stats") => stats(state, link).await,
+        (Method::POST, p) if p.starts_with("/_sqsim/console/sqs/") => {
+            let action = p["/_sqsim/console/sqs/".len()..].to_string();
+            console_action(state, link, req, action).await
+        }
+        (Method::POST, "/_sqsim/console/delete-message") => console_delete(state, link, req).await,
+        // The console's page, script and style.
+        (Method::GET, p) if p.starts_with(super::console::PREFIX) => return Err(req),
         (Method::POST, "/_sqsim/cluster/stats") => reply(StatusCode::OK, local_stats(link)),
         // The clock is the cluster's: moved here, then on every node (and kept in JetStream
         // for nodes that join later).
@@ -454,6 +461,75 @@ async fn on_owner(
         Routed::Here(engine) => Ok(engine),
         Routed::There(resp) => Err(resp),
         Routed::Refused(err, status) => Err(reply(status, json!({ "error": err.message }))),
+    }
+}
+
+/// Runs `on(engine)`, then waits until what it appended is durable.
+async fn kept_on(
+    engine: &Arc<Engine>,
+    on: impl std::future::Future<Output = Response<Full<Bytes>>>,
+) -> Response<Full<Bytes>> {
+    let (resp, appended) = crate::engine::journal::tracking(on).await;
+    match super::service::kept(engine, appended).await {
+        Ok(()) => resp,
+        Err(e) => super::admin::store_failed(&e),
+    }
+}
+
+/// A console's SQS action, run where its queue is served (a listing: here, asking every
+/// node).
+async fn console_action(
+    state: &AppState,
+    link: &Link,
+    req: Request<RequestBody>,
+    action: String,
+) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let call =
+        match super::console::Call::read(state, Request::from_parts(parts.clone(), body), action)
+            .await
+        {
+            Ok(c) => c,
+            Err(resp) => return resp,
+        };
+    let probe = call.context(state, Arc::clone(&state.engine), None);
+    let params = crate::protocol::Params::Json(call.body.clone());
+    let target = crate::api::target::target(&probe, &call.action, &params);
+    match route(link, &parts, &call.body, &target, &state.engine).await {
+        Routed::Here(engine) => {
+            let directory: Arc<dyn Directory> = Arc::new(ClusterDirectory(link.clone()));
+            let ctx = call.context(state, Arc::clone(&engine), Some(directory));
+            kept_on(&engine, super::console::run(state, &ctx, call)).await
+        }
+        Routed::There(resp) => resp,
+        Routed::Refused(err, status) => reply(status, json!({ "error": err.message })),
+    }
+}
+
+/// The console's delete of one message by id, where its queue is served.
+async fn console_delete(
+    state: &AppState,
+    link: &Link,
+    req: Request<RequestBody>,
+) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let bytes = match super::admin::read_body_up_to(Request::new(body), 64 * 1024).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let d: super::console::DeleteById = match serde_json::from_slice(&bytes) {
+        Ok(d) => d,
+        Err(e) => return reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})),
+    };
+    let Some(id) = super::admin::queue_id_of(state, &d.queue_url, d.region.as_deref()) else {
+        return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+    };
+    match on_owner(state, link, &parts, &bytes, &id).await {
+        Ok(engine) => {
+            let delete = async { super::console::delete_by_id(state, &engine, d) };
+            kept_on(&engine, delete).await
+        }
+        Err(resp) => resp,
     }
 }
 

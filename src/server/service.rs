@@ -492,7 +492,10 @@ async fn route(
 }
 
 /// Waits until the newest record a request appended (if any, in durable mode) is kept.
-async fn kept(engine: &Engine, appended: Option<store::Lsn>) -> Result<(), store::StoreError> {
+pub(super) async fn kept(
+    engine: &Engine,
+    appended: Option<store::Lsn>,
+) -> Result<(), store::StoreError> {
     match (appended, engine.journal().store()) {
         (Some(lsn), Some(store)) => store::durable(store.as_ref(), lsn).await,
         _ => Ok(()),

@@ -78,6 +78,29 @@ def test_traffic_through_every_node(cluster):
         assert set(map(name_of, std + fifos)) <= set(by_name), sorted(by_name)
         assert by_name[name_of(std[1])]["visible"] == 1
         assert not [n for n in by_name if n.startswith("~")]
+    # The console works through any node: its page, an SQS action and a delete by id run
+    # where the queue is served, listings gather every node.
+    def console(node, path, body):
+        req = urllib.request.Request(
+            f"{node.endpoint}/_sqsim/console/{path}", data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(req) as r:
+            return json.loads(r.read())
+
+    with urllib.request.urlopen(f"{cluster.nodes[2].endpoint}/_sqsim/console") as r:
+        assert r.status == 200 and b"<html" in r.read().lower()
+    sent = console(cluster.nodes[0], "sqs/SendMessage", {"QueueUrl": std[2], "MessageBody": "from the console"})
+    listed = console(cluster.nodes[1], "sqs/ListQueues", {"QueueNamePrefix": "every"})["QueueUrls"]
+    assert sorted(map(name_of, listed)) == sorted(map(name_of, std + fifos))
+    peeked = get_json(f"{cluster.nodes[1].endpoint}/_sqsim/peek?queue_url={urllib.parse.quote(std[2], safe='')}")
+    assert [m["message_id"] for m in peeked["messages"]] == [sent["MessageId"]]
+    # /metrics: each node shows the queues of the shards it serves.
+    owner = cluster.node(cluster.owner_of(std[2]))
+    with urllib.request.urlopen(f"{owner.endpoint}/metrics") as r:
+        metrics = r.read().decode()
+    assert f'sqsim_queue_messages_visible{{queue="{name_of(std[2])}"' in metrics, metrics[:2000]
+    console(cluster.nodes[2], "delete-message", {"queue_url": std[2], "message_id": sent["MessageId"]})
+    assert "Messages" not in a.receive_message(QueueUrl=std[2])
     reset = urllib.request.Request(
         f"{cluster.nodes[0].endpoint}/_sqsim/reset",
         data=json.dumps({"queue_url": std[1]}).encode(),

@@ -16,11 +16,13 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::admin::{queue_of, read_body_up_to, read_json, reply};
+use super::admin::{queue_id_of, read_body_up_to, read_json, reply};
 use super::metrics::{self, RequestMetrics};
 use super::request_log::{Answered, QueueSource};
 use super::AppState;
+use crate::api::context::Directory;
 use crate::api::{self, Context};
+use crate::engine::Engine;
 use crate::protocol::{self, Params, Protocol, Render};
 
 /// Where the console lives.
@@ -69,12 +71,18 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
         (&Method::GET, "/app.js") => asset("text/javascript; charset=utf-8", SCRIPT),
         (&Method::GET, "/app.css") => asset("text/css; charset=utf-8", STYLE),
         (&Method::POST, "/delete-message") => match read_json::<DeleteById>(req).await {
-            Ok(d) => delete_by_id(state, d),
+            Ok(d) => delete_by_id(state, &state.engine, d),
             Err(resp) => resp,
         },
         (&Method::POST, r) if r.starts_with("/sqs/") => {
             let action = r["/sqs/".len()..].to_string();
-            run_action(state, req, action).await
+            match Call::read(state, req, action).await {
+                Ok(call) => {
+                    let ctx = call.context(state, Arc::clone(&state.engine), None);
+                    run(state, &ctx, call).await
+                }
+                Err(resp) => resp,
+            }
         }
         _ => reply(
             StatusCode::NOT_FOUND,
@@ -86,69 +94,115 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
 /// A message to delete, by id.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct DeleteById {
-    queue_url: String,
-    region: Option<String>,
+pub(super) struct DeleteById {
+    pub queue_url: String,
+    pub region: Option<String>,
     message_id: String,
 }
 
-fn delete_by_id(state: &AppState, d: DeleteById) -> Response<Full<Bytes>> {
+/// Deletes a message by id from a queue of `engine` (in cluster mode, the engine serving
+/// the queue's shard).
+pub(super) fn delete_by_id(
+    state: &AppState,
+    engine: &Engine,
+    d: DeleteById,
+) -> Response<Full<Bytes>> {
     let Ok(id) = uuid::Uuid::parse_str(&d.message_id) else {
         return reply(
             StatusCode::BAD_REQUEST,
             json!({"error": "message_id is not a MessageId"}),
         );
     };
-    let Some(q) = queue_of(state, &d.queue_url, d.region.as_deref()) else {
+    let found = queue_id_of(state, &d.queue_url, d.region.as_deref())
+        .filter(|id| !crate::engine::outbox::is_hidden(&id.name))
+        .and_then(|id| engine.queue(&id));
+    let Some(q) = found else {
         return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
     };
-    if q.delete_by_id(id, state.engine.now_ms()) {
+    if q.delete_by_id(id, engine.now_ms()) {
         reply(StatusCode::OK, json!({"deleted": d.message_id}))
     } else {
         reply(StatusCode::NOT_FOUND, json!({"error": "no such message"}))
     }
 }
 
-/// Runs one SQS action for the console, in AWS JSON shapes, in the namespace the query
-/// string names (`account`, `region`; the server's defaults otherwise).
-async fn run_action(
-    state: &AppState,
-    req: Request<RequestBody>,
-    action: String,
-) -> Response<Full<Bytes>> {
-    let params: Vec<(String, String)> =
-        serde_urlencoded::from_str(req.uri().query().unwrap_or_default()).unwrap_or_default();
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let account = get("account").unwrap_or_else(|| state.config.account_id.clone());
-    let region = get("region").unwrap_or_else(|| state.config.region.clone());
-    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
-    let base_url = state.config.queue_base_url(host, &region, state.local_addr);
-    let started = std::time::Instant::now();
-    let body = match read_body_up_to(req, state.config.max_body_bytes).await {
-        Ok(b) => b,
-        Err(resp) => return resp,
-    };
-    let request_id = uuid::Uuid::new_v4().to_string();
+/// An SQS action the console asked for (`POST /_sqsim/console/sqs/<Action>`), in AWS JSON
+/// shapes, in the namespace its query string names (`account`, `region`; the server's
+/// defaults otherwise).
+pub(super) struct Call {
+    pub action: String,
+    account: String,
+    region: String,
+    base_url: String,
+    pub body: Bytes,
+    started: std::time::Instant,
+}
+
+impl Call {
+    /// Reads the call off its request.
+    pub(super) async fn read(
+        state: &AppState,
+        req: Request<RequestBody>,
+        action: String,
+    ) -> Result<Call, Response<Full<Bytes>>> {
+        let params: Vec<(String, String)> =
+            serde_urlencoded::from_str(req.uri().query().unwrap_or_default()).unwrap_or_default();
+        let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let account = get("account").unwrap_or_else(|| state.config.account_id.clone());
+        let region = get("region").unwrap_or_else(|| state.config.region.clone());
+        let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+        let base_url = state.config.queue_base_url(host, &region, state.local_addr);
+        let started = std::time::Instant::now();
+        let body = read_body_up_to(req, state.config.max_body_bytes).await?;
+        Ok(Call {
+            action,
+            account,
+            region,
+            base_url,
+            body,
+            started,
+        })
+    }
+
+    /// The context the action runs in, on `engine` (with the cluster's `directory`).
+    pub(super) fn context(
+        &self,
+        state: &AppState,
+        engine: Arc<Engine>,
+        directory: Option<Arc<dyn Directory>>,
+    ) -> Context {
+        Context {
+            engine,
+            protocol: Protocol::Json,
+            region: self.region.clone(),
+            sender_id: Arc::from(self.account.as_str()),
+            account: self.account.clone(),
+            base_url: self.base_url.clone(),
+            path: "/".into(),
+            trace_header: None,
+            request_id: uuid::Uuid::new_v4().to_string(),
+            single_region: state.config.single_region,
+            directory,
+        }
+    }
+}
+
+/// Runs `call` in `ctx`, counted and logged like any SQS request.
+pub(super) async fn run(state: &AppState, ctx: &Context, call: Call) -> Response<Full<Bytes>> {
+    let Call {
+        action,
+        body,
+        started,
+        ..
+    } = call;
+    let request_id = ctx.request_id.clone();
     let counted = metrics::per_request();
     let queue = if counted {
         QueueSource::of(&body, Protocol::Json)
     } else {
         QueueSource::default()
     };
-    let ctx = Context {
-        engine: Arc::clone(&state.engine),
-        protocol: Protocol::Json,
-        region,
-        sender_id: Arc::from(account.as_str()),
-        account,
-        base_url,
-        path: "/".into(),
-        trace_header: None,
-        request_id: request_id.clone(),
-        single_region: state.config.single_region,
-        directory: None,
-    };
-    let encoded = match api::dispatch(&ctx, &action, Params::Json(body)).await {
+    let encoded = match api::dispatch(ctx, &action, Params::Json(body)).await {
         Ok(reply) => protocol::encode_reply(Render::Json, &action, &request_id, reply.as_ref()),
         Err(err) => protocol::encode_error(Render::Json, &request_id, &err),
     };

@@ -67,8 +67,17 @@ impl Scrape {
     fn queues(&self) -> (Vec<QueueFigures>, usize) {
         let engine = &self.0.engine;
         let now = engine.now_ms();
-        let mut all: Vec<QueueFigures> = engine
-            .all_queues()
+        // In cluster mode, the queues of the shards this node serves (each node is scraped).
+        let queues = match &self.0.link {
+            Some(link) => link
+                .cluster
+                .engines()
+                .iter()
+                .flat_map(|e| e.all_queues())
+                .collect(),
+            None => engine.all_queues(),
+        };
+        let mut all: Vec<QueueFigures> = queues
             .iter()
             .map(|q| {
                 let s = q.snapshot(now);
