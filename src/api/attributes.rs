@@ -365,8 +365,7 @@ pub(crate) fn check_redrive_target(
         .redrive_policy
         .as_ref()
         .filter(|p| p.dead_letter_target != *source)
-        .and_then(|p| engine.queue(&p.dead_letter_target))
-        .map(|q| q.with_settings(Clone::clone));
+        .and_then(|p| engine.queue_settings(&p.dead_letter_target));
     check_redrive_against(source, settings, target.as_ref())
 }
 

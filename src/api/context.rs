@@ -123,8 +123,6 @@ impl Context {
     pub(crate) fn queue(&self, queue_url: Option<&str>) -> Result<Arc<Queue>, SqsError> {
         let id = self.queue_id(queue_url)?;
         match self.engine.queue(&id) {
-            // An outbox (cluster mode) is no client's queue.
-            Some(q) if crate::engine::outbox::is_hidden(&q.id.name) => Err(SqsError::no_queue()),
             // Realism: a queue created less than a second ago is not known everywhere yet.
             Some(q) if !q.is_propagating(self.engine.now_ms()) => Ok(q),
             _ => Err(SqsError::no_queue()),
@@ -149,11 +147,7 @@ impl Context {
     ) -> Result<Option<QueueSettings>, SqsError> {
         match &self.directory {
             Some(d) if !self.engine.serves(id) => d.settings_of(id.clone()).await,
-            _ => Ok(self
-                .engine
-                .queue(id)
-                .filter(|q| !q.is_deleted() && !crate::engine::outbox::is_hidden(&q.id.name))
-                .map(|q| q.with_settings(Clone::clone))),
+            _ => Ok(self.engine.queue_settings(id)),
         }
     }
 

@@ -163,11 +163,6 @@ impl Cluster {
         }
     }
 
-    /// Where requests for `shard` go now, if it has an owner (without waiting).
-    pub(crate) fn try_locate(&self, shard: u32) -> Option<Place> {
-        self.place(shard)
-    }
-
     /// Returns once another node than the one at `url` holds `shard`'s lease, as far as
     /// this node knows: a request forwarded there is then abandoned and sent to the new
     /// owner (a stalled owner would hold it forever, and once resumed it no longer serves
@@ -192,7 +187,8 @@ impl Cluster {
         }
     }
 
-    fn place(&self, shard: u32) -> Option<Place> {
+    /// Where requests for `shard` go now, if it has an owner (without waiting).
+    pub(crate) fn place(&self, shard: u32) -> Option<Place> {
         let owner = self
             .owners
             .read()

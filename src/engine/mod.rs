@@ -150,7 +150,7 @@ impl Engine {
         id: QueueId,
         settings: QueueSettings,
     ) -> Result<(Arc<Queue>, bool), EngineError> {
-        if let Some(q) = self.queue(&id) {
+        if let Some(q) = self.registered(&id) {
             return Ok((q, false));
         }
         let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
@@ -216,13 +216,29 @@ impl Engine {
         q.set_realism(realism, self.seed, self.now_ms(), created);
     }
 
-    /// The queue with this id.
+    /// The queue with this id. Outboxes (cluster mode's hidden queues) are nobody's: no
+    /// request, listing or test control finds one.
     pub(crate) fn queue(&self, id: &QueueId) -> Option<Arc<Queue>> {
+        if outbox::is_hidden(&id.name) {
+            return None;
+        }
+        self.registered(id)
+    }
+
+    /// Any queue with this id, outboxes included.
+    fn registered(&self, id: &QueueId) -> Option<Arc<Queue>> {
         self.queues
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
             .cloned()
+    }
+
+    /// The settings of the queue with this id, if it exists.
+    pub(crate) fn queue_settings(&self, id: &QueueId) -> Option<QueueSettings> {
+        self.queue(id)
+            .filter(|q| !q.is_deleted())
+            .map(|q| q.with_settings(Clone::clone))
     }
 
     /// Deletes a queue with its messages; false if it did not exist. Its name stays
@@ -376,6 +392,10 @@ impl Engine {
     }
 
     fn remove_queue(&self, id: &QueueId, cooldown_from: Option<u64>) -> bool {
+        if outbox::is_hidden(&id.name) {
+            // An outbox goes only with a reset of its namespace (its entries with it).
+            return false;
+        }
         let removed = {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
             let removed = queues.remove(id);

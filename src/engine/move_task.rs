@@ -252,6 +252,9 @@ async fn run(
     source: Arc<Queue>,
     destination: Option<QueueId>,
 ) {
+    // Cluster mode: the outboxes this task sends through to other shards (those a restart
+    // left with entries, and each it fills from now on).
+    let mut outboxes = engine.task_outboxes(&source.id, &task.task_id);
     loop {
         if engine.is_shutting_down() {
             // Stays RUNNING: in durable mode the next start resumes it.
@@ -271,14 +274,10 @@ async fn run(
         }
         let now = engine.now_ms();
         // Messages on their way through outboxes (cluster mode) count once they arrive.
-        let moving: usize = engine
-            .task_outboxes(&source.id, &task.task_id)
-            .iter()
-            .map(|o| o.stored(now))
-            .sum();
+        let moving: usize = outboxes.iter().map(|o| o.stored(now)).sum();
         let moved = task.moved() + moving as u64;
         if moved >= task.to_move {
-            complete(&engine, &task, &source).await;
+            complete(&engine, &task, &outboxes).await;
             return;
         }
         let allowance = match task.max_per_second {
@@ -297,12 +296,13 @@ async fn run(
         let batch = source.take_for_move(allowance, now);
         if batch.is_empty() {
             // Nothing visible is left to move.
-            complete(&engine, &task, &source).await;
+            complete(&engine, &task, &outboxes).await;
             return;
         }
         // The count goes up, and is recorded, with each arrival (`Queue::accept_moved`): a
         // restart finds exactly what arrived counted.
-        if let Some(reason) = deliver(&engine, &task, &source, destination.as_ref(), batch, now) {
+        let to = destination.as_ref();
+        if let Some(reason) = deliver(&engine, &task, &source, to, batch, now, &mut outboxes) {
             task.set(&engine, TaskStatus::Failed, Some(reason));
             return;
         }
@@ -313,9 +313,9 @@ async fn run(
 /// Marks `task` completed once the messages it sent through outboxes (cluster mode) have
 /// arrived, or after [`OUTBOX_WAIT`]: a client that sees COMPLETED finds them there (and
 /// the count includes them). A task that failed meanwhile stays failed.
-async fn complete(engine: &Engine, task: &MoveTask, source: &Queue) {
-    for o in engine.task_outboxes(&source.id, &task.task_id) {
-        outbox::delivered(&o, o.last_seq(), OUTBOX_WAIT).await;
+async fn complete(engine: &Engine, task: &MoveTask, outboxes: &[Arc<Queue>]) {
+    for o in outboxes {
+        outbox::delivered(o, o.last_seq(), OUTBOX_WAIT).await;
     }
     task.transition(engine, |status| match status {
         TaskStatus::Running => Some((TaskStatus::Completed, None)),
@@ -324,9 +324,10 @@ async fn complete(engine: &Engine, task: &MoveTask, source: &Queue) {
     });
 }
 
-/// Hands moved messages to their destinations, counting them for `task` as they arrive.
-/// Messages whose destination is gone go back to the source, and the failure reason is
-/// returned.
+/// Hands moved messages to their destinations, counting them for `task` as they arrive
+/// (those for another shard once they arrive there, through an outbox, added to
+/// `outboxes`). Messages whose destination is gone go back to the source, and the failure
+/// reason is returned.
 fn deliver(
     engine: &Engine,
     task: &Arc<MoveTask>,
@@ -334,6 +335,7 @@ fn deliver(
     destination: Option<&QueueId>,
     batch: Vec<super::receive::Taken>,
     now: u64,
+    outboxes: &mut Vec<Arc<Queue>>,
 ) -> Option<TaskFailure> {
     // Each message's destination: the task's, or the queue it was dead-lettered from.
     let mut by_target: Vec<(QueueId, Vec<super::receive::Taken>)> = Vec::new();
@@ -365,6 +367,9 @@ fn deliver(
             Destination::Outbox(o) => {
                 o.accept(group, Transfer::Restore, now);
                 engine.outbox_filled();
+                if !outboxes.iter().any(|x| Arc::ptr_eq(x, &o)) {
+                    outboxes.push(o);
+                }
             }
             Destination::Gone => failed.extend(group),
         }

@@ -34,13 +34,28 @@ pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response<Ful
 pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
     req: Request<RequestBody>,
 ) -> Result<T, Response<Full<Bytes>>> {
-    let body = read_body(req).await?;
+    parse_json(&read_body(req).await?).map_err(bad_json)
+}
+
+/// [`read_json`], also keeping the request's head and raw body (cluster mode forwards them
+/// to the node serving the queue the request is about).
+pub(super) async fn read_json_keeping<T: serde::de::DeserializeOwned>(
+    req: Request<RequestBody>,
+) -> Result<(hyper::http::request::Parts, Bytes, T), Response<Full<Bytes>>> {
+    let (parts, body) = req.into_parts();
+    let bytes = read_body(Request::from_parts(parts.clone(), body)).await?;
+    let value = parse_json(&bytes).map_err(bad_json)?;
+    Ok((parts, bytes, value))
+}
+
+/// A JSON body; empty means `{}`.
+fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
     let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}"
     } else {
-        &body
+        body
     };
-    serde_json::from_slice(body).map_err(bad_json)
+    serde_json::from_slice(body)
 }
 
 /// The most an admin request body may hold.
@@ -76,12 +91,35 @@ fn bad_json(e: serde_json::Error) -> Response<Full<Bytes>> {
 }
 
 /// What to reset: everything, one (account, region) namespace, or one queue.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-struct ResetRequest {
-    queue_url: Option<String>,
-    account: Option<String>,
-    region: Option<String>,
+pub(super) struct ResetRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+}
+
+impl ResetRequest {
+    /// The (region, account) namespace to reset, the server's default filling in the one
+    /// not given; `None`: every namespace.
+    pub(super) fn namespace(&self, state: &AppState) -> Option<(String, String)> {
+        match (&self.account, &self.region) {
+            (None, None) => None,
+            (account, region) => Some((
+                region
+                    .as_deref()
+                    .unwrap_or(&state.config.region)
+                    .to_string(),
+                account
+                    .as_deref()
+                    .unwrap_or(&state.config.account_id)
+                    .to_string(),
+            )),
+        }
+    }
 }
 
 /// The id a queue URL names, the way the SQS API would read it for the default namespace.
@@ -123,9 +161,7 @@ fn reset(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
 
 fn reset_memory(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
     if let Some(url) = &r.queue_url {
-        let found = queue_of(state, url, r.region.as_deref())
-            .filter(|q| !crate::engine::outbox::is_hidden(&q.id.name));
-        return match found {
+        return match queue_of(state, url, r.region.as_deref()) {
             Some(q) => {
                 state.engine.reset_queue(&q.id);
                 reply(StatusCode::OK, json!({"reset": "queue", "queue_url": url}))
@@ -133,15 +169,13 @@ fn reset_memory(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
             None => reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
         };
     }
-    match (&r.account, &r.region) {
-        (None, None) => {
+    match r.namespace(state) {
+        None => {
             state.reset_all();
             reply(StatusCode::OK, json!({"reset": "all"}))
         }
-        (account, region) => {
-            let account = account.as_deref().unwrap_or(&state.config.account_id);
-            let region = region.as_deref().unwrap_or(&state.config.region);
-            state.engine.reset(Some((region, account)));
+        Some((region, account)) => {
+            state.engine.reset(Some((&region, &account)));
             reply(
                 StatusCode::OK,
                 json!({"reset": "namespace", "account": account, "region": region}),
@@ -263,10 +297,7 @@ pub(super) fn peek(state: &AppState, engine: &Engine, query: &str) -> Response<F
             json!({"error": "give the queue as ?queue_url=…"}),
         );
     }
-    let found = peek_target(state, query)
-        .and_then(|id| engine.queue(&id))
-        .filter(|q| !crate::engine::outbox::is_hidden(&q.id.name));
-    let Some(q) = found else {
+    let Some(q) = peek_target(state, query).and_then(|id| engine.queue(&id)) else {
         return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
     };
     let number = |k: &str, default: usize| get(k).and_then(|v| v.parse().ok()).unwrap_or(default);

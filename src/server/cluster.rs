@@ -125,32 +125,30 @@ impl Link {
 
     /// POSTs `body` to `path` on the node at `url`, as one node to another: its status and
     /// body, or why none came within `timeout`.
-    pub(super) async fn post(
+    async fn post(
         &self,
         url: &str,
         path: &str,
         body: Bytes,
         timeout: Duration,
-    ) -> Result<(StatusCode, Bytes), PostError> {
+    ) -> Result<(StatusCode, Bytes), String> {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = format!("{url}{path}")
             .parse()
-            .map_err(|e| PostError::Failed(format!("{url}: {e}")))?;
+            .map_err(|e| format!("{url}: {e}"))?;
         req.headers_mut()
             .insert(FORWARDED, HeaderValue::from_static("1"));
-        let resp = match tokio::time::timeout(timeout, self.client.request(req)).await {
-            Err(_) => return Err(PostError::Failed(format!("{url}: timed out"))),
-            Ok(Err(e)) if e.is_connect() => return Err(PostError::Unreachable(e.to_string())),
-            Ok(Err(e)) => return Err(PostError::Failed(format!("{url}: {e}"))),
-            Ok(Ok(r)) => r,
-        };
+        let resp = tokio::time::timeout(timeout, self.client.request(req))
+            .await
+            .map_err(|_| format!("{url}: timed out"))?
+            .map_err(|e| format!("{url}: {e}"))?;
         let status = resp.status();
         let bytes = resp
             .into_body()
             .collect()
             .await
-            .map_err(|e| PostError::Failed(format!("{url}: {e}")))?
+            .map_err(|e| format!("{url}: {e}"))?
             .to_bytes();
         Ok((status, bytes))
     }
@@ -166,10 +164,7 @@ impl Link {
         let asks = peers.iter().map(|peer| {
             let body = body.clone();
             async move {
-                let (status, bytes) = self
-                    .post(peer, path, body, Duration::from_secs(10))
-                    .await
-                    .map_err(|e| format!("{peer}: {e}"))?;
+                let (status, bytes) = self.post(peer, path, body, Duration::from_secs(10)).await?;
                 let v: serde_json::Value =
                     serde_json::from_slice(&bytes).map_err(|e| format!("{peer}: {e}"))?;
                 if status.is_success() {
@@ -180,22 +175,6 @@ impl Link {
             }
         });
         futures_util::future::join_all(asks).await
-    }
-}
-
-/// Why a POST to a peer got no answer.
-#[derive(Debug)]
-pub(super) enum PostError {
-    /// The peer could not be reached (down, or not started): its lease will move.
-    Unreachable(String),
-    Failed(String),
-}
-
-impl std::fmt::Display for PostError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PostError::Unreachable(e) | PostError::Failed(e) => f.write_str(e),
-        }
     }
 }
 
@@ -223,11 +202,15 @@ pub(super) async fn route(
     target: &Target,
     node: &Arc<Engine>,
 ) -> Routed {
-    let shard = match target {
-        Target::Queue(id) => link.cluster.shard_of(id),
+    match target {
+        Target::Queue(id) => route_to_shard(link, parts, body, link.cluster.shard_of(id)).await,
         // The action's error, or (with the directory) its listing.
-        Target::Everywhere | Target::Nowhere => return Routed::Here(Arc::clone(node)),
-    };
+        Target::Everywhere | Target::Nowhere => Routed::Here(Arc::clone(node)),
+    }
+}
+
+/// Routes a request about a queue of `shard` (see [`route`]).
+pub(super) async fn route_to_shard(link: &Link, parts: &Parts, body: &Bytes, shard: u32) -> Routed {
     let forwarded = parts.headers.contains_key(FORWARDED);
     let deadline = Instant::now() + OWNER_WAIT;
     loop {
@@ -448,8 +431,7 @@ async fn spread_clock(link: &Link) -> Result<(), String> {
     Ok(())
 }
 
-/// Where a request about queue `id` runs: `Ok` with the engine when this node serves its
-/// shard, else the answer of the node that does (or the refusal when none does in time).
+/// Where a request about queue `id` runs (see [`on_owner_of`]).
 async fn on_owner(
     state: &AppState,
     link: &Link,
@@ -457,22 +439,22 @@ async fn on_owner(
     body: &Bytes,
     id: &QueueId,
 ) -> Result<Arc<Engine>, Response<Full<Bytes>>> {
-    match route(link, parts, body, &Target::Queue(id.clone()), &state.engine).await {
+    on_owner_of(state, link, parts, body, &Target::Queue(id.clone())).await
+}
+
+/// Where an admin request about `target` runs: `Ok` with the engine when this node serves
+/// it, else the answer of the node that does (or the refusal when none does in time).
+async fn on_owner_of(
+    state: &AppState,
+    link: &Link,
+    parts: &Parts,
+    body: &Bytes,
+    target: &Target,
+) -> Result<Arc<Engine>, Response<Full<Bytes>>> {
+    match route(link, parts, body, target, &state.engine).await {
         Routed::Here(engine) => Ok(engine),
         Routed::There(resp) => Err(resp),
         Routed::Refused(err, status) => Err(reply(status, json!({ "error": err.message }))),
-    }
-}
-
-/// Runs `on(engine)`, then waits until what it appended is durable.
-async fn kept_on(
-    engine: &Arc<Engine>,
-    on: impl std::future::Future<Output = Response<Full<Bytes>>>,
-) -> Response<Full<Bytes>> {
-    let (resp, appended) = crate::engine::journal::tracking(on).await;
-    match super::service::kept(engine, appended).await {
-        Ok(()) => resp,
-        Err(e) => super::admin::store_failed(&e),
     }
 }
 
@@ -495,14 +477,13 @@ async fn console_action(
     let probe = call.context(state, Arc::clone(&state.engine), None);
     let params = crate::protocol::Params::Json(call.body.clone());
     let target = crate::api::target::target(&probe, &call.action, &params);
-    match route(link, &parts, &call.body, &target, &state.engine).await {
-        Routed::Here(engine) => {
+    match on_owner_of(state, link, &parts, &call.body, &target).await {
+        Ok(engine) => {
             let directory: Arc<dyn Directory> = Arc::new(ClusterDirectory(link.clone()));
             let ctx = call.context(state, Arc::clone(&engine), Some(directory));
-            kept_on(&engine, super::console::run(state, &ctx, call)).await
+            super::service::kept_on(&engine, super::console::run(state, &ctx, call)).await
         }
-        Routed::There(resp) => resp,
-        Routed::Refused(err, status) => reply(status, json!({ "error": err.message })),
+        Err(resp) => resp,
     }
 }
 
@@ -512,22 +493,18 @@ async fn console_delete(
     link: &Link,
     req: Request<RequestBody>,
 ) -> Response<Full<Bytes>> {
-    let (parts, body) = req.into_parts();
-    let bytes = match super::admin::read_body_up_to(Request::new(body), 64 * 1024).await {
-        Ok(b) => b,
-        Err(resp) => return resp,
-    };
-    let d: super::console::DeleteById = match serde_json::from_slice(&bytes) {
-        Ok(d) => d,
-        Err(e) => return reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})),
-    };
+    let (parts, bytes, d) =
+        match super::admin::read_json_keeping::<super::console::DeleteById>(req).await {
+            Ok(read) => read,
+            Err(resp) => return resp,
+        };
     let Some(id) = super::admin::queue_id_of(state, &d.queue_url, d.region.as_deref()) else {
         return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
     };
     match on_owner(state, link, &parts, &bytes, &id).await {
         Ok(engine) => {
             let delete = async { super::console::delete_by_id(state, &engine, d) };
-            kept_on(&engine, delete).await
+            super::service::kept_on(&engine, delete).await
         }
         Err(resp) => resp,
     }
@@ -581,25 +558,13 @@ async fn reset(
     req: Request<RequestBody>,
     forwarded: bool,
 ) -> Response<Full<Bytes>> {
-    let (parts, body) = req.into_parts();
-    let bytes = match super::admin::read_body_up_to(Request::new(body), 64 * 1024).await {
-        Ok(b) => b,
-        Err(resp) => return resp,
-    };
-    let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-        b"{}"
-    } else {
-        &bytes
-    };
-    let r: serde_json::Value = match serde_json::from_slice(text) {
-        Ok(v) => v,
-        Err(e) => return reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})),
-    };
-    if let Some(url) = r.get("queue_url").and_then(|v| v.as_str()) {
-        let region = r.get("region").and_then(|v| v.as_str());
-        let found = super::admin::queue_id_of(state, url, region)
-            .filter(|id| !crate::engine::outbox::is_hidden(&id.name));
-        let Some(id) = found else {
+    let (parts, bytes, r) =
+        match super::admin::read_json_keeping::<super::admin::ResetRequest>(req).await {
+            Ok(read) => read,
+            Err(resp) => return resp,
+        };
+    if let Some(url) = &r.queue_url {
+        let Some(id) = super::admin::queue_id_of(state, url, r.region.as_deref()) else {
             return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
         };
         return match on_owner(state, link, &parts, &bytes, &id).await {
@@ -621,22 +586,12 @@ async fn reset(
 async fn reset_nodes(
     state: &AppState,
     link: &Link,
-    r: serde_json::Value,
+    r: super::admin::ResetRequest,
     forwarded: bool,
 ) -> Response<Full<Bytes>> {
-    let namespace = match (r.get("account"), r.get("region")) {
-        (None, None) => None,
-        (a, g) => Some((
-            a.and_then(|v| v.as_str())
-                .unwrap_or(&state.config.account_id)
-                .to_string(),
-            g.and_then(|v| v.as_str())
-                .unwrap_or(&state.config.region)
-                .to_string(),
-        )),
-    };
+    let namespace = r.namespace(state);
     for engine in link.cluster.engines() {
-        engine.reset(namespace.as_ref().map(|(a, g)| (g.as_str(), a.as_str())));
+        engine.reset(namespace.as_ref().map(|(g, a)| (g.as_str(), a.as_str())));
         // The snapshot waits for JetStream: off the runtime's async threads.
         let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
         if let Ok(Err(e)) = compacted {
@@ -647,7 +602,8 @@ async fn reset_nodes(
         state.faults.clear();
     }
     if !forwarded {
-        for answer in link.ask_peers("/_sqsim/reset", &r).await {
+        let body = serde_json::to_value(&r).unwrap_or_default();
+        for answer in link.ask_peers("/_sqsim/reset", &body).await {
             if let Err(e) = answer {
                 return reply(
                     StatusCode::SERVICE_UNAVAILABLE,

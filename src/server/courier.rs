@@ -9,18 +9,18 @@
 //! the arrival is durable, and only then are the entries removed from the outbox.
 
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
 use super::admin::{read_body_up_to, read_json, reply};
-use super::cluster::{Link, PostError};
+use super::cluster::{route_to_shard, Link, Routed};
 use super::limits::RequestBody;
 use crate::cluster::Place;
-use crate::engine::outbox::{is_hidden, Outgoing, Parcel, Refusal};
+use crate::engine::outbox::{Outgoing, Parcel, Refusal};
 use crate::engine::{Engine, Queue, QueueId, QueueSettings};
 use crate::error::{ErrorCode, SqsError};
 use crate::store;
@@ -30,8 +30,6 @@ const DESCRIBE: &str = "/_sqsim/cluster/describe";
 /// The largest parcel a node takes (a parcel holds at least one message of up to 1 MiB,
 /// and stops adding them at 4 MiB).
 const MAX_PARCEL: usize = 16 << 20;
-/// How long one delivery or question may wait for the target's shard to have an owner.
-const OWNER_WAIT: Duration = Duration::from_secs(5);
 /// How often an idle courier looks at its outboxes even without being told (a delivery
 /// that failed is retried then).
 const IDLE: Duration = Duration::from_millis(500);
@@ -44,30 +42,26 @@ enum Answer {
     There(StatusCode, Bytes),
 }
 
-/// Asks the node serving `id`'s shard: POSTs `body` to `path` there, following the shard
-/// if it moves, for up to [`OWNER_WAIT`]; or the engine, when this node serves it.
+/// Asks the node serving `id`'s shard: POSTs `body` to `path` there, routed as any request
+/// about that queue is (following the shard if it moves); or the engine, when this node
+/// serves it.
 async fn ask_owner(link: &Link, id: &QueueId, path: &str, body: Bytes) -> Result<Answer, String> {
-    let shard = link.cluster.shard_of(id);
-    let deadline = Instant::now() + OWNER_WAIT;
-    loop {
-        match link.cluster.locate(shard, deadline).await {
-            Some(Place::Here(engine)) => return Ok(Answer::Here(engine)),
-            Some(Place::There(url)) => {
-                match link.post(&url, path, body.clone(), OWNER_WAIT).await {
-                    // That node no longer serves the shard: look again.
-                    Ok((StatusCode::MISDIRECTED_REQUEST, _)) => {}
-                    Ok((status, bytes)) => return Ok(Answer::There(status, bytes)),
-                    // Down: its lease will move.
-                    Err(PostError::Unreachable(_)) => {}
-                    Err(e) => return Err(e.to_string()),
-                }
-            }
-            None => return Err(format!("shard {shard} has no owner")),
+    let (parts, ()) = Request::post(path)
+        .body(())
+        .map_err(|e| e.to_string())?
+        .into_parts();
+    match route_to_shard(link, &parts, &body, link.cluster.shard_of(id)).await {
+        Routed::Here(engine) => Ok(Answer::Here(engine)),
+        Routed::There(resp) => {
+            let (head, body) = resp.into_parts();
+            let bytes = body
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            Ok(Answer::There(head.status, bytes))
         }
-        if Instant::now() >= deadline {
-            return Err(format!("shard {shard} did not answer in time"));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        Routed::Refused(err, _) => Err(err.message.into_owned()),
     }
 }
 
@@ -88,7 +82,7 @@ pub(super) async fn settings_of(
         .await
         .map_err(unavailable)?
     {
-        Answer::Here(engine) => Ok(describe_here(&engine, &id)),
+        Answer::Here(engine) => Ok(engine.queue_settings(&id)),
         Answer::There(StatusCode::OK, bytes) => {
             serde_json::from_slice(&bytes).map_err(|e| unavailable(format!("{DESCRIBE}: {e}")))
         }
@@ -99,16 +93,9 @@ pub(super) async fn settings_of(
     }
 }
 
-fn describe_here(engine: &Engine, id: &QueueId) -> Option<QueueSettings> {
-    engine
-        .queue(id)
-        .filter(|q| !q.is_deleted() && !is_hidden(&q.id.name))
-        .map(|q| q.with_settings(Clone::clone))
-}
-
 /// The engine of this node serving `id`'s shard now, if any.
 fn serving(link: &Link, id: &QueueId) -> Option<Arc<Engine>> {
-    match link.cluster.try_locate(link.cluster.shard_of(id)) {
+    match link.cluster.place(link.cluster.shard_of(id)) {
         Some(Place::Here(engine)) => Some(engine),
         _ => None,
     }
@@ -128,7 +115,7 @@ pub(super) async fn describe(link: &Link, req: Request<RequestBody>) -> Response
         Err(resp) => return resp,
     };
     match serving(link, &id) {
-        Some(engine) => reply(StatusCode::OK, json!(describe_here(&engine, &id))),
+        Some(engine) => reply(StatusCode::OK, json!(engine.queue_settings(&id))),
         None => not_serving(),
     }
 }

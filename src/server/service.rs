@@ -208,11 +208,7 @@ pub(super) async fn handle(
     };
     if req.uri().path().starts_with(ADMIN_PREFIX) {
         // Admin changes (reset, clock) are acknowledged like any other: once kept.
-        let (resp, appended) = journal::tracking(admin::handle(&state, req)).await;
-        return Ok(match kept(&state.engine, appended).await {
-            Ok(()) => resp,
-            Err(e) => admin::store_failed(&e),
-        });
+        return Ok(kept_on(&state.engine, admin::handle(&state, req)).await);
     }
     answer(state, req).await
 }
@@ -491,11 +487,21 @@ async fn route(
     }
 }
 
-/// Waits until the newest record a request appended (if any, in durable mode) is kept.
-pub(super) async fn kept(
+/// Runs an admin request's `work` on `engine`, answering once what it appended is kept
+/// (or that it could not be).
+pub(super) async fn kept_on(
     engine: &Engine,
-    appended: Option<store::Lsn>,
-) -> Result<(), store::StoreError> {
+    work: impl std::future::Future<Output = Response<Full<Bytes>>>,
+) -> Response<Full<Bytes>> {
+    let (resp, appended) = journal::tracking(work).await;
+    match kept(engine, appended).await {
+        Ok(()) => resp,
+        Err(e) => admin::store_failed(&e),
+    }
+}
+
+/// Waits until the newest record a request appended (if any, in durable mode) is kept.
+async fn kept(engine: &Engine, appended: Option<store::Lsn>) -> Result<(), store::StoreError> {
     match (appended, engine.journal().store()) {
         (Some(lsn), Some(store)) => store::durable(store.as_ref(), lsn).await,
         _ => Ok(()),

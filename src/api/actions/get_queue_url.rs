@@ -27,11 +27,7 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsE
         account,
         name: name.to_string(),
     };
-    let queue = ctx
-        .engine
-        .queue(&id)
-        .filter(|q| !crate::engine::outbox::is_hidden(&q.id.name))
-        .ok_or_else(SqsError::no_queue)?;
+    let queue = ctx.engine.queue(&id).ok_or_else(SqsError::no_queue)?;
     Ok(QueueUrlOutput {
         queue_url: ctx.queue_url(&queue.id),
     })

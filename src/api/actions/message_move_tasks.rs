@@ -25,7 +25,6 @@ fn not_found(parameter: &str) -> SqsError {
 
 fn queue_by_arn(ctx: &Context, arn: &str, parameter: &str) -> Result<Arc<Queue>, SqsError> {
     QueueId::from_arn(arn)
-        .filter(|id| !crate::engine::outbox::is_hidden(&id.name))
         .and_then(|id| ctx.engine.queue(&id))
         .ok_or_else(|| not_found(parameter))
 }
@@ -71,9 +70,7 @@ pub(crate) async fn start(ctx: &Context, input: StartInput) -> Result<StartOutpu
     }
     let destination = match input.destination_arn.as_deref().filter(|d| !d.is_empty()) {
         Some(arn) => {
-            let id = QueueId::from_arn(arn)
-                .filter(|id| !crate::engine::outbox::is_hidden(&id.name))
-                .ok_or_else(|| not_found("DestinationArn"))?;
+            let id = QueueId::from_arn(arn).ok_or_else(|| not_found("DestinationArn"))?;
             // In a cluster another shard may serve it; its messages then go through an
             // outbox.
             if ctx.settings_of(&id).await?.is_none() {

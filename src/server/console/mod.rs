@@ -113,9 +113,8 @@ pub(super) fn delete_by_id(
             json!({"error": "message_id is not a MessageId"}),
         );
     };
-    let found = queue_id_of(state, &d.queue_url, d.region.as_deref())
-        .filter(|id| !crate::engine::outbox::is_hidden(&id.name))
-        .and_then(|id| engine.queue(&id));
+    let found =
+        queue_id_of(state, &d.queue_url, d.region.as_deref()).and_then(|id| engine.queue(&id));
     let Some(q) = found else {
         return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
     };
