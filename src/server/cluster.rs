@@ -187,7 +187,7 @@ pub(super) enum Routed {
     /// Here, by this engine.
     Here(Arc<Engine>),
     /// By another node: its answer.
-    There(Response<Full<Bytes>>),
+    There(Response<Bytes>),
     /// Nowhere in time (the shard has no owner, or this node was asked as owner and is
     /// not): the error to answer.
     Refused(SqsError, StatusCode),
@@ -239,7 +239,7 @@ pub(super) async fn route_to_shard(link: &Link, parts: &Parts, body: &Bytes, sha
                 {
                     return Routed::Refused(unavailable(), StatusCode::SERVICE_UNAVAILABLE);
                 }
-                Some(Ok(resp)) => return Routed::There(resp.map(Full::new)),
+                Some(Ok(resp)) => return Routed::There(resp),
                 // Not sent (the owner is down): wait for its lease to move.
                 Some(Err(e)) if e.is_connect() => {
                     tracing::debug!(error = %e, shard, "owner unreachable; waiting");
@@ -453,7 +453,7 @@ async fn on_owner_of(
 ) -> Result<Arc<Engine>, Response<Full<Bytes>>> {
     match route(link, parts, body, target, &state.engine).await {
         Routed::Here(engine) => Ok(engine),
-        Routed::There(resp) => Err(resp),
+        Routed::There(resp) => Err(resp.map(Full::new)),
         Routed::Refused(err, status) => Err(reply(status, json!({ "error": err.message }))),
     }
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
@@ -52,15 +52,7 @@ async fn ask_owner(link: &Link, id: &QueueId, path: &str, body: Bytes) -> Result
         .into_parts();
     match route_to_shard(link, &parts, &body, link.cluster.shard_of(id)).await {
         Routed::Here(engine) => Ok(Answer::Here(engine)),
-        Routed::There(resp) => {
-            let (head, body) = resp.into_parts();
-            let bytes = body
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            Ok(Answer::There(head.status, bytes))
-        }
+        Routed::There(resp) => Ok(Answer::There(resp.status(), resp.into_body())),
         Routed::Refused(err, _) => Err(err.message.into_owned()),
     }
 }

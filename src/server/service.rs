@@ -466,11 +466,6 @@ async fn route(
         }
         Routed::There(resp) => {
             let (head, body) = resp.into_parts();
-            let body = body
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
             let id = head
                 .headers
                 .get("x-amzn-requestid")
