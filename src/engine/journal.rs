@@ -33,19 +33,63 @@ pub(crate) trait MoveCount: std::fmt::Debug + Send + Sync {
 }
 
 tokio::task_local! {
-    /// The newest record the current request appended, if any.
-    static APPENDED: Cell<Option<Lsn>>;
+    /// The newest record the current request's answer depends on, if any: one it appended,
+    /// or one that made the state it read (see [`depend`]).
+    static DEPENDS: Cell<Option<Lsn>>;
 }
 
-/// Runs `f` (one request), noting the newest record it appended, to wait for before the
-/// answer goes out.
+/// Runs `f` (one request), noting the newest record its answer depends on, to wait for
+/// before the answer goes out.
 pub(crate) async fn tracking<F: Future>(f: F) -> (F::Output, Option<Lsn>) {
-    APPENDED
+    DEPENDS
         .scope(Cell::new(None), async move {
             let out = f.await;
-            (out, APPENDED.with(Cell::get))
+            (out, DEPENDS.with(Cell::get))
         })
         .await
+}
+
+/// Notes that the current request's answer reads or relies on the state the record at
+/// `lsn` made (if any), so the answer waits until that record is durable too, whoever
+/// appended it. This is what keeps a retry honest: an SDK retrying a send whose first
+/// attempt is still waiting for its fsync (or was refused by the disk) finds the message
+/// by its deduplication id and appends nothing, yet must not be acknowledged before the
+/// first attempt's record is kept. Outside a request (background work) it does nothing.
+pub(crate) fn depend(lsn: Option<Lsn>) {
+    if let Some(lsn) = lsn {
+        let _ = DEPENDS.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
+    }
+}
+
+/// A log position kept in an atomic: 0 for none, otherwise the position plus one.
+#[derive(Debug, Default)]
+pub(crate) struct LastLsn(std::sync::atomic::AtomicU64);
+
+impl LastLsn {
+    /// Starting at `lsn`.
+    pub(crate) fn new(lsn: Option<Lsn>) -> LastLsn {
+        LastLsn(std::sync::atomic::AtomicU64::new(lsn.map_or(0, |l| l + 1)))
+    }
+
+    /// Raises it to `lsn` (never lowers it).
+    pub(crate) fn raise(&self, lsn: Option<Lsn>) {
+        if let Some(l) = lsn {
+            self.0
+                .fetch_max(l + 1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+
+    /// The position, if any.
+    pub(crate) fn get(&self) -> Option<Lsn> {
+        self.0
+            .load(std::sync::atomic::Ordering::Acquire)
+            .checked_sub(1)
+    }
+
+    /// Makes the current request's answer depend on it ([`depend`]).
+    pub(crate) fn depend(&self) {
+        depend(self.get());
+    }
 }
 
 /// The changes one queue operation made, for a durable store: encoded as they happen (only
@@ -160,16 +204,19 @@ impl Journal {
     /// Hands what one operation on queue `uid` recorded to the store, under that queue's
     /// lock: its frame, the messages it sent on their way (in transit from now), and the
     /// arrivals it logged (no longer in transit, in the same step as their frame is logged).
-    pub(super) fn flush(&self, uid: u64, rec: &mut Recorder) {
+    /// Returns the frame's position, if one was appended.
+    pub(super) fn flush(&self, uid: u64, rec: &mut Recorder) -> Option<Lsn> {
         if !rec.departed.is_empty() {
             let mut transit = self.transit();
             for (key, put) in rec.departed.drain(..) {
                 transit.insert((uid, key), put);
             }
         }
-        if rec.arrived.is_empty() && rec.moved.is_none() {
-            if !rec.frame.is_empty() {
-                self.append(&rec.frame);
+        let lsn = if rec.arrived.is_empty() && rec.moved.is_none() {
+            if rec.frame.is_empty() {
+                None
+            } else {
+                self.append(&rec.frame)
             }
         } else {
             // One step for a snapshot reading its cut under this lock: either the arrival is
@@ -184,9 +231,10 @@ impl Journal {
                 task.count_moved(n);
                 change::encode(&mut rec.frame, &Change::MoveTask(task.record()));
             }
-            self.append(&rec.frame);
-        }
+            self.append(&rec.frame)
+        };
         rec.frame.clear();
+        lsn
     }
 
     /// Runs `f` while no message arrives from another queue and no move task's count goes
@@ -219,27 +267,29 @@ impl Journal {
         (at, out)
     }
 
-    /// Appends one frame (changes already encoded) and notes it for the current request.
-    pub(crate) fn append(&self, frame: &[u8]) {
-        if let Some(s) = &self.store {
-            let lsn = s.append(frame);
-            let in_request =
-                APPENDED.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
-            if in_request.is_err() {
-                // A background change (move task, start-up): nobody waits for it.
-                s.nudge();
-            }
+    /// Appends one frame (changes already encoded), notes it for the current request and
+    /// returns its position (none without a store).
+    pub(crate) fn append(&self, frame: &[u8]) -> Option<Lsn> {
+        let s = self.store.as_ref()?;
+        let lsn = s.append(frame);
+        let in_request =
+            DEPENDS.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
+        if in_request.is_err() {
+            // A background change (move task, start-up): nobody waits for it.
+            s.nudge();
         }
+        Some(lsn)
     }
 
-    /// Encodes `changes` as one frame and appends it.
-    pub(crate) fn record(&self, changes: &[Change<'_>]) {
-        if self.is_on() {
-            let mut frame = Vec::new();
-            for c in changes {
-                change::encode(&mut frame, c);
-            }
-            self.append(&frame);
+    /// Encodes `changes` as one frame and appends it; returns its position.
+    pub(crate) fn record(&self, changes: &[Change<'_>]) -> Option<Lsn> {
+        if !self.is_on() {
+            return None;
         }
+        let mut frame = Vec::new();
+        for c in changes {
+            change::encode(&mut frame, c);
+        }
+        self.append(&frame)
     }
 }

@@ -6,6 +6,8 @@ pub(crate) mod attribute;
 pub(crate) mod change;
 pub(crate) mod clock;
 pub(crate) mod digest;
+#[cfg(test)]
+mod durable_answers;
 pub(crate) mod error;
 pub(crate) mod fair;
 pub(crate) mod fifo;
@@ -35,6 +37,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
+
+use crate::store;
 
 pub use clock::Clock;
 pub(crate) use error::EngineError;
@@ -71,6 +75,9 @@ pub(crate) struct Engine {
     home: std::sync::OnceLock<outbox::Home>,
     /// Signals the courier that an outbox took entries.
     outbox_ready: tokio::sync::Notify,
+    /// The newest record of the registry, the clock or the move tasks (durable mode):
+    /// an answer that reads them (a queue not found, a listing, the time) waits for it.
+    registry_lsn: journal::LastLsn,
 }
 
 /// A long poll's place under [`EngineSettings::max_long_polls`], given back when dropped.
@@ -108,6 +115,20 @@ impl Engine {
             long_polls: AtomicUsize::new(0),
             home: std::sync::OnceLock::new(),
             outbox_ready: tokio::sync::Notify::new(),
+            registry_lsn: journal::LastLsn::default(),
+        }
+    }
+
+    /// A record of the registry, the clock or the move tasks was appended at `lsn`.
+    pub(super) fn registry_changed(&self, lsn: Option<store::Lsn>) {
+        self.registry_lsn.raise(lsn);
+    }
+
+    /// Notes that the current request's answer relies on the registry as it is now (a
+    /// queue not found, a listing): it waits until the registry's changes are kept.
+    pub(crate) fn depend_on_registry(&self) {
+        if self.journal.is_on() {
+            self.registry_lsn.depend();
         }
     }
 
@@ -155,6 +176,7 @@ impl Engine {
         }
         let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
         if let Some(q) = queues.get(&id) {
+            q.depend_on_creation();
             return Ok((Arc::clone(q), false));
         }
         if self.settings.deleted_queue_cooldown {
@@ -162,24 +184,27 @@ impl Engine {
             let now = self.now_ms();
             deleted.retain(|_, at| now < *at + settings::DELETED_QUEUE_COOLDOWN_MS);
             if deleted.contains_key(&id) {
+                self.depend_on_registry();
                 return Err(EngineError::QueueDeletedRecently);
             }
         }
         let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
         let now = self.now_ms();
         // Recorded under the registry's lock: before any change to the new queue.
-        self.journal.record(&[change::Change::QueueCreated {
+        let created = self.journal.record(&[change::Change::QueueCreated {
             id: Cow::Borrowed(&id),
             uid,
             created_ms: now,
             settings: Cow::Borrowed(&settings),
         }]);
+        self.registry_lsn.raise(created);
         let q = Arc::new(Queue::new(
             id.clone(),
             uid,
             settings,
             now,
             self.journal.clone(),
+            created,
         ));
         let realism = self.realism();
         if realism.is_on() {
@@ -225,13 +250,20 @@ impl Engine {
         self.registered(id)
     }
 
-    /// Any queue with this id, outboxes included.
+    /// Any queue with this id, outboxes included. The answer of whoever asks relies on
+    /// what it found: the queue's creation, or (not found) the registry's latest change.
     fn registered(&self, id: &QueueId) -> Option<Arc<Queue>> {
-        self.queues
+        let found = self
+            .queues
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
-            .cloned()
+            .cloned();
+        match &found {
+            Some(q) => q.depend_on_creation(),
+            None => self.depend_on_registry(),
+        }
+        found
     }
 
     /// The settings of the queue with this id, if it exists.
@@ -249,6 +281,7 @@ impl Engine {
 
     /// Queues of one namespace whose names start with `prefix`, sorted by name.
     pub(crate) fn list_queues(&self, region: &str, account: &str, prefix: &str) -> Vec<Arc<Queue>> {
+        self.depend_on_registry();
         let mut found: Vec<Arc<Queue>> = self
             .queues
             .read()
@@ -278,15 +311,20 @@ impl Engine {
         if let Some(dead) = outcome.dead_letters.take() {
             use outbox::{Destination, Via};
             match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
-                Destination::Local(dlq) => dlq.accept(
-                    dead.messages,
-                    Transfer::DeadLetter {
-                        source_arn: &queue.arn,
-                    },
-                    now_ms,
-                ),
+                Destination::Local(dlq) => {
+                    dlq.accept(
+                        dead.messages,
+                        Transfer::DeadLetter {
+                            source_arn: &queue.arn,
+                        },
+                        now_ms,
+                    );
+                    // Their removal from here is logged with their arrival there.
+                    queue.changed_at(dlq.last_lsn());
+                }
                 Destination::Outbox(o) => {
                     o.accept(dead.messages, Transfer::Restore, now_ms);
+                    queue.changed_at(o.last_lsn());
                     outcome.forwarded = Some((o.last_seq(), o));
                     self.outbox_filled();
                 }
@@ -316,13 +354,16 @@ impl Engine {
     pub(crate) fn record_task(&self, task: &move_task::MoveTask) {
         if self.journal.is_on() {
             let _tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-            self.journal
+            let lsn = self
+                .journal
                 .record(&[change::Change::MoveTask(task.record())]);
+            self.registry_lsn.raise(lsn);
         }
     }
 
     /// Move tasks of one source queue, newest first.
     pub(crate) fn move_tasks_of(&self, source_arn: &str) -> Vec<Arc<move_task::MoveTask>> {
+        self.depend_on_registry();
         self.move_tasks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -344,9 +385,10 @@ impl Engine {
         let removed: Vec<Arc<Queue>> = {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
             if record {
-                self.journal.record(&[change::Change::Reset {
+                let lsn = self.journal.record(&[change::Change::Reset {
                     namespace: namespace.map(|(r, a)| (r.into(), a.into())),
                 }]);
+                self.registry_lsn.raise(lsn);
             }
             let ids: Vec<QueueId> = queues
                 .keys()
@@ -400,10 +442,11 @@ impl Engine {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
             let removed = queues.remove(id);
             if let Some(q) = &removed {
-                self.journal.record(&[change::Change::QueueDeleted {
+                let lsn = self.journal.record(&[change::Change::QueueDeleted {
                     uid: q.uid,
                     cooldown_from,
                 }]);
+                self.registry_lsn.raise(lsn);
                 // Under the registry's lock, with the record: a snapshot sees both or neither.
                 if let Some(at) = cooldown_from {
                     self.deleted
@@ -425,6 +468,7 @@ impl Engine {
 
     /// Every queue of every namespace, sorted by region, account and name.
     pub(crate) fn all_queues(&self) -> Vec<Arc<Queue>> {
+        self.depend_on_registry();
         let mut all: Vec<Arc<Queue>> = self
             .queues
             .read()
@@ -469,10 +513,11 @@ impl Engine {
 
     fn record_clock(&self) {
         let (offset_ms, frozen_at) = self.clock.virtual_state();
-        self.journal.record(&[change::Change::Clock {
+        let lsn = self.journal.record(&[change::Change::Clock {
             offset_ms,
             frozen_at,
         }]);
+        self.registry_lsn.raise(lsn);
     }
 
     /// Like [`Engine::advance_clock`], but refuses (false, clock unchanged) a move past

@@ -204,7 +204,8 @@ pub(crate) fn start(
             state: Mutex::new((TaskStatus::Running, None)),
         });
         tasks.push(Arc::clone(&task));
-        engine.journal().record(&[Change::MoveTask(task.record())]);
+        let lsn = engine.journal().record(&[Change::MoveTask(task.record())]);
+        engine.registry_changed(lsn);
         task
     };
     tokio::spawn(run(
@@ -362,10 +363,15 @@ fn deliver(
             task: task.task_id.clone(),
         };
         match engine.destination(&source.id, &target, via) {
-            Destination::Local(q) => q.accept_moved(group, task, now),
+            Destination::Local(q) => {
+                q.accept_moved(group, task, now);
+                // Their removal from the source is logged with their arrival here.
+                source.changed_at(q.last_lsn());
+            }
             // Counted once they arrive (`Engine::parcel_delivered`).
             Destination::Outbox(o) => {
                 o.accept(group, Transfer::Restore, now);
+                source.changed_at(o.last_lsn());
                 engine.outbox_filled();
                 if !outboxes.iter().any(|x| Arc::ptr_eq(x, &o)) {
                     outboxes.push(o);

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 use super::change::Change;
 use super::error::EngineError;
 use super::ids::{MessageKey, QueueId};
-use super::journal::Journal;
+use super::journal::{Journal, LastLsn};
 use super::message::{NewMessage, SendReceipt, StoredMessage};
 use super::receipt::Receipt;
 use super::receive::{ReceiveOutcome, ReceiveRequest, Taken, Transfer};
@@ -36,16 +36,23 @@ pub(crate) struct Queue {
     /// lock, so realism off costs no lock.
     realism_on: AtomicBool,
     journal: Journal,
+    /// The newest record that changed this queue (durable mode): whoever reads the state
+    /// answers only once it is kept ([`journal::depend`](super::journal::depend)).
+    last_lsn: LastLsn,
+    /// The record that created it: whoever finds the queue relies on it.
+    created_lsn: Option<crate::store::Lsn>,
 }
 
 impl Queue {
-    /// A new, empty queue whose changes go to `journal`.
+    /// A new, empty queue whose changes go to `journal`; `created_lsn`: the record of its
+    /// creation (none when recovered: it is durable).
     pub(crate) fn new(
         id: QueueId,
         uid: u64,
         settings: QueueSettings,
         now_ms: u64,
         journal: Journal,
+        created_lsn: Option<crate::store::Lsn>,
     ) -> Queue {
         let arn = id.arn();
         Queue {
@@ -58,6 +65,8 @@ impl Queue {
             deleted: AtomicBool::new(false),
             realism_on: AtomicBool::new(false),
             journal,
+            last_lsn: LastLsn::new(created_lsn),
+            created_lsn,
         }
     }
 
@@ -69,7 +78,29 @@ impl Queue {
     pub(super) fn lock(&self) -> MutexGuard<'_, QueueState> {
         // A panic while holding the lock cannot leave the indexes half-updated in a way
         // that matters more than refusing all further service, so keep going.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // Whatever is read under the lock may show any change made to this queue so far
+        // (changes are appended under it): the answer waits until they are kept.
+        if self.journal.is_on() {
+            self.last_lsn.depend();
+        }
+        st
+    }
+
+    /// Notes that whoever found this queue relies on its creation being kept.
+    pub(crate) fn depend_on_creation(&self) {
+        super::journal::depend(self.created_lsn);
+    }
+
+    /// The newest record that changed this queue, if any (durable mode).
+    pub(crate) fn last_lsn(&self) -> Option<crate::store::Lsn> {
+        self.last_lsn.get()
+    }
+
+    /// A record that changed this queue was appended elsewhere (a message that left it
+    /// is logged with its arrival in another queue): readers of this queue wait for it too.
+    pub(crate) fn changed_at(&self, lsn: Option<crate::store::Lsn>) {
+        self.last_lsn.raise(lsn);
     }
 
     /// Runs `f` on the caught-up state, then wakes long polls if `f` asked for it.
@@ -80,7 +111,8 @@ impl Queue {
             let r = f(&mut st, now, self.uid);
             // Appended under the lock, so the log holds this queue's changes in the order
             // they were made.
-            self.journal.flush(self.uid, &mut st.rec);
+            let lsn = self.journal.flush(self.uid, &mut st.rec);
+            self.last_lsn.raise(lsn);
             (r, std::mem::take(&mut st.wake))
         };
         if wake {
@@ -542,7 +574,7 @@ mod tests {
             fifo_queue: fifo,
             ..QueueSettings::default()
         };
-        Queue::new(id, 1, settings, 1_000_000, Journal::default())
+        Queue::new(id, 1, settings, 1_000_000, Journal::default(), None)
     }
 
     fn msg(body: &str, delay: Option<u32>) -> NewMessage {

@@ -70,8 +70,12 @@ impl Engine {
         let report = store.recover(&mut |lsn, frame| engine.apply(lsn, frame, &mut replay))?;
         let max_uid = replay.by_uid.keys().max().copied().unwrap_or(0);
         engine.next_uid.fetch_max(max_uid + 1, Ordering::Relaxed);
-        // The next start reads one snapshot instead of the log just replayed.
-        engine.compact()?;
+        // The next start reads one snapshot instead of the log just replayed. Without room
+        // for it (a disk that was full), start anyway on the log as it is: the compactor
+        // tries again later, and the log alone keeps everything.
+        if let Err(e) = engine.compact() {
+            tracing::warn!(error = %e, "no snapshot at start-up (the log still holds everything); retried later");
+        }
         // Realism is a setting of this run, not of the data: it applies to recovered queues.
         let realism = engine.realism();
         if realism.is_on() {
@@ -125,6 +129,7 @@ impl Engine {
                     settings.into_owned(),
                     created_ms,
                     self.journal.clone(),
+                    None,
                 ));
                 let old = self
                     .queues

@@ -1,7 +1,9 @@
 //! The on-disk framing shared by log segments and snapshots: a fixed header naming the
 //! format version, then records, each as `length (u32 LE) | CRC-32 of length and payload
-//! (u32 LE) | payload`. A reader tells a torn final write (cut short, or a bad checksum with
-//! nothing but zeros after it) from corruption in the middle of a file.
+//! (u32 LE) | payload`. A reader tells a torn final write from corruption: a bad frame is
+//! torn only when no whole, valid frame follows it anywhere in the file (a crash can only
+//! tear the last write), so one flipped bit in a length or checksum in the middle of a file
+//! is corruption, never a reason to drop what follows.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
@@ -155,7 +157,7 @@ impl Reader {
         }
         let mut head = [0u8; FRAME_OVERHEAD];
         if self.len - at < FRAME_OVERHEAD as u64 {
-            return self.damaged(at, self.len, "a frame header is cut short");
+            return self.damaged(at, "a frame header is cut short");
         }
         self.file.read_exact(&mut head)?;
         let len_bytes: [u8; 4] = head[..4].try_into().unwrap_or_default();
@@ -163,15 +165,15 @@ impl Reader {
         let crc = u32::from_le_bytes(head[4..].try_into().unwrap_or_default());
         let end = at + (FRAME_OVERHEAD + len) as u64;
         if len > MAX_RECORD {
-            return self.damaged(at, self.len, "a frame length is out of range");
+            return self.damaged(at, "a frame length is out of range");
         }
         if end > self.len {
-            return self.damaged(at, self.len, "a frame is cut short");
+            return self.damaged(at, "a frame is cut short");
         }
         self.buf.resize(len, 0);
         self.file.read_exact(&mut self.buf)?;
         if checksum(len_bytes, &self.buf) != crc {
-            return self.damaged(at, end, "checksum mismatch");
+            return self.damaged(at, "checksum mismatch");
         }
         self.offset = end;
         Ok(if len == 0 {
@@ -181,33 +183,66 @@ impl Reader {
         })
     }
 
-    /// A bad frame at `at` whose bytes run to `end`: a torn final write when nothing but
-    /// zeros follows it, corruption otherwise.
-    fn damaged(&mut self, at: u64, end: u64, reason: &str) -> Result<Next, StoreError> {
-        if self.only_zeros_from(end)? {
-            return Ok(Next::Torn { offset: at });
-        }
+    /// A bad frame at `at`: a torn final write when no valid frame starts anywhere after
+    /// it, corruption (with the reason and where a valid frame was found) otherwise. Its
+    /// length is not trusted: a flipped bit there would otherwise hide everything after it.
+    fn damaged(&mut self, at: u64, reason: &str) -> Result<Next, StoreError> {
+        let found = match self.valid_frame_after(at)? {
+            Search::Nothing => return Ok(Next::Torn { offset: at }),
+            Search::Found(next) => format!("a valid record follows at byte offset {next}"),
+            Search::GaveUp => "what follows could not be shown to hold no record".to_string(),
+        };
         Err(StoreError::Corrupt {
             file: self.path.clone(),
             offset: at,
-            reason: reason.to_string(),
+            reason: format!("{reason}; {found}"),
         })
     }
 
-    fn only_zeros_from(&mut self, from: u64) -> Result<bool, StoreError> {
+    /// Looks for a whole frame with a matching checksum starting anywhere after `at`. A run
+    /// of random bytes passes the CRC-32 about once in four billion tries. Small candidates
+    /// first (real records after damage are found at once, and random bytes rarely read as
+    /// a small length), then larger ones within a bounded amount of checksumming: past it,
+    /// the damage is reported as corruption (refusing to start beats dropping records).
+    fn valid_frame_after(&mut self, at: u64) -> Result<Search, StoreError> {
         let f = self.file.get_mut();
-        f.seek(SeekFrom::Start(from))?;
-        let mut chunk = vec![0u8; 1 << 16];
-        loop {
-            let n = f.read(&mut chunk)?;
-            if n == 0 {
-                return Ok(true);
-            }
-            if chunk[..n].iter().any(|b| *b != 0) {
-                return Ok(false);
+        f.seek(SeekFrom::Start(at + 1))?;
+        let mut tail = Vec::new();
+        f.read_to_end(&mut tail)?;
+        let base = at + 1;
+        let mut budget: usize = SCAN_BUDGET;
+        for (min, max) in [(0, SMALL_CANDIDATE), (SMALL_CANDIDATE + 1, MAX_RECORD)] {
+            for i in 0..tail.len().saturating_sub(FRAME_OVERHEAD - 1) {
+                let len_bytes: [u8; 4] = tail[i..i + 4].try_into().unwrap_or_default();
+                let len = u32::from_le_bytes(len_bytes) as usize;
+                let start = i + FRAME_OVERHEAD;
+                if len < min || len > max || start + len > tail.len() {
+                    continue;
+                }
+                if len > budget {
+                    return Ok(Search::GaveUp);
+                }
+                budget -= len;
+                let crc = u32::from_le_bytes(tail[i + 4..i + 8].try_into().unwrap_or_default());
+                if checksum(len_bytes, &tail[start..start + len]) == crc {
+                    return Ok(Search::Found(base + i as u64));
+                }
             }
         }
+        Ok(Search::Nothing)
     }
+}
+
+/// Candidates up to this length are checked first.
+const SMALL_CANDIDATE: usize = 1 << 20;
+/// At most this many payload bytes are checksummed looking for a record after damage.
+const SCAN_BUDGET: usize = 4 << 30;
+
+/// What [`Reader::valid_frame_after`] found.
+enum Search {
+    Nothing,
+    Found(u64),
+    GaveUp,
 }
 
 #[cfg(test)]
@@ -290,6 +325,39 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// One flipped bit in any byte of a frame header (length or checksum) or payload in the
+    /// middle of a file is corruption named by file and offset, never a torn end that would
+    /// drop the records after it; the same damage in the last frame is a torn write.
+    #[test]
+    fn a_flipped_bit_anywhere_in_a_middle_frame_is_corruption() {
+        let records: [&[u8]; 4] = [b"first", b"second record", b"third", b"fourth"];
+        let clean = log_of(&records);
+        let second = HEADER_LEN as usize + FRAME_OVERHEAD + 5;
+        let second_end = second + FRAME_OVERHEAD + 13;
+        for byte in second..second_end {
+            for bit in 0..8 {
+                let mut bytes = clean.clone();
+                bytes[byte] ^= 1 << bit;
+                let (_d, p) = file_with(&bytes);
+                match read_all(&p) {
+                    Err(StoreError::Corrupt { offset, reason, .. }) => {
+                        assert_eq!(offset, second as u64, "byte {byte} bit {bit}");
+                        assert!(reason.contains("valid record follows"), "{reason}");
+                    }
+                    other => panic!("byte {byte} bit {bit}: {other:?}"),
+                }
+            }
+        }
+        // The last frame: nothing valid follows, so it reads as a torn final write.
+        let last = clean.len() - FRAME_OVERHEAD - 6;
+        let mut bytes = clean.clone();
+        bytes[last] ^= 0x10;
+        let (_d, p) = file_with(&bytes);
+        let (got, end) = read_all(&p).unwrap();
+        assert_eq!(got.len(), 3);
+        assert!(matches!(end, Next::Torn { .. }));
     }
 
     #[test]

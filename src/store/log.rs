@@ -19,6 +19,8 @@ use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats, Sync
 
 /// How long the writer waits before retrying after the disk refused a write.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+/// How long a stopping store keeps retrying records the disk refused before giving up.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -34,6 +36,8 @@ struct Pending {
     /// Set once recovery is done; appends before that are a bug.
     open: bool,
     closing: bool,
+    /// When closing began: the writer retries refused records for [`CLOSE_GRACE`] more.
+    closing_since: Option<Instant>,
     /// The writer is waiting for records: the next append wakes it (and only that one, so
     /// a busy writer costs appends no wake-up call).
     writer_idle: bool,
@@ -72,6 +76,8 @@ struct Inner {
     last_error: Mutex<Option<String>>,
     /// An emptied buffer for the appenders, kept between writes.
     spare: Mutex<Vec<u8>>,
+    /// Whether `segment` holds one (read without its lock by the idle writer).
+    has_segment: std::sync::atomic::AtomicBool,
 }
 
 /// See the module documentation.
@@ -92,6 +98,45 @@ fn segment_name(lsn: Lsn) -> String {
 
 fn snapshot_name(lsn: Lsn) -> String {
     format!("snapshot-{lsn:020}.snap")
+}
+
+/// Sets the bytes of `path` from `offset` on (a torn final write) aside in
+/// `<path>.torn-<offset>`, then cuts the file there so the next start reads cleanly. They
+/// were never acknowledged (a record is answered only once written whole), but they are
+/// evidence: if the space to copy them is missing, they are cut anyway (the start must not
+/// depend on free space) and the log line says so.
+fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> {
+    let aside = PathBuf::from(format!("{}.torn-{offset}", path.display()));
+    let copied = (|| -> std::io::Result<()> {
+        let mut from = File::open(path)?;
+        std::io::Seek::seek(&mut from, std::io::SeekFrom::Start(offset))?;
+        let mut to = File::create(&aside)?;
+        std::io::copy(&mut from, &mut to)?;
+        to.sync_all()
+    })();
+    match &copied {
+        Ok(()) => tracing::warn!(
+            file = %path.display(),
+            offset,
+            bytes = len - offset,
+            kept = %aside.display(),
+            "the log ends in a torn write (a crash during an unanswered write): cut off and kept aside"
+        ),
+        Err(e) => {
+            let _ = fs::remove_file(&aside);
+            tracing::warn!(
+                file = %path.display(),
+                offset,
+                bytes = len - offset,
+                error = %e,
+                "the log ends in a torn write (a crash during an unanswered write): cut off; no room to keep a copy"
+            );
+        }
+    }
+    let f = OpenOptions::new().write(true).open(path)?;
+    f.set_len(offset)?;
+    f.sync_all()?;
+    Ok(())
 }
 
 /// Files of the data directory named `<prefix><lsn><suffix>`, oldest first.
@@ -145,6 +190,7 @@ impl LogStore {
                 counters: Counters::default(),
                 last_error: Mutex::new(None),
                 spare: Mutex::new(Vec::new()),
+                has_segment: std::sync::atomic::AtomicBool::new(false),
             }),
             writer: Mutex::new(None),
             snapshotting: Mutex::new(()),
@@ -153,16 +199,33 @@ impl LogStore {
     }
 
     /// Plays one file's records from position `from` on; returns the position after its last
-    /// record and whether it ended torn (the rest is cut off and the file truncated).
+    /// record and whether it ended torn (the rest is kept aside and the file truncated).
+    /// Only the newest segment (`last`) can end torn: every older one was whole before the
+    /// next was created, so damage at its end is corruption.
     fn replay_file(
         &self,
         path: &Path,
         kind: FileKind,
         from: Lsn,
+        last: bool,
         apply: &mut Apply<'_>,
         report: &mut Recovered,
     ) -> Result<(Lsn, bool), StoreError> {
-        let mut r = Reader::open(path, kind)?;
+        let mut r = match Reader::open(path, kind) {
+            // A newest segment whose header never reached the disk (a sqsim before atomic
+            // segment creation, killed between creating it and writing its header) holds
+            // no record: a torn write.
+            Err(StoreError::Corrupt { offset: 0, .. })
+                if last && kind == FileKind::Log && fs::metadata(path)?.len() < frame::HEADER_LEN =>
+            {
+                let len = fs::metadata(path)?.len();
+                tracing::warn!(file = %path.display(), bytes = len, "the newest log segment has no header (a crash while creating it): set aside");
+                report.torn_bytes += len;
+                fs::rename(path, path.with_extension("wal.torn"))?;
+                return Ok((from, true));
+            }
+            other => other?,
+        };
         let mut lsn = r.lsn;
         loop {
             let at = r.offset();
@@ -181,10 +244,10 @@ impl LogStore {
                 }
                 Ok(Next::EndMarker) if kind == FileKind::Snapshot => return Ok((lsn, false)),
                 Ok(Next::End) if kind == FileKind::Log => return Ok((lsn, false)),
-                Ok(Next::Torn { offset }) if kind == FileKind::Log => {
+                Ok(Next::Torn { offset }) if kind == FileKind::Log && last => {
                     let len = fs::metadata(path)?.len();
                     report.torn_bytes += len - offset;
-                    OpenOptions::new().write(true).open(path)?.set_len(offset)?;
+                    keep_torn_tail(path, offset, len)?;
                     return Ok((lsn, true));
                 }
                 Ok(_) => {
@@ -230,21 +293,7 @@ impl LogStore {
 
     /// Starts a new segment at `lsn` (the writer must not be writing).
     fn start_segment(&self, slot: &mut Option<Segment>, lsn: Lsn) -> Result<(), StoreError> {
-        let path = self.inner.dir.join(segment_name(lsn));
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&path)?;
-        file.write_all(&frame::header(FileKind::Log, lsn))?;
-        file.sync_all()?;
-        sync_dir(&self.inner.dir)?;
-        *slot = Some(Segment {
-            file,
-            len: frame::HEADER_LEN,
-            end: lsn,
-        });
-        Ok(())
+        self.inner.start_segment(slot, lsn)
     }
 
     /// Makes every record before `upto` durable, writing what is pending itself.
@@ -297,6 +346,45 @@ enum Step {
 }
 
 impl Inner {
+    /// Starts a new segment at `lsn` (the writer must not be writing), atomically: the
+    /// header is written and synced under a temporary name, then renamed into place and the
+    /// directory synced, so a crash at any point leaves either no segment or a whole empty
+    /// one (never a header-less file that a later start would have to refuse).
+    fn start_segment(&self, slot: &mut Option<Segment>, lsn: Lsn) -> Result<(), StoreError> {
+        let path = self.dir.join(segment_name(lsn));
+        let tmp = self.dir.join(format!("{}.tmp", segment_name(lsn)));
+        let made = (|| -> Result<File, StoreError> {
+            let mut file = OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(&tmp)?;
+            super::crash_point::reached("segment-created");
+            file.write_all(&frame::header(FileKind::Log, lsn))?;
+            file.sync_all()?;
+            super::crash_point::reached("segment-written");
+            fs::rename(&tmp, &path)?;
+            super::crash_point::reached("segment-renamed");
+            sync_dir(&self.dir)?;
+            Ok(file)
+        })();
+        match made {
+            Ok(file) => {
+                self.has_segment.store(true, Ordering::Release);
+                *slot = Some(Segment {
+                    file,
+                    len: frame::HEADER_LEN,
+                    end: lsn,
+                });
+                Ok(())
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    }
+
     /// The writer thread: hands each batch of appended records to the disk. In `os` mode a
     /// request writes its own batch (see [`Inner::write_pending`]), and the thread only
     /// writes records no request waits for, when their appender nudges it.
@@ -306,10 +394,23 @@ impl Inner {
                 let mut p = lock(&self.pending);
                 while p.buf.is_empty() && !p.closing {
                     p.writer_idle = true;
-                    p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
+                    if self.has_segment.load(Ordering::Acquire) {
+                        p = self.wake.wait(p).unwrap_or_else(|e| e.into_inner());
+                    } else {
+                        // No segment yet (the disk refused to create one): try again
+                        // soon even with nothing to write, so health recovers by itself.
+                        p = self
+                            .wake
+                            .wait_timeout(p, RETRY_AFTER)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                        if p.buf.is_empty() && !p.closing {
+                            break;
+                        }
+                    }
                 }
                 p.writer_idle = false;
-                if p.buf.is_empty() {
+                if p.buf.is_empty() && p.closing {
                     return;
                 }
             }
@@ -328,6 +429,10 @@ impl Inner {
         let (bytes, upto) = {
             let mut p = lock(&self.pending);
             if p.buf.is_empty() {
+                drop(p);
+                if slot.is_none() {
+                    self.open_segment(slot);
+                }
                 return Step::Idle;
             }
             // The buffer written last time, emptied, goes back to the appenders: no
@@ -353,12 +458,15 @@ impl Inner {
                 *lock(&self.last_error) = Some(e.to_string());
                 {
                     let mut p = lock(&self.pending);
-                    if p.closing {
-                        // Stopping with the disk still refusing: these records were never
-                        // acknowledged, and waiting on would keep the process alive.
+                    if p.closing_since.is_some_and(|t| t.elapsed() >= CLOSE_GRACE) {
+                        // Stopping with the disk still refusing after retrying for the
+                        // grace period: these records were never acknowledged (no answer
+                        // that depends on one goes out before it is written), and waiting
+                        // on would keep the process alive forever.
                         tracing::error!(
                             records = p.next.saturating_sub(self.progress.borrow().durable),
-                            "stopping with changes the disk refused; none was acknowledged"
+                            error = %e,
+                            "stopping with changes the disk refused: they are lost; none was acknowledged"
                         );
                         return Step::Abandoned;
                     }
@@ -374,7 +482,26 @@ impl Inner {
         }
     }
 
+    /// Creates the segment the writer appends to if there is none, at the first position
+    /// not yet durable; records whether that worked (health reads it).
+    fn open_segment(&self, slot: &mut Option<Segment>) {
+        let at = self.progress.borrow().durable;
+        match self.start_segment(slot, at) {
+            Ok(()) => {
+                *lock(&self.last_error) = None;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot create a log segment; writes wait until it can be");
+                *lock(&self.last_error) = Some(format!("cannot create a log segment: {e}"));
+            }
+        }
+    }
+
     fn write(&self, slot: &mut Option<Segment>, bytes: &[u8], upto: Lsn) -> Result<(), StoreError> {
+        if slot.is_none() {
+            let at = self.progress.borrow().durable;
+            self.start_segment(slot, at)?;
+        }
         let seg = slot
             .as_mut()
             .ok_or_else(|| StoreError::Io(Arc::from("no open log segment")))?;
@@ -414,7 +541,7 @@ impl Store for LogStore {
         let mut next: Lsn = 0;
         let mut stopped = false;
         if let Some((lsn, path)) = numbered(dir, "snapshot-", ".snap")?.pop() {
-            let (end, cut) = self.replay_file(&path, FileKind::Snapshot, 0, apply, &mut report)?;
+            let (end, cut) = self.replay_file(&path, FileKind::Snapshot, 0, false, apply, &mut report)?;
             next = lsn;
             if cut {
                 // Salvaged: the snapshot's later records are lost, and the log after it
@@ -423,7 +550,9 @@ impl Store for LogStore {
                 stopped = true;
             }
         }
-        for (first, path) in numbered(dir, "log-", ".wal")? {
+        let segments = numbered(dir, "log-", ".wal")?;
+        let newest = segments.len().saturating_sub(1);
+        for (i, (first, path)) in segments.into_iter().enumerate() {
             if stopped {
                 fs::rename(&path, path.with_extension("wal.salvaged"))?;
                 continue;
@@ -435,13 +564,14 @@ impl Store for LogStore {
                     reason: format!("records {next} to {} are missing", first - 1),
                 });
             }
-            let (end, cut) = self.replay_file(&path, FileKind::Log, next, apply, &mut report)?;
+            let (end, cut) = self.replay_file(&path, FileKind::Log, next, i == newest, apply, &mut report)?;
             next = next.max(end);
             stopped = cut && report.salvaged.is_some();
         }
-        {
-            let mut slot = lock(&self.inner.segment);
-            self.start_segment(&mut slot, next)?;
+        for (_, path) in numbered(dir, "log-", ".wal.tmp")? {
+            // A segment a crash interrupted before it was renamed into place: never held a
+            // record.
+            fs::remove_file(path)?;
         }
         {
             let mut p = lock(&self.inner.pending);
@@ -449,7 +579,13 @@ impl Store for LogStore {
             p.open = true;
         }
         self.inner.progress.send_modify(|p| p.durable = next);
-        self.refresh_sizes()?;
+        {
+            // Without room for a new segment sqsim still starts and serves what it has:
+            // writes wait (and health says so) until the writer can create it.
+            let mut slot = lock(&self.inner.segment);
+            self.inner.open_segment(&mut slot);
+        }
+        let _ = self.refresh_sizes();
         let inner = Arc::clone(&self.inner);
         let handle = std::thread::Builder::new()
             .name("sqsim-log-writer".into())
@@ -509,11 +645,13 @@ impl Store for LogStore {
                 .map_err(|e| StoreError::from(e.into_error()))?;
             file.sync_all()?;
             drop(file);
+            super::crash_point::reached("snapshot-written");
             // Published only once the log is durable that far: a crash must not leave a
             // snapshot whose state the log cannot complete (a dead letter the snapshot shows
             // gone from its source while its arrival is still unwritten).
             self.write_through_to(upto)?;
             fs::rename(&tmp, dir.join(snapshot_name(at)))?;
+            super::crash_point::reached("snapshot-renamed");
             sync_dir(dir)
         })();
         if let Err(e) = written {
@@ -525,8 +663,11 @@ impl Store for LogStore {
         // Start a new segment so the ones holding only records before `at` can go.
         {
             let mut slot = lock(&self.inner.segment);
-            let end = slot.as_ref().map_or(at, |s| s.end);
+            let end = slot
+                .as_ref()
+                .map_or_else(|| self.inner.progress.borrow().durable, |s| s.end);
             self.start_segment(&mut slot, end)?;
+            super::crash_point::reached("snapshot-rotated");
             // In os mode a request that found the segment taken is waiting for whoever held
             // it to write: do, or it would wait for a write nobody makes.
             self.inner.write_pending(&mut slot);
@@ -571,7 +712,11 @@ impl Store for LogStore {
 
     fn close(&self) {
         let _gate = lock(&self.snapshotting);
-        lock(&self.inner.pending).closing = true;
+        {
+            let mut p = lock(&self.inner.pending);
+            p.closing = true;
+            p.closing_since.get_or_insert_with(Instant::now);
+        }
         self.inner.wake.notify_all();
         if let Some(h) = lock(&self.writer).take() {
             let _ = h.join();
@@ -696,6 +841,72 @@ mod tests {
         let names = files(dir.path());
         assert!(names.iter().any(|f| f.ends_with(".salvaged")), "{names:?}");
         assert!(!path.exists(), "the damaged snapshot is no longer read");
+    }
+
+    /// A crash between creating a segment file and writing its header (an older sqsim, or
+    /// another tool) leaves an empty or header-less newest segment: a torn write, set aside,
+    /// and start-up goes on with everything before it. A segment creation a crash stopped
+    /// before its rename leaves only a `.wal.tmp`, removed at the next start.
+    #[test]
+    fn an_empty_or_headerless_newest_segment_is_a_torn_write() {
+        for leftover in [&b""[..], b"SQSIMLO"] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+            records(&s).unwrap();
+            s.append(b"a");
+            s.append(b"b");
+            s.close();
+            drop(s);
+            fs::write(dir.path().join(segment_name(2)), leftover).unwrap();
+            fs::write(dir.path().join(format!("{}.tmp", segment_name(2))), b"SQ").unwrap();
+            let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+            let (got, report) = records(&s).unwrap();
+            assert_eq!(got, [b"a".to_vec(), b"b".to_vec()]);
+            assert_eq!(report.torn_bytes, leftover.len() as u64);
+            s.append(b"c");
+            s.close();
+            drop(s);
+            let names = files(dir.path());
+            assert!(!names.iter().any(|f| f.ends_with(".tmp")), "{names:?}");
+            let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+            let (got, _) = records(&s).unwrap();
+            assert_eq!(got, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        }
+    }
+
+    /// A torn final write is cut off, and its bytes are kept aside (never the only copy of
+    /// something unread deleted); the same damage in an older segment is corruption.
+    #[test]
+    fn a_torn_tail_is_kept_aside_and_only_the_newest_segment_can_be_torn() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        records(&s).unwrap();
+        s.append(b"one");
+        s.append(b"two");
+        s.close();
+        drop(s);
+        let seg = numbered(dir.path(), "log-", ".wal").unwrap().pop().unwrap().1;
+        let mut bytes = fs::read(&seg).unwrap();
+        let whole = bytes.len();
+        bytes.extend_from_slice(&[7, 0, 0, 0, 1, 2]);
+        fs::write(&seg, &bytes).unwrap();
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        let (got, report) = records(&s).unwrap();
+        assert_eq!(got, [b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(report.torn_bytes, 6);
+        let aside = PathBuf::from(format!("{}.torn-{whole}", seg.display()));
+        assert_eq!(fs::read(&aside).unwrap(), [7, 0, 0, 0, 1, 2]);
+        s.close();
+        drop(s);
+        // The same tail on a segment that is no longer the newest: refused.
+        let mut bytes = fs::read(&seg).unwrap();
+        bytes.extend_from_slice(&[7, 0, 0, 0, 1, 2]);
+        fs::write(&seg, &bytes).unwrap();
+        let later = dir.path().join(segment_name(99));
+        fs::write(&later, frame::header(FileKind::Log, 99)).unwrap();
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        let err = records(&s).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
     }
 
     /// Requests that wait for their records while snapshots rotate the segment never hang:

@@ -10,6 +10,7 @@
 //!   replicated log of scale-out).
 //! - [`memory::MemoryStore`]: keeps records in memory; for tests of the suite and of replay.
 
+pub(crate) mod crash_point;
 pub(crate) mod frame;
 pub(crate) mod jetstream;
 pub(crate) mod log;
