@@ -9,7 +9,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: cluster-test cluster-suites cluster-bench nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: strace cluster-test cluster-suites cluster-bench nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory.
 run:
@@ -52,6 +52,15 @@ nats:
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nats-server >/dev/null)
 	@command -v nats-server >/dev/null 2>&1 || \
 	  { echo "nats-server is needed by the JetStream store's tests and could not be installed" >&2; exit 1; }
+
+## strace, for the durable-mode fault tests (tests/python/test_crash_faults.py: fsyncs slowed
+## and failed on a running server): installed from the OS packages when missing; CI fails if
+## that fails.
+strace:
+	@command -v strace >/dev/null 2>&1 || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q strace >/dev/null)
+	@command -v strace >/dev/null 2>&1 || \
+	  { echo "strace is needed by tests/python/test_crash_faults.py and could not be installed" >&2; exit 1; }
 
 ## The fuzzer, bounded (a fixed seed, so CI is reproducible), and every input it ever
 ## failed on (fixtures/fuzz) replayed.
@@ -97,11 +106,11 @@ tests/node/node_modules/.installed: tests/node/package.json tests/node/package-l
 	touch $@
 
 ## boto3 (current release: AWS JSON protocol).
-test-python: build $(VENV)/.installed
+test-python: build strace $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q tests/python
 
 ## boto3/botocore 1.34.89, the last release that speaks the query protocol to SQS.
-test-query: build $(VENV_QUERY)/.installed
+test-query: build strace $(VENV_QUERY)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=query $(VENV_QUERY)/bin/python -m pytest -q tests/python
 
 ## The aws CLI smoke script.
@@ -123,9 +132,13 @@ test-node: build tests/node/node_modules/.installed chromium
 
 ## Durable mode's crash test at full length: 100 SIGKILL/restart cycles in each sync mode
 ## (`make test` runs tests/python/test_crash.py, 5 of each, in both test-python and
-## test-query: 10 per sync mode, 20 in all). CRASH_CYCLES=N to change.
+## test-query: 10 per sync mode, 20 in all), then the deterministic fault cases
+## (tests/python/test_crash_faults.py: duplicates racing a slow fsync, a failed fsync, a full
+## disk with kill -9 and SIGTERM, a nearly full disk at start, kill -9 at every step of
+## segment and snapshot creation), which make test runs too. CRASH_CYCLES=N to change.
 CRASH_CYCLES ?= 100
-crash: build $(VENV)/.installed
+crash: build strace $(VENV)/.installed
+	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q tests/python/test_crash_faults.py
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/python/crash.py --cycles $(CRASH_CYCLES) --sync fsync
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/python/crash.py --cycles $(CRASH_CYCLES) --sync os
 

@@ -335,6 +335,8 @@ pub struct Flags {
     pub idle_timeout_secs: Option<u64>,
     /// `--max-long-polls`.
     pub max_long_polls: Option<usize>,
+    /// `--max-stored-bytes` as given (a size with an optional unit suffix).
+    pub max_stored_bytes: Option<String>,
     /// `--realism`: a realism spec (`aws`, `off`, `short_poll,order=4`…).
     pub realism: Option<String>,
     /// `--seed`: what realism draws from.
@@ -554,6 +556,10 @@ impl Flags {
             self.read_timeout_secs,
             self.idle_timeout_secs,
         )?;
+        if let Some(v) = &self.max_stored_bytes {
+            config.engine.max_stored_bytes =
+                parse_size(v).map_err(|e| format!("--max-stored-bytes: {e}"))?;
+        }
         if let Some(v) = self.max_long_polls {
             config.engine.set_max_long_polls(v)?;
         }
@@ -628,6 +634,29 @@ impl Flags {
         }
         Ok(())
     }
+}
+
+/// A byte size: a number with an optional `K`, `M`, `G` (powers of 1000) or `KiB`, `MiB`,
+/// `GiB` (powers of 1024) suffix.
+pub fn parse_size(v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (n, unit) = v.split_at(digits);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{v:?} is not a size (a number of bytes, e.g. 512MiB)"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KB" => 1_000,
+        "M" | "MB" => 1_000_000,
+        "G" | "GB" => 1_000_000_000,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        other => return Err(format!("unknown size unit {other:?} in {v:?}")),
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("{v:?} is too large"))
 }
 
 #[cfg(test)]
@@ -735,5 +764,16 @@ mod tests {
         let mut c = with(Standard, None);
         c.advertised_url = Some("http://sqs.local:9/".into());
         assert_eq!(base(&c, "x", "us-east-1"), "http://sqs.local:9");
+    }
+
+    #[test]
+    fn sizes_take_decimal_and_binary_units() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("2MiB"), Ok(2 << 20));
+        assert_eq!(parse_size("3 G"), Ok(3_000_000_000));
+        assert_eq!(parse_size("1KiB"), Ok(1024));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5TB").is_err());
+        assert!(parse_size("99999999999999GiB").is_err());
     }
 }

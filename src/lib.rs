@@ -48,13 +48,14 @@
 //!   `realism` (AWS-realism mode: its settings and seeded draws in `mod`, what it does to a
 //!   queue in `apply`),
 //!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for
-//!   durable mode `change` (the recorded changes), `journal` (handing them to the store),
-//!   `replay` and `restore` (recovery and snapshots); for cluster mode `outbox` (messages
+//!   durable mode `change` (the recorded changes), `journal` (handing them to the store, and
+//!   which records an answer relies on), `replay` and `restore` (recovery and snapshots),
+//!   `durable_answers` (tests: no answer before what it relies on is kept); for cluster mode `outbox` (messages
 //!   bound for a queue another shard serves).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
 //!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
 //!   JetStream stream, fenced by expected sequences), `memory` (tests), `suite` (the one
-//!   suite every store passes).
+//!   suite every store passes), `crash_point` (the crash tests' deterministic kills).
 //! - `error` (uses: nothing) — the one SQS error table both protocols render from.
 //! - `simd` (uses: nothing) — the switch for the two hand-written SIMD paths.
 //! # Embedding

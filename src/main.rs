@@ -97,6 +97,12 @@ struct Args {
     /// [default: 16384].
     #[arg(long, env = "SQSIM_MAX_LONG_POLLS")]
     max_long_polls: Option<usize>,
+    /// Bytes of messages the process may hold (bodies, attributes and 256 bytes each), as
+    /// a number with an optional K/M/G/KiB/MiB/GiB suffix; a send past it gets
+    /// ServiceUnavailable (503), which SDKs retry; `0` for no limit [default: half the
+    /// machine's (or cgroup's) memory].
+    #[arg(long, env = "SQSIM_MAX_STORED_BYTES")]
+    max_stored_bytes: Option<String>,
     /// AWS-realism mode: `aws` turns on every behaviour of the distributed SQS (short-poll
     /// sampling, best-effort order, duplicates, lagging counts, propagation delays,
     /// throughput quotas); or a list such as `short_poll,duplicates=0.2` [default: off].
@@ -239,6 +245,7 @@ fn main() -> ExitCode {
         read_timeout_secs: args.read_timeout,
         idle_timeout_secs: args.idle_timeout,
         max_long_polls: args.max_long_polls,
+        max_stored_bytes: args.max_stored_bytes,
         realism: args.realism,
         seed: args.seed,
         cluster: args.cluster,

@@ -147,6 +147,14 @@ pub(crate) fn engine_error(err: EngineError) -> SqsError {
         EngineError::Throttled => {
             SqsError::new(ErrorCode::RequestThrottled, "Request is throttled.")
         }
+        // 503 ServiceUnavailable: retried with backoff by every SDK, so producers slow down
+        // until consumers make room instead of failing for good.
+        EngineError::StoreFull { limit } => SqsError::new(
+            ErrorCode::ServiceUnavailable,
+            format!(
+                "Service is unable to handle request: the stored messages reached sqsim's memory limit ({limit} bytes, --max-stored-bytes). Receive and delete messages, or raise the limit."
+            ),
+        ),
         other => SqsError::new(ErrorCode::InternalFailure, other.to_string()),
     }
 }

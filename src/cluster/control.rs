@@ -115,39 +115,77 @@ async fn bucket(js: &jetstream::Context, name: &str, replicas: usize) -> Result<
         .map_err(|e| format!("cannot open the JetStream bucket {name}: {e}"))
 }
 
-/// Connects, joins and starts the loop.
-pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
+/// Why joining did not work: worth retrying (JetStream is not ready yet: servers still
+/// starting or electing, containers started in any order) or not (the configuration
+/// contradicts the cluster's).
+enum JoinError {
+    NotReady(String),
+    Refused(String),
+}
+
+/// How long a node waits between attempts to join a JetStream that is not ready.
+const JOIN_RETRY: Duration = Duration::from_secs(1);
+
+/// Connects and joins: the buckets, the cluster's shard count, this node's membership.
+async fn join(cluster: &Cluster) -> Result<(async_nats::Client, kv::Store, kv::Store), JoinError> {
+    use JoinError::{NotReady, Refused};
     let c = &cluster.config;
-    let servers = crate::store::jetstream::servers(&c.nats).map_err(|e| e.to_string())?;
+    let servers = crate::store::jetstream::servers(&c.nats).map_err(|e| Refused(e.to_string()))?;
     let client = async_nats::connect(servers)
         .await
-        .map_err(|e| format!("cannot connect to NATS at {}: {e}", c.nats))?;
+        .map_err(|e| NotReady(format!("cannot connect to NATS at {}: {e}", c.nats)))?;
     let js = jetstream::new(client.clone());
-    let members = bucket(&js, MEMBERS, c.replicas).await?;
-    let leases = bucket(&js, LEASES, c.replicas).await?;
-    let _ = cluster.leases.set(leases.clone());
+    let members = bucket(&js, MEMBERS, c.replicas).await.map_err(NotReady)?;
+    let leases = bucket(&js, LEASES, c.replicas).await.map_err(NotReady)?;
     // Every node must hash queues into the same shards: the first one sets the number.
     let shards = Bytes::from(c.shards.to_string());
     if leases.create("shards", shards.clone()).await.is_err() {
         let set = leases
             .get("shards")
             .await
-            .map_err(|e| format!("cannot read the cluster's shard count: {e}"))?;
+            .map_err(|e| NotReady(format!("cannot read the cluster's shard count: {e}")))?;
         if set.as_ref() != Some(&shards) {
-            return Err(format!(
+            return Err(Refused(format!(
                 "this cluster hashes queues into {} shards; --cluster-shards says {}",
                 set.map(|v| String::from_utf8_lossy(&v).into_owned())
                     .unwrap_or_default(),
                 c.shards
-            ));
+            )));
         }
     }
     if !c.gateway {
         members
             .put(&c.node_id, Bytes::from(cluster.peer_url.clone()))
             .await
-            .map_err(|e| format!("cannot join the cluster: {e}"))?;
+            .map_err(|e| NotReady(format!("cannot join the cluster: {e}")))?;
     }
+    Ok((client, members, leases))
+}
+
+/// Connects, joins (retrying until JetStream is ready, never giving up on a cluster that
+/// is still forming) and starts the loop.
+pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
+    let mut attempts = 0u32;
+    let (client, members, leases) = loop {
+        match join(&cluster).await {
+            Ok(joined) => break joined,
+            Err(JoinError::Refused(e)) => return Err(e),
+            Err(JoinError::NotReady(e)) => {
+                attempts += 1;
+                if attempts == 1 || attempts.is_multiple_of(10) {
+                    tracing::warn!(error = %e, attempts, "JetStream is not ready for this node yet; retrying every second");
+                }
+                if *cluster.stop.borrow() {
+                    return Err(e);
+                }
+                tokio::time::sleep(JOIN_RETRY).await;
+            }
+        }
+    };
+    if attempts > 0 {
+        tracing::info!(attempts, "joined the cluster once JetStream was ready");
+    }
+    let _ = cluster.leases.set(leases.clone());
     let mut control = Control {
         cluster: Arc::clone(&cluster),
         client,

@@ -117,6 +117,8 @@ pub struct ServerSection {
     pub idle_timeout: Option<Spanned<u64>>,
     /// Long polls waiting at once.
     pub max_long_polls: Option<Spanned<usize>>,
+    /// Bytes of messages the process may hold (a number, or a string with a unit).
+    pub max_stored_bytes: Option<Spanned<SizeValue>>,
     /// One namespace per account: every request acts in `region`, whatever region its
     /// signature names (ElasticMQ's behaviour, set for its configs).
     pub single_region: Option<bool>,
@@ -148,6 +150,14 @@ pub struct QueueSection {
 pub struct DeadLetter {
     pub queue: String,
     pub max_receive_count: u32,
+}
+
+/// A size in a config file: a number of bytes or a string with a unit (`"512MiB"`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged)]
+pub enum SizeValue {
+    Bytes(u64),
+    Text(String),
 }
 
 /// A parsed file and its text (for line numbers).
@@ -269,6 +279,19 @@ impl LoadedConfig {
         if let Some(v) = &s.idle_timeout {
             let r = config.limits.apply(None, None, Some(*v.get_ref()));
             at(v.span().start, "server.idle_timeout", r)?;
+        }
+        if let Some(v) = &s.max_stored_bytes {
+            let r = match v.get_ref() {
+                SizeValue::Bytes(n) => Ok(*n),
+                SizeValue::Text(t) => crate::config::parse_size(t),
+            };
+            at(
+                v.span().start,
+                "server.max_stored_bytes",
+                r.map(|n| {
+                    config.engine.max_stored_bytes = n;
+                }),
+            )?;
         }
         if let Some(v) = &s.max_long_polls {
             let r = config.engine.set_max_long_polls(*v.get_ref());

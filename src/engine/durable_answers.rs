@@ -70,7 +70,10 @@ async fn a_retried_fifo_send_waits_for_the_first_attempts_record() {
     // ...yet its answer depends on the first attempt's record, still not durable.
     let retry_lsn = retry_lsn.expect("the retry's answer depends on a record");
     assert!(retry_lsn >= first_lsn, "{retry_lsn} < {first_lsn}");
-    assert!(!is_durable(&store, retry_lsn).await, "answered before the fsync");
+    assert!(
+        !is_durable(&store, retry_lsn).await,
+        "answered before the fsync"
+    );
     store.flush();
     assert!(is_durable(&store, retry_lsn).await);
 }
@@ -105,7 +108,9 @@ async fn a_retried_delete_waits_for_the_first_attempts_record() {
     assert!(retry_lsn.is_some_and(|l| l >= first_lsn));
     // A reader of another queue does not wait for this one's records.
     let other = {
-        let (q, _) = e.create_queue(id("other"), QueueSettings::default()).unwrap();
+        let (q, _) = e
+            .create_queue(id("other"), QueueSettings::default())
+            .unwrap();
         store.flush();
         q
     };
@@ -151,7 +156,10 @@ async fn retried_create_and_delete_queue_wait_for_the_registry_record() {
 async fn a_dead_letters_source_is_read_only_once_its_arrival_is_kept() {
     let store = MemoryStore::lagging();
     let e = engine_on(&store);
-    let dlq = e.create_queue(id("dlq"), QueueSettings::default()).unwrap().0;
+    let dlq = e
+        .create_queue(id("dlq"), QueueSettings::default())
+        .unwrap()
+        .0;
     let settings = QueueSettings {
         redrive_policy: Some(super::redrive::RedrivePolicy {
             raw: super::redrive::RedrivePolicy::document(&dlq.arn, 1),

@@ -22,4 +22,7 @@ pub(crate) enum EngineError {
     QueueDeletedRecently,
     #[error("over the queue's throughput quota")]
     Throttled,
+    /// Stored messages would pass `--max-stored-bytes`.
+    #[error("the stored messages reached the memory limit ({limit} bytes)")]
+    StoreFull { limit: u64 },
 }

@@ -74,8 +74,7 @@ impl LastLsn {
     /// Raises it to `lsn` (never lowers it).
     pub(crate) fn raise(&self, lsn: Option<Lsn>) {
         if let Some(l) = lsn {
-            self.0
-                .fetch_max(l + 1, std::sync::atomic::Ordering::AcqRel);
+            self.0.fetch_max(l + 1, std::sync::atomic::Ordering::AcqRel);
         }
     }
 
@@ -272,8 +271,7 @@ impl Journal {
     pub(crate) fn append(&self, frame: &[u8]) -> Option<Lsn> {
         let s = self.store.as_ref()?;
         let lsn = s.append(frame);
-        let in_request =
-            DEPENDS.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
+        let in_request = DEPENDS.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
         if in_request.is_err() {
             // A background change (move task, start-up): nobody waits for it.
             s.nudge();

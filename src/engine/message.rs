@@ -230,6 +230,19 @@ pub(crate) struct StoredMessage {
     pub redelivered: bool,
 }
 
+impl StoredMessage {
+    /// Roughly the memory it holds: body, message attributes and a fixed overhead for the
+    /// rest (ids, digests, indexes). What `--max-stored-bytes` counts.
+    pub(crate) fn footprint(&self) -> u64 {
+        let p = &self.payload;
+        let attributes: usize = p.attributes().iter().map(|(n, v)| n.len() + v.size()).sum();
+        (p.body.len() + attributes) as u64 + MESSAGE_OVERHEAD
+    }
+}
+
+/// What [`StoredMessage::footprint`] adds to body and attributes.
+pub(crate) const MESSAGE_OVERHEAD: u64 = 256;
+
 /// A message as one receive hands it out.
 #[derive(Debug, Clone)]
 pub(crate) struct ReceivedMessage {

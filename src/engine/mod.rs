@@ -143,6 +143,23 @@ impl Engine {
             .map(|_| LongPollSlot(&self.long_polls))
     }
 
+    /// Refuses messages that would take the process's stored message bytes past
+    /// [`EngineSettings::max_stored_bytes`].
+    pub(crate) fn admit_stored(&self, messages: &[&NewMessage]) -> Result<(), EngineError> {
+        let limit = self.settings.max_stored_bytes;
+        if limit == 0 {
+            return Ok(());
+        }
+        let adding: u64 = messages
+            .iter()
+            .map(|m| m.size() as u64 + message::MESSAGE_OVERHEAD)
+            .sum();
+        if slab::stored_bytes().saturating_add(adding) > limit {
+            return Err(EngineError::StoreFull { limit });
+        }
+        Ok(())
+    }
+
     /// The engine's journal (its durable store, if any).
     pub(crate) fn journal(&self) -> &journal::Journal {
         &self.journal

@@ -220,7 +220,7 @@ impl Queue {
     /// Every stored message in delivery-key order, as it is; nothing changes.
     #[cfg(test)]
     pub(crate) fn peek(&self, now_ms: u64) -> Vec<PeekedMessage> {
-        self.peek_page(now_ms, 0, usize::MAX).0
+        self.peek_page(now_ms, 0, usize::MAX, u64::MAX).0
     }
 
     /// Up to `limit` stored messages from the `offset`-th on (delivery-key order), and how
@@ -230,13 +230,22 @@ impl Queue {
         now_ms: u64,
         offset: usize,
         limit: usize,
+        max_bytes: u64,
     ) -> (Vec<PeekedMessage>, usize) {
         self.with_state(now_ms, |st, _, _| {
+            // At least one message, then as many as fit in `max_bytes` (bodies, attributes
+            // and overhead), so a page of 256 KiB messages stays bounded in memory.
+            let mut bytes = 0u64;
             let page = st
                 .messages
                 .iter()
                 .skip(offset)
                 .take(limit)
+                .take_while(|(_, m)| {
+                    let first = bytes == 0;
+                    bytes = bytes.saturating_add(m.footprint());
+                    first || bytes <= max_bytes
+                })
                 .map(|(_, m)| PeekedMessage {
                     payload: Arc::clone(&m.payload),
                     delivery: m.delivery,

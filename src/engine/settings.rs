@@ -88,6 +88,32 @@ pub struct EngineSettings {
     pub realism: super::realism::Realism,
     /// The seed realism draws from; `None` picks one from the time.
     pub seed: Option<u64>,
+    /// Bytes of messages (body, attributes and a fixed overhead each) the process may
+    /// hold; a send past it gets ServiceUnavailable (503). 0: no limit.
+    pub max_stored_bytes: u64,
+}
+
+/// The default `max_stored_bytes`: half of the memory the process may use (the machine's,
+/// or a cgroup's limit when lower), so a producer outrunning its consumers gets retryable
+/// errors long before the kernel kills the process; 0 (no limit) when it cannot be read.
+pub(crate) fn default_max_stored_bytes() -> u64 {
+    static DEFAULT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        match (total, cgroup) {
+            (Some(t), Some(c)) => t.min(c) / 2,
+            (Some(t), None) => t / 2,
+            (None, Some(c)) => c / 2,
+            (None, None) => 0,
+        }
+    })
 }
 
 /// Long polls waiting at once by default: one per connection the default connection cap
@@ -115,6 +141,7 @@ impl Default for EngineSettings {
             max_long_polls: DEFAULT_MAX_LONG_POLLS,
             realism: super::realism::Realism::default(),
             seed: None,
+            max_stored_bytes: default_max_stored_bytes(),
         }
     }
 }

@@ -8,9 +8,20 @@
 //! few long-lived messages (a consumer that never deletes) cannot pin whole chunks.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::ids::MessageKey;
 use super::message::StoredMessage;
+
+/// Bytes of messages held by every slab of the process, as [`StoredMessage::footprint`]
+/// counts them: what `--max-stored-bytes` limits. Process-wide, because memory is (cluster
+/// mode runs one engine per shard in one process).
+static STORED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of messages stored now, over every queue of the process.
+pub(crate) fn stored_bytes() -> u64 {
+    STORED_BYTES.load(Ordering::Relaxed)
+}
 
 /// Slots per chunk.
 const CHUNK: usize = 1024;
@@ -126,6 +137,14 @@ pub(crate) struct MessageSlab {
     /// The `seq` the next message gets.
     next: u64,
     len: usize,
+    /// This slab's share of [`STORED_BYTES`].
+    bytes: u64,
+}
+
+impl Drop for MessageSlab {
+    fn drop(&mut self) {
+        STORED_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 impl MessageSlab {
@@ -172,6 +191,9 @@ impl MessageSlab {
         let Some(Chunk::Dense { slots, live, .. }) = self.chunks.back_mut() else {
             unreachable!("the newest chunk is always dense");
         };
+        let size = msg.footprint();
+        self.bytes += size;
+        STORED_BYTES.fetch_add(size, Ordering::Relaxed);
         slots.push(Some(msg));
         *live += 1;
         self.next += 1;
@@ -252,6 +274,9 @@ impl MessageSlab {
         let (c, off) = self.find(key)?;
         let m = self.chunks[c].take(off)?;
         self.len -= 1;
+        let size = m.footprint();
+        self.bytes -= size;
+        STORED_BYTES.fetch_sub(size, Ordering::Relaxed);
         if c + 1 < self.chunks.len() {
             self.chunks[c].compact();
         }
@@ -291,6 +316,7 @@ impl MessageSlab {
         self.chunks.clear();
         self.base = self.next;
         self.len = 0;
+        STORED_BYTES.fetch_sub(std::mem::take(&mut self.bytes), Ordering::Relaxed);
     }
 }
 

@@ -301,11 +301,11 @@ pub(super) fn peek(state: &AppState, engine: &Engine, query: &str) -> Response<F
         return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
     };
     let number = |k: &str, default: usize| get(k).and_then(|v| v.parse().ok()).unwrap_or(default);
-    let (page, total) = q.peek_page(
-        engine.now_ms(),
-        number("offset", 0),
-        number("limit", usize::MAX),
-    );
+    let offset = number("offset", 0);
+    let limit = number("limit", PEEK_PAGE).min(PEEK_MAX_PAGE);
+    let (page, total) = q.peek_page(engine.now_ms(), offset, limit, PEEK_MAX_BYTES);
+    let next = offset + page.len();
+    let next_offset = (next < total).then_some(next);
     let messages: Vec<_> = page
         .iter()
         .map(|m| {
@@ -350,9 +350,17 @@ pub(super) fn peek(state: &AppState, engine: &Engine, query: &str) -> Response<F
         .collect();
     reply(
         StatusCode::OK,
-        json!({"queue": q.arn, "messages": messages, "total": total}),
+        json!({"queue": q.arn, "messages": messages, "total": total, "offset": offset, "next_offset": next_offset}),
     )
 }
+
+/// Messages a peek returns when it gives no `limit`.
+const PEEK_PAGE: usize = 1000;
+/// The most a peek returns, whatever its `limit`.
+const PEEK_MAX_PAGE: usize = 10_000;
+/// A peek page stops once its messages pass this many bytes (at least one is returned), so
+/// paging a queue of large messages never holds more than about this much at once.
+const PEEK_MAX_BYTES: u64 = 16 << 20;
 
 /// A fault to inject; see the README's "Test controls".
 #[derive(Debug, Deserialize)]

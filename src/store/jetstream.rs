@@ -364,9 +364,12 @@ impl Writer {
             s.writable = false;
             s.last_error = Some(message.to_string());
         }
+        // A failed JetStream store never takes a write again (its shard is recovered
+        // afresh), so every record from here on fails: `through` is the end of time.
+        let _ = through;
         self.progress.send_modify(|p| {
-            let through = p.failure.as_ref().map_or(through, |(t, _)| through.max(*t));
-            p.failure = Some((through, Arc::from(message)));
+            p.failure = Some((Lsn::MAX, Arc::from(message)));
+            p.failures += 1;
         });
     }
 

@@ -216,7 +216,9 @@ impl LogStore {
             // segment creation, killed between creating it and writing its header) holds
             // no record: a torn write.
             Err(StoreError::Corrupt { offset: 0, .. })
-                if last && kind == FileKind::Log && fs::metadata(path)?.len() < frame::HEADER_LEN =>
+                if last
+                    && kind == FileKind::Log
+                    && fs::metadata(path)?.len() < frame::HEADER_LEN =>
             {
                 let len = fs::metadata(path)?.len();
                 tracing::warn!(file = %path.display(), bytes = len, "the newest log segment has no header (a crash while creating it): set aside");
@@ -475,8 +477,10 @@ impl Inner {
                     again.extend_from_slice(&p.buf);
                     p.buf = again;
                 }
-                self.progress
-                    .send_modify(|p| p.failure = Some((upto, Arc::clone(&msg))));
+                self.progress.send_modify(|p| {
+                    p.failure = Some((upto, Arc::clone(&msg)));
+                    p.failures += 1;
+                });
                 Step::Failed
             }
         }
@@ -541,7 +545,8 @@ impl Store for LogStore {
         let mut next: Lsn = 0;
         let mut stopped = false;
         if let Some((lsn, path)) = numbered(dir, "snapshot-", ".snap")?.pop() {
-            let (end, cut) = self.replay_file(&path, FileKind::Snapshot, 0, false, apply, &mut report)?;
+            let (end, cut) =
+                self.replay_file(&path, FileKind::Snapshot, 0, false, apply, &mut report)?;
             next = lsn;
             if cut {
                 // Salvaged: the snapshot's later records are lost, and the log after it
@@ -564,7 +569,8 @@ impl Store for LogStore {
                     reason: format!("records {next} to {} are missing", first - 1),
                 });
             }
-            let (end, cut) = self.replay_file(&path, FileKind::Log, next, i == newest, apply, &mut report)?;
+            let (end, cut) =
+                self.replay_file(&path, FileKind::Log, next, i == newest, apply, &mut report)?;
             next = next.max(end);
             stopped = cut && report.salvaged.is_some();
         }
@@ -843,6 +849,54 @@ mod tests {
         assert!(!path.exists(), "the damaged snapshot is no longer read");
     }
 
+    /// One flipped bit in any field of a frame header (length or checksum) in the middle of
+    /// a snapshot or of a log segment stops start-up with the file and the offset, and
+    /// leaves the file as it was; nothing after the damage is silently dropped.
+    #[test]
+    fn a_flipped_header_bit_mid_snapshot_or_mid_segment_is_refused_with_file_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        records(&s).unwrap();
+        let snap: Vec<Vec<u8>> = (0..5).map(|i| format!("snap-{i}").into_bytes()).collect();
+        s.snapshot(0, &mut snap.clone().into_iter()).unwrap();
+        for i in 0..5 {
+            s.append(format!("logs-{i}").as_bytes());
+        }
+        s.close();
+        drop(s);
+        let snapshot = dir.path().join(snapshot_name(0));
+        let segment = numbered(dir.path(), "log-", ".wal")
+            .unwrap()
+            .pop()
+            .unwrap()
+            .1;
+        // The third record of each: header, two frames of 6 payload bytes each before it.
+        let third = frame::HEADER_LEN as usize + 2 * (frame::FRAME_OVERHEAD + 6);
+        for path in [&snapshot, &segment] {
+            let clean = fs::read(path).unwrap();
+            for byte in third..third + frame::FRAME_OVERHEAD {
+                for bit in 0..8 {
+                    let mut bytes = clean.clone();
+                    bytes[byte] ^= 1 << bit;
+                    fs::write(path, &bytes).unwrap();
+                    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+                    let err = records(&s).unwrap_err().to_string();
+                    drop(s);
+                    let at = format!("{} at byte offset {third}", path.display());
+                    assert!(err.contains(&at), "byte {byte} bit {bit}: {err}");
+                    assert_eq!(
+                        fs::read(path).unwrap(),
+                        bytes,
+                        "a refused start changes nothing"
+                    );
+                }
+            }
+            fs::write(path, &clean).unwrap();
+        }
+        let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
+        assert_eq!(records(&s).unwrap().0.len(), 10);
+    }
+
     /// A crash between creating a segment file and writing its header (an older sqsim, or
     /// another tool) leaves an empty or header-less newest segment: a torn write, set aside,
     /// and start-up goes on with everything before it. A segment creation a crash stopped
@@ -885,7 +939,11 @@ mod tests {
         s.append(b"two");
         s.close();
         drop(s);
-        let seg = numbered(dir.path(), "log-", ".wal").unwrap().pop().unwrap().1;
+        let seg = numbered(dir.path(), "log-", ".wal")
+            .unwrap()
+            .pop()
+            .unwrap()
+            .1;
         let mut bytes = fs::read(&seg).unwrap();
         let whole = bytes.len();
         bytes.extend_from_slice(&[7, 0, 0, 0, 1, 2]);

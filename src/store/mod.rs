@@ -104,7 +104,12 @@ pub(crate) struct Progress {
     pub durable: Lsn,
     /// The last write failed: records from `durable` up to (not including) `through` are not
     /// durable yet, and waiters for them are told so. Cleared once a retry succeeds.
+    /// `through` = [`Lsn::MAX`] means the store stopped for good.
     pub failure: Option<(Lsn, Arc<str>)>,
+    /// How many write attempts have failed so far: a waiter that starts after a failure
+    /// waits for the next attempt rather than failing on the old news (one refused write
+    /// fails the requests it held, not every retry that follows while the writer retries).
+    pub failures: u64,
 }
 
 /// What recovery found.
@@ -191,6 +196,7 @@ const RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
 /// Waits until the record at `lsn` is durable, or the store reports that writing it failed.
 pub(crate) async fn durable(store: &dyn Store, lsn: Lsn) -> Result<(), StoreError> {
     let mut rx = store.progress();
+    let seen = rx.borrow().failures;
     loop {
         store.write_through(lsn);
         {
@@ -199,7 +205,8 @@ pub(crate) async fn durable(store: &dyn Store, lsn: Lsn) -> Result<(), StoreErro
                 return Ok(());
             }
             if let Some((through, e)) = &p.failure {
-                if lsn < *through {
+                let news = p.failures > seen || *through == Lsn::MAX;
+                if lsn < *through && news {
                     return Err(StoreError::Io(Arc::clone(e)));
                 }
             }

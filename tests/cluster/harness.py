@@ -129,7 +129,7 @@ class Node:
         self.lease_ms = lease_ms
         self.proc = None
 
-    def start(self):
+    def start(self, wait=True):
         binary = os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
         env = {k: v for k, v in os.environ.items() if not k.startswith("SQSIM_")}
         env.setdefault("RUST_LOG", "info,async_nats=warn")
@@ -147,7 +147,8 @@ class Node:
             stderr=subprocess.STDOUT,
             env=env,
         )
-        wait_for(f"{self.name} to answer", self.status, timeout=30)
+        if wait:
+            wait_for(f"{self.name} to answer", self.status, timeout=30)
 
     def status(self):
         return get_json(f"{self.endpoint}/_sqsim/cluster", timeout=2)

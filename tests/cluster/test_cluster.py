@@ -435,3 +435,35 @@ def test_a_gateway_serves_no_shard_and_forwards_everything(cluster):
     names = map(name_of, client.list_queues(QueueNamePrefix="gw")["QueueUrls"])
     assert sorted(names) == sorted(map(name_of, std + fifos))
     assert g.status()["serving"] == []
+
+
+def test_nodes_started_before_jetstream_wait_for_it_and_join():
+    """Containers start in any order: nodes started before their JetStream servers (or while
+    the JetStream cluster is still forming) retry with a log line, never exit, and join once
+    it is ready."""
+    from harness import Cluster
+
+    c = Cluster()
+    try:
+        for node in c.nodes:
+            node.start(wait=False)
+        time.sleep(3)
+        assert all(n.alive() for n in c.nodes), c.logs()
+        for n in c.nats:
+            n.start()
+        for node in c.nodes:
+            wait_for(f"{node.name} to answer", node.status, timeout=90)
+        c.wait_settled(timeout=90)
+        assert all(n.alive() for n in c.nodes)
+        assert "JetStream is not ready for this node yet" in c.node("n0").log.read_text()
+        for node in c.nodes:
+            sqs = node.client()
+            url = sqs.create_queue(QueueName=f"late-{node.name}")["QueueUrl"]
+            sqs.send_message(QueueUrl=url, MessageBody="hello")
+            got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5)["Messages"]
+            assert got[0]["Body"] == "hello"
+    except BaseException:
+        print(c.logs())
+        raise
+    finally:
+        c.stop()

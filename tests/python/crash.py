@@ -101,8 +101,14 @@ class Server:
             return json.loads(resp.read())
 
     def peek(self, url):
+        """Every message of the queue, page by page (a peek returns at most one page)."""
         q = urllib.request.quote(url, safe="")
-        return self.admin("GET", f"/_sqsim/peek?queue_url={q}")["messages"]
+        out, offset = [], 0
+        while offset is not None:
+            page = self.admin("GET", f"/_sqsim/peek?queue_url={q}&offset={offset}")
+            out.extend(page["messages"])
+            offset = page["next_offset"]
+        return out
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)

@@ -148,6 +148,9 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
             Err(e) => failed.push(BatchResultErrorEntry::new(&id, &e)),
         }
     }
+    ctx.engine
+        .admit_stored(&messages.iter().collect::<Vec<_>>())
+        .map_err(crate::api::engine_error)?;
     let results = queue.send_batch(messages, ctx.engine.now_ms());
     let mut successful = Vec::with_capacity(results.len());
     for (id, result) in ids.into_iter().zip(results) {

@@ -129,7 +129,7 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
         );
     };
 
-    let (all, _) = queue.peek_page(state.engine.now_ms(), 0, usize::MAX);
+    let (all, _) = queue.peek_page(state.engine.now_ms(), 0, usize::MAX, u64::MAX);
     // LocalStack's order: in-flight messages, then visible ones, then delayed ones.
     let rank = |d: &Delivery| match d {
         Delivery::InFlight { .. } => 0,
