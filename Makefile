@@ -11,9 +11,10 @@ PORT ?= 9324
 
 .PHONY: strace cluster-test cluster-suites cluster-bench nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
-## Build in release mode and serve on http://localhost:$(PORT), in memory.
+## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
+## nothing on the network reaches it; `--host 0.0.0.0` opens it up).
 run:
-	cargo run --release -- --host 0.0.0.0 --port $(PORT)
+	cargo run --release -- --port $(PORT)
 
 build:
 	cargo build

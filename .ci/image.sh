@@ -58,6 +58,7 @@ install -m 0755 .ci/docker-entrypoint.sh "$mnt/usr/local/bin/docker-entrypoint.s
 buildah umount "$ctr" >/dev/null
 buildah config \
   --user sqsim \
+  --env SQSIM_HOST=0.0.0.0 \
   --workingdir /var/lib/sqsim \
   --volume /var/lib/sqsim \
   --port 9324/tcp --port 4566/tcp \

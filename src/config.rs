@@ -131,6 +131,8 @@ pub struct Config {
     /// Cluster mode (`--cluster`): queues spread over the nodes, their logs in NATS
     /// JetStream. `None`: one process, as always.
     pub cluster: Option<Cluster>,
+    /// The control plane's protection and the browser checks.
+    pub security: Security,
 }
 
 /// Cluster mode: where JetStream is and who this node is; see `docs/scale-out.md`.
@@ -228,6 +230,10 @@ pub struct Durability {
     pub compact_after_bytes: u64,
 }
 
+/// The address the binary listens on by default: loopback only (`::1` too where the
+/// machine has it). A server on the network is one flag away: `--host 0.0.0.0`.
+pub const DEFAULT_HOST: &str = "127.0.0.1";
+
 /// Log size that triggers a snapshot by default.
 pub const DEFAULT_COMPACT_AFTER_BYTES: u64 = 64 << 20;
 
@@ -262,6 +268,7 @@ impl Default for Config {
             init_dir: None,
             single_region: false,
             cluster: None,
+            security: Security::default(),
         }
     }
 }
@@ -273,15 +280,28 @@ pub struct Credential {
     pub secret_key: String,
     /// The account this key acts as; the server default when `None`.
     pub account_id: Option<String>,
+    /// Whether requests signed with it may use the control plane (admin API, console,
+    /// metrics) under `--auth verify`.
+    pub admin: bool,
 }
 
 impl Credential {
-    /// Parses `ACCESS_KEY:SECRET[:ACCOUNT_ID]`.
+    /// Parses `ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin]`.
     pub fn parse(s: &str) -> Option<Credential> {
-        let mut parts = s.splitn(3, ':');
-        let access_key = parts.next().filter(|k| !k.is_empty())?.to_string();
-        let secret_key = parts.next().filter(|k| !k.is_empty())?.to_string();
-        let account_id = parts.next().map(str::to_string);
+        let parts: Vec<&str> = s.trim().split(':').collect();
+        let (access_key, secret_key, rest) = match parts.as_slice() {
+            [a, s, rest @ ..] if !a.is_empty() && !s.is_empty() && rest.len() <= 2 => {
+                (a.to_string(), s.to_string(), rest)
+            }
+            _ => return None,
+        };
+        let (account_id, admin) = match rest {
+            [] => (None, false),
+            ["admin"] => (None, true),
+            [a] => (Some(a.to_string()), false),
+            [a, "admin"] => (Some(a.to_string()), true),
+            _ => return None,
+        };
         if account_id.as_ref().is_some_and(|a| !is_account_id(a)) {
             return None;
         }
@@ -289,7 +309,59 @@ impl Credential {
             access_key,
             secret_key,
             account_id,
+            admin,
         })
+    }
+
+    /// Reads a credentials file: one `ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin]` a line;
+    /// blank lines and lines starting with `#` are skipped. Keeps secrets out of `ps`.
+    pub fn read_file(path: &str) -> Result<Vec<Credential>, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the credentials file {path}: {e}"))?;
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            out.push(Credential::parse(line).ok_or_else(|| {
+                format!(
+                    "{path} line {}: expected ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin]",
+                    i + 1
+                )
+            })?);
+        }
+        Ok(out)
+    }
+}
+
+/// Who may reach sqsim's control plane (admin API, console, metrics, LocalStack's
+/// developer endpoints) and from which web pages; see the README's "Security".
+#[derive(Debug, Clone)]
+pub struct Security {
+    /// Origins (`scheme://host[:port]`) whose web pages may call sqsim (answered with CORS
+    /// headers naming them); no page of any other origin can, whatever it sends.
+    pub allowed_origins: Vec<String>,
+    /// Host names, besides loopback names, IP addresses and the advertised URL's host, that
+    /// requests to the control plane (and requests from browsers) may name in `Host`: what
+    /// stops DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// `Authorization: Bearer <token>` that opens the control plane, and the console's login.
+    /// With `--auth verify` and no token, one is made up at start and printed.
+    pub admin_token: Option<String>,
+    /// Whether the control plane is served at all (`--admin off` removes it: only the SQS
+    /// API and the health check remain).
+    pub admin: bool,
+}
+
+impl Default for Security {
+    fn default() -> Self {
+        Security {
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            admin_token: None,
+            admin: true,
+        }
     }
 }
 
@@ -355,14 +427,24 @@ pub struct Flags {
     pub cluster_lease_ms: Option<u64>,
     /// `--cluster-gateway`.
     pub cluster_gateway: bool,
+    /// `--credentials-file`: more keys, one a line.
+    pub credentials_file: Option<String>,
+    /// `--allowed-origins`.
+    pub allowed_origins: Vec<String>,
+    /// `--allowed-hosts`.
+    pub allowed_hosts: Vec<String>,
+    /// `--admin-token`.
+    pub admin_token: Option<String>,
+    /// `--admin on|off`.
+    pub admin: Option<bool>,
 }
 
 impl Config {
-    /// What the binary starts from before the config file and flags: all interfaces, port
-    /// 9324.
+    /// What the binary starts from before the config file and flags: the loopback
+    /// interface (nothing on the network reaches it), port 9324.
     pub fn server_defaults() -> Config {
         Config {
-            host: "0.0.0.0".to_string(),
+            host: DEFAULT_HOST.to_string(),
             port: DEFAULT_PORT,
             ..Config::default()
         }
@@ -612,10 +694,43 @@ impl Flags {
         for c in &self.credentials {
             let cred = Credential::parse(c).ok_or_else(|| {
                 format!(
-                    "--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID] (12 digits), got {c:?}"
+                    "--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (12 digits), got {c:?}"
                 )
             })?;
             keys.insert(cred.access_key.clone(), cred);
+        }
+        if let Some(path) = &self.credentials_file {
+            for cred in Credential::read_file(path)? {
+                keys.insert(cred.access_key.clone(), cred);
+            }
+        }
+        let security = &mut config.security;
+        for o in &self.allowed_origins {
+            let o = o.trim().trim_end_matches('/');
+            if o == "*" || !(o.starts_with("http://") || o.starts_with("https://")) {
+                return Err(format!(
+                    "--allowed-origins takes origins such as http://localhost:3000 (no wildcard), got {o:?}"
+                ));
+            }
+            security.allowed_origins.push(o.to_ascii_lowercase());
+        }
+        for h in &self.allowed_hosts {
+            let h = h.trim();
+            if h.is_empty() || h == "*" || h.contains('/') {
+                return Err(format!(
+                    "--allowed-hosts takes host names such as sqs.internal (no wildcard), got {h:?}"
+                ));
+            }
+            security.allowed_hosts.push(h.to_ascii_lowercase());
+        }
+        if let Some(t) = &self.admin_token {
+            if t.len() < 16 {
+                return Err("--admin-token must be at least 16 characters".into());
+            }
+            security.admin_token = Some(t.clone());
+        }
+        if let Some(on) = self.admin {
+            security.admin = on;
         }
         let verify = self.verify.unwrap_or(file_verifies);
         if verify && keys.is_empty() {
@@ -674,7 +789,7 @@ mod tests {
             ..Flags::default()
         };
         flags.apply(&mut c, HashMap::new()).unwrap();
-        assert_eq!((c.host.as_str(), c.port), ("0.0.0.0", 1234));
+        assert_eq!((c.host.as_str(), c.port), ("127.0.0.1", 1234));
         assert_eq!(c.url_style, UrlStyle::RegionHost);
         assert!(
             matches!(&c.auth, AuthMode::Verify(k) if k["AK"].account_id.as_deref() == Some("123456789012"))
@@ -775,5 +890,24 @@ mod tests {
         assert!(parse_size("lots").is_err());
         assert!(parse_size("5TB").is_err());
         assert!(parse_size("99999999999999GiB").is_err());
+    }
+
+    #[test]
+    fn credentials_may_be_marked_admin_and_come_from_a_file() {
+        let c = Credential::parse("AK:SK:123456789012:admin").unwrap();
+        assert!(c.admin && c.account_id.as_deref() == Some("123456789012"));
+        assert!(Credential::parse("AK:SK:admin").unwrap().admin);
+        assert!(!Credential::parse("AK:SK").unwrap().admin);
+        assert!(Credential::parse("AK:SK:123:admin").is_none());
+        assert!(Credential::parse("AK:SK:123456789012:root").is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys");
+        std::fs::write(&path, "# keys\nA:1\n\nB:2:123456789012:admin\n").unwrap();
+        let keys = Credential::read_file(path.to_str().unwrap()).unwrap();
+        assert_eq!(keys.len(), 2);
+        assert!(keys[1].admin);
+        std::fs::write(&path, "bad line").unwrap();
+        let err = Credential::read_file(path.to_str().unwrap()).unwrap_err();
+        assert!(err.contains("line 1"), "{err}");
     }
 }

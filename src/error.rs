@@ -49,6 +49,9 @@ pub(crate) enum ErrorCode {
     MissingAuthenticationToken,
     /// SigV4: a malformed Authorization header or credential.
     IncompleteSignature,
+    /// Another account's queue without a grant (AddPermission or the queue's Policy), or a
+    /// request a browser sent from a page of another origin.
+    AccessDenied,
 }
 
 /// One row of the error table.
@@ -212,6 +215,11 @@ impl ErrorCode {
                 "com.amazon.coral.service#IncompleteSignatureException",
                 "IncompleteSignature",
                 400,
+            ),
+            AccessDenied => (
+                "com.amazon.coral.service#AccessDeniedException",
+                "AccessDenied",
+                403,
             ),
         };
         Row {

@@ -11,7 +11,9 @@
 //! - `server` (uses: api, cluster, protocol, engine, store, error, config, config_file, worker) — the
 //!   hyper service, accept loop and the embeddable [`Server`]: `service` (the request path in
 //!   stages), `limits` (connection cap, idle and read deadlines, the open-file limit), `auth`
-//!   (SigV4), `admin` (`/_sqsim/` test controls), `console` (the web console and its assets),
+//!   (SigV4), `guard` (browsers, host names and the control plane's credentials, checked
+//!   before anything else), `admin` (`/_sqsim/` test controls), `console` (the web console
+//!   and its assets, `login` its sign-in),
 //!   `faults` (injected errors, latency and dropped connections), `metrics` (`GET /metrics`:
 //!   counters in `mod`, the text written by `scrape`), `request_log` (a line per request),
 //!   `in_process` (the service driven without a socket), `localstack` (`--compat
@@ -34,7 +36,8 @@
 //!   `receive_message`, `delete_message`, `delete_message_batch`,
 //!   `change_message_visibility`, `change_message_visibility_batch`, `tags`, `permissions`,
 //!   `list_dead_letter_source_queues`, `message_move_tasks`), and what several share: `context`
-//!   (who asks, where), `attributes` (queue attributes), `message_attributes`, `batch`,
+//!   (who asks, where), `access` (what another account's queue grants under `--auth
+//!   verify`), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`, `target` (which queue a request is about, for cluster routing).
 //! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `form` (form
 //!   decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies

@@ -33,7 +33,8 @@ struct Args {
     /// answers [default with --compat localstack: /etc/localstack/init/ready.d if present].
     #[arg(long, env = "SQSIM_INIT_DIR")]
     init_dir: Option<std::path::PathBuf>,
-    /// Address to listen on [default: 0.0.0.0].
+    /// Address to listen on; `0.0.0.0` (or `::`) reaches every interface [default:
+    /// 127.0.0.1, and ::1 where the machine has it].
     #[arg(long, env = "SQSIM_HOST")]
     host: Option<String>,
     /// Port to listen on; 0 picks a free port and prints it [default: 9324].
@@ -56,9 +57,30 @@ struct Args {
     /// keys from --credentials and the config file [default: off].
     #[arg(long, env = "SQSIM_AUTH", value_parser = ["off", "verify"])]
     auth: Option<String>,
-    /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID]; repeatable.
+    /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (`admin`: it may
+    /// use the control plane); repeatable. Visible in `ps`: prefer --credentials-file.
     #[arg(long = "credentials", env = "SQSIM_CREDENTIALS", value_delimiter = ',')]
     credentials: Vec<String>,
+    /// A file of keys for --auth verify, one ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] a line.
+    #[arg(long, env = "SQSIM_CREDENTIALS_FILE")]
+    credentials_file: Option<String>,
+    /// Origins (e.g. http://localhost:3000) whose web pages may call sqsim; pages of every
+    /// other origin are refused; comma-separated [default: none].
+    #[arg(long, env = "SQSIM_ALLOWED_ORIGINS", value_delimiter = ',')]
+    allowed_origins: Vec<String>,
+    /// Host names the control plane (and browsers) may reach sqsim by, besides localhost,
+    /// *.localhost, IP addresses and the advertised URL's host; comma-separated.
+    #[arg(long, env = "SQSIM_ALLOWED_HOSTS", value_delimiter = ',')]
+    allowed_hosts: Vec<String>,
+    /// A token (16+ characters) the control plane requires as `Authorization: Bearer
+    /// <token>`; the console asks for it once [default: none; with --auth verify, one is
+    /// made up and printed at start].
+    #[arg(long, env = "SQSIM_ADMIN_TOKEN")]
+    admin_token: Option<String>,
+    /// `off` removes the control plane (admin API, console, metrics, LocalStack's developer
+    /// endpoints); only the SQS API and the health check remain [default: on].
+    #[arg(long, env = "SQSIM_ADMIN", value_parser = ["on", "off"])]
+    admin: Option<String>,
     /// Durable mode: keep queues and messages in this directory across restarts (created if
     /// missing; one process per directory). Without it nothing touches the disk.
     #[arg(long, env = "SQSIM_DATA_DIR")]
@@ -255,6 +277,11 @@ fn main() -> ExitCode {
         cluster_replicas: args.cluster_replicas,
         cluster_lease_ms: args.cluster_lease,
         cluster_gateway: args.cluster_gateway,
+        credentials_file: args.credentials_file,
+        allowed_origins: args.allowed_origins,
+        allowed_hosts: args.allowed_hosts,
+        admin_token: args.admin_token,
+        admin: args.admin.map(|a| a == "on"),
     };
     if args.init_dir.is_some() {
         config.init_dir = args.init_dir;

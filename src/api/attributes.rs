@@ -71,15 +71,38 @@ fn boolean(name: &str, value: &str) -> Result<bool, SqsError> {
     }
 }
 
-/// `""` clears an optional document attribute; anything else must be a JSON object.
-fn json_document(name: &str, value: &str) -> Result<Option<String>, SqsError> {
+/// A queue Policy: a JSON object whose `Statement` is one statement or a list of them, each
+/// with an `Effect` of `Allow` or `Deny` (what access control reads); anything else is
+/// refused as AWS refuses it. Conditions it does not evaluate are logged, never silently
+/// ignored (they grant nothing and deny everything they could).
+fn policy_document(value: &str) -> Result<Option<String>, SqsError> {
     if value.is_empty() {
         return Ok(None);
     }
-    match json_map(value) {
-        Some(_) => Ok(Some(value.to_string())),
-        None => Err(bad_value(name)),
+    let doc = json_map(value).ok_or_else(|| bad_value("Policy"))?;
+    let statements = match doc.get("Statement") {
+        Some(serde_json::Value::Array(a)) if !a.is_empty() => a.iter().collect(),
+        Some(s @ serde_json::Value::Object(_)) => vec![s],
+        _ => return Err(bad_value("Policy")),
+    };
+    let well_formed = statements.iter().all(|s| {
+        s.is_object()
+            && matches!(
+                s.get("Effect").and_then(|e| e.as_str()),
+                Some("Allow" | "Deny")
+            )
+    });
+    if !well_formed {
+        return Err(bad_value("Policy"));
     }
+    let unevaluated = super::access::unevaluated(value);
+    if !unevaluated.is_empty() {
+        tracing::warn!(
+            conditions = %unevaluated.join(", "),
+            "a queue Policy has conditions sqsim does not evaluate: statements with them grant nothing and deny what they match"
+        );
+    }
+    Ok(Some(value.to_string()))
 }
 
 /// `value` parsed as a JSON object, if it is one.
@@ -223,7 +246,7 @@ pub(crate) fn apply(
             "VisibilityTimeout" => {
                 settings.visibility_timeout = int_in(name, value, 0, MAX_VISIBILITY_TIMEOUT_S)?
             }
-            "Policy" => settings.policy = json_document(name, value)?,
+            "Policy" => settings.policy = policy_document(value)?,
             "RedrivePolicy" => settings.redrive_policy = redrive_policy(value)?,
             "RedriveAllowPolicy" => settings.redrive_allow_policy = redrive_allow_policy(value)?,
             "KmsMasterKeyId" => {

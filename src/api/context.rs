@@ -34,6 +34,11 @@ pub(crate) struct Context {
     /// In cluster mode, where queues of other shards are listed; `None`: `engine` has them
     /// all.
     pub directory: Option<Arc<dyn Directory>>,
+    /// The action being run (`SendMessageBatch`): what another account's queue must grant.
+    pub action: String,
+    /// Whether `account` was proven by a signature (`--auth verify`): then another
+    /// account's queue answers only what its Policy grants ([`super::access`]).
+    pub verified: bool,
 }
 
 /// Which queues a listing wants.
@@ -119,13 +124,35 @@ impl Context {
         })
     }
 
-    /// The queue a request addresses: its QueueUrl, or else the request path.
+    /// The queue a request addresses: its QueueUrl, or else the request path; another
+    /// account's only as far as it grants this action.
     pub(crate) fn queue(&self, queue_url: Option<&str>) -> Result<Arc<Queue>, SqsError> {
         let id = self.queue_id(queue_url)?;
         match self.engine.queue(&id) {
             // Realism: a queue created less than a second ago is not known everywhere yet.
-            Some(q) if !q.is_propagating(self.engine.now_ms()) => Ok(q),
+            Some(q) if !q.is_propagating(self.engine.now_ms()) => {
+                self.authorize(&q)?;
+                Ok(q)
+            }
             _ => Err(SqsError::no_queue()),
+        }
+    }
+
+    /// Whether this caller may run this action on `queue`: always its own; another
+    /// account's (under `--auth verify`) only as far as the queue's Policy grants it.
+    pub(crate) fn authorize(&self, queue: &Queue) -> Result<(), SqsError> {
+        if !self.verified || queue.id.account == self.account {
+            return Ok(());
+        }
+        let req = super::access::Request {
+            account: &self.account,
+            action: &self.action,
+            resource: &queue.arn,
+        };
+        let decision = queue.with_settings(|s| super::access::decide(s.policy.as_deref(), &req));
+        match decision {
+            super::access::Decision::Allow => Ok(()),
+            d => Err(super::access::denied(&req, d)),
         }
     }
 

@@ -2,6 +2,7 @@
 //! builds a typed output. This is the only layer that knows both the wire names and the
 //! engine; it never touches HTTP.
 
+pub(crate) mod access;
 pub(crate) mod actions;
 pub(crate) mod attributes;
 pub(crate) mod batch;

@@ -123,6 +123,9 @@ enum JoinError {
     Refused(String),
 }
 
+/// The leases bucket's key for the secret nodes show each other.
+const PEER_SECRET: &str = "peer-secret";
+
 /// How long a node waits between attempts to join a JetStream that is not ready.
 const JOIN_RETRY: Duration = Duration::from_secs(1);
 
@@ -153,6 +156,19 @@ async fn join(cluster: &Cluster) -> Result<(async_nats::Client, kv::Store, kv::S
             )));
         }
     }
+    // The first node makes up the peer secret; every node reads the one that won.
+    let made = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let _ = leases.create(PEER_SECRET, Bytes::from(made)).await;
+    let secret = leases
+        .get(PEER_SECRET)
+        .await
+        .map_err(|e| NotReady(format!("cannot read the cluster's peer secret: {e}")))?
+        .ok_or_else(|| NotReady("the cluster's peer secret is not there yet".into()))?;
+    cluster.set_peer_secret(String::from_utf8_lossy(&secret).into_owned());
     if !c.gateway {
         members
             .put(&c.node_id, Bytes::from(cluster.peer_url.clone()))

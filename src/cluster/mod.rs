@@ -87,9 +87,24 @@ pub(crate) struct Cluster {
     /// The bucket revision of the clock state this node applied last: an older one (a
     /// fan-out and the bucket read crossing) is never applied after it.
     clock_revision: std::sync::Mutex<u64>,
+    /// The secret nodes show each other (kept in the leases bucket: whoever can reach the
+    /// cluster's JetStream is a peer; nobody else is).
+    peer_secret: std::sync::OnceLock<String>,
     /// Set to leave the cluster (shutdown); the loop answers on `left`.
     stop: watch::Sender<bool>,
     left: watch::Sender<bool>,
+}
+
+impl Cluster {
+    /// The secret peers send each other (`None` until joined).
+    pub(crate) fn peer_secret(&self) -> Option<&str> {
+        self.peer_secret.get().map(String::as_str)
+    }
+
+    /// Sets the secret read from the cluster on joining.
+    pub(super) fn set_peer_secret(&self, secret: String) {
+        let _ = self.peer_secret.set(secret);
+    }
 }
 
 impl std::fmt::Debug for Cluster {
@@ -130,6 +145,7 @@ impl Cluster {
             changed: watch::Sender::new(0),
             leases: std::sync::OnceLock::new(),
             clock_revision: std::sync::Mutex::new(0),
+            peer_secret: std::sync::OnceLock::new(),
             stop: watch::Sender::new(false),
             left: watch::Sender::new(false),
         });

@@ -87,6 +87,9 @@ pub struct CredentialSection {
     pub access_key: String,
     pub secret_key: String,
     pub account_id: Option<String>,
+    /// Whether it may use the control plane.
+    #[serde(default)]
+    pub admin: bool,
 }
 
 /// `[server]`: the same settings as the command-line flags (flags win).
@@ -359,14 +362,15 @@ impl LoadedConfig {
         for c in &self.file.credentials {
             let c_ref = c.get_ref();
             let text = format!(
-                "{}:{}{}",
+                "{}:{}{}{}",
                 c_ref.access_key,
                 c_ref.secret_key,
                 c_ref
                     .account_id
                     .as_ref()
                     .map(|a| format!(":{a}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if c_ref.admin { ":admin" } else { "" }
             );
             let cred = Credential::parse(&text).ok_or_else(|| {
                 self.error(

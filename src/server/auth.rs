@@ -258,6 +258,50 @@ pub(crate) fn expected_signature(
     ))
 }
 
+/// The credential scope must name SQS, and the signed headers must include `host` (so a
+/// signature cannot be replayed at another endpoint). The region is sqsim's namespace and
+/// may be any, except that a request sent to a region's host name
+/// (`sqs.<region>.…`) must be signed for that region, as AWS requires.
+fn check_scope(req: &SignedRequest<'_>, c: &Claims) -> Result<(), SqsError> {
+    if c.service != "sqs" {
+        return Err(error(
+            ErrorCode::SignatureDoesNotMatch,
+            "Credential should be scoped to correct service: 'sqs'. ",
+        ));
+    }
+    if !c
+        .signed_headers
+        .iter()
+        .any(|h| h == "host" || h == ":authority")
+    {
+        return Err(error(
+            ErrorCode::IncompleteSignature,
+            "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.",
+        ));
+    }
+    let host = req
+        .headers
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if let Some(region) = host
+        .strip_prefix("sqs.")
+        .and_then(|rest| rest.split('.').next())
+        .filter(|r| r.contains('-') && r.chars().any(|ch| ch.is_ascii_digit()))
+    {
+        if region != c.region {
+            return Err(error(
+                ErrorCode::SignatureDoesNotMatch,
+                format!(
+                    "Credential should be scoped to a valid region, not '{}'. ",
+                    c.region
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a request's signature; returns the credential it was signed with.
 pub(crate) fn verify<'c>(
     req: &SignedRequest<'_>,
@@ -323,23 +367,39 @@ pub(crate) fn verify<'c>(
             ),
         ));
     }
-    // Header-signed requests name their payload hash (or it is the body's). Presigned URLs
-    // are signed over the body's hash by botocore and over UNSIGNED-PAYLOAD by others. The
-    // body is only hashed when no hash is named.
-    let candidates: Vec<String> = if presigned {
+    check_scope(req, &c)?;
+    // The signature always covers the body that arrived: its hash is computed here, never
+    // taken from the request. A hash the client names (`X-Amz-Content-Sha256`, which the
+    // JavaScript and Ruby SDKs send) must be that hash: otherwise a captured signature could
+    // be replayed over another body with the original hash in that header. SQS signs every
+    // payload; `UNSIGNED-PAYLOAD` is accepted only for a presigned URL without a body
+    // (nothing unsigned can then ride along).
+    let body_hash = sha256_hex(req.body);
+    let named = if presigned {
         let pairs = req.query.map(query_pairs).unwrap_or_default();
-        match pairs.iter().find(|(k, _)| k == "X-Amz-Content-Sha256") {
-            Some((_, v)) => vec![v.clone()],
-            None => vec![sha256_hex(req.body), "UNSIGNED-PAYLOAD".to_string()],
-        }
+        pairs
+            .iter()
+            .find(|(k, _)| k == "X-Amz-Content-Sha256")
+            .map(|(_, v)| v.clone())
     } else {
-        match req
-            .headers
+        req.headers
             .get("x-amz-content-sha256")
-            .and_then(|v| v.to_str().ok())
-        {
-            Some(h) => vec![h.to_string()],
-            None => vec![sha256_hex(req.body)],
+            .map(|v| v.to_str().unwrap_or_default().to_string())
+    };
+    let candidates: Vec<String> = match named.as_deref() {
+        None if presigned && req.body.is_empty() => {
+            vec![body_hash, "UNSIGNED-PAYLOAD".to_string()]
+        }
+        None => vec![body_hash],
+        Some("UNSIGNED-PAYLOAD") if presigned && req.body.is_empty() => {
+            vec!["UNSIGNED-PAYLOAD".to_string()]
+        }
+        Some(h) if h.eq_ignore_ascii_case(&body_hash) => vec![h.to_string()],
+        Some(_) => {
+            return Err(error(
+                ErrorCode::SignatureDoesNotMatch,
+                "The provided 'x-amz-content-sha256' header does not match what was computed.",
+            ))
         }
     };
     let same = candidates.iter().any(|hash| {
@@ -415,6 +475,116 @@ mod tests {
             vector("GET", Some("Param2=value2&Param1=value1")),
             "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"
         );
+    }
+
+    /// A header-signed request for `body` at `now`, signed over `signed_body`'s hash with
+    /// the scope's `service`, and the hash header set to `named` when given.
+    fn signed(
+        body: &'static [u8],
+        signed_body: &[u8],
+        named: Option<&str>,
+        service: &str,
+        sign_host: bool,
+    ) -> (HeaderMap, SystemTime) {
+        let now = SystemTime::now();
+        let amz_date = format_amz_date(now);
+        let mut h = HeaderMap::new();
+        h.insert("host", HeaderValue::from_static("127.0.0.1:9324"));
+        h.insert("x-amz-date", HeaderValue::from_str(&amz_date).unwrap());
+        if let Some(n) = named {
+            h.insert("x-amz-content-sha256", HeaderValue::from_str(n).unwrap());
+        }
+        let mut names = vec!["x-amz-date".to_string()];
+        if sign_host {
+            names.insert(0, "host".to_string());
+        }
+        let hash = sha256_hex(signed_body);
+        let req = SignedRequest {
+            method: "POST",
+            path: "/",
+            query: None,
+            headers: &h,
+            body,
+        };
+        let scope = Scope {
+            amz_date: &amz_date,
+            region: "us-east-1",
+            service,
+            signed_headers: &names,
+            presigned: false,
+            payload_hash: &hash,
+        };
+        let sig = expected_signature(&req, SECRET, &scope).unwrap();
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential=AKID/{}/us-east-1/{service}/aws4_request, SignedHeaders={}, Signature={sig}",
+            &amz_date[..8],
+            names.join(";")
+        );
+        h.insert("authorization", HeaderValue::from_str(&auth).unwrap());
+        (h, now)
+    }
+
+    fn check(h: &HeaderMap, body: &[u8], now: SystemTime) -> Result<(), SqsError> {
+        let keys: HashMap<String, Credential> = [(
+            "AKID".to_string(),
+            Credential::parse(&format!("AKID:{SECRET}")).unwrap(),
+        )]
+        .into_iter()
+        .collect();
+        let req = SignedRequest {
+            method: "POST",
+            path: "/",
+            query: None,
+            headers: h,
+            body,
+        };
+        verify(&req, &keys, now).map(|_| ())
+    }
+
+    /// The body substitution attack: a captured signature over one body, replayed with
+    /// another body and the first body's hash in `X-Amz-Content-Sha256`, is refused; the
+    /// honest request (hash header or not) passes.
+    #[test]
+    fn the_signature_covers_the_body_that_arrived() {
+        let original: &[u8] = b"Action=GetQueueAttributes&QueueUrl=q";
+        let hash = sha256_hex(original);
+        let (h, now) = signed(b"", original, Some(&hash), "sqs", true);
+        assert!(check(&h, original, now).is_ok());
+        let swapped = b"Action=DeleteQueue&QueueUrl=q";
+        let err = check(&h, swapped, now).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SignatureDoesNotMatch);
+        assert!(
+            err.message.contains("x-amz-content-sha256"),
+            "{}",
+            err.message
+        );
+        // Without the header, the swapped body no longer matches the signature either.
+        let (mut h, now) = signed(b"", original, None, "sqs", true);
+        assert!(check(&h, original, now).is_ok());
+        assert_eq!(
+            check(&h, swapped, now).unwrap_err().code,
+            ErrorCode::SignatureDoesNotMatch
+        );
+        // UNSIGNED-PAYLOAD is not SQS's: refused on a header-signed request.
+        h.insert(
+            "x-amz-content-sha256",
+            HeaderValue::from_static("UNSIGNED-PAYLOAD"),
+        );
+        assert!(check(&h, original, now).is_err());
+    }
+
+    #[test]
+    fn the_scope_must_name_sqs_and_the_host_must_be_signed() {
+        let body: &[u8] = b"Action=ListQueues";
+        let (h, now) = signed(b"", body, None, "s3", true);
+        let err = check(&h, body, now).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Credential should be scoped to correct service: 'sqs'. "
+        );
+        let (h, now) = signed(b"", body, None, "sqs", false);
+        let err = check(&h, body, now).unwrap_err();
+        assert_eq!(err.code, ErrorCode::IncompleteSignature);
     }
 
     #[test]

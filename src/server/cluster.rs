@@ -101,6 +101,7 @@ impl Link {
             FORWARDED,
             HeaderValue::from_str(self.cluster.node_id()).unwrap_or(HeaderValue::from_static("?")),
         );
+        self.sign(req.headers_mut());
         let sent = tokio::time::timeout(FORWARD_TIMEOUT, self.client.request(req)).await;
         let resp = match sent {
             Ok(r) => r?,
@@ -123,6 +124,18 @@ impl Link {
         Ok(Response::from_parts(parts, body))
     }
 
+    /// Adds the cluster's peer secret, which the receiving node's guard asks of every
+    /// node-to-node request.
+    fn sign(&self, headers: &mut hyper::HeaderMap) {
+        if let Some(v) = self
+            .cluster
+            .peer_secret()
+            .and_then(|s| HeaderValue::from_str(s).ok())
+        {
+            headers.insert(super::guard::PEER_SECRET, v);
+        }
+    }
+
     /// POSTs `body` to `path` on the node at `url`, as one node to another: its status and
     /// body, or why none came within `timeout`.
     async fn post(
@@ -139,6 +152,7 @@ impl Link {
             .map_err(|e| format!("{url}: {e}"))?;
         req.headers_mut()
             .insert(FORWARDED, HeaderValue::from_static("1"));
+        self.sign(req.headers_mut());
         let resp = tokio::time::timeout(timeout, self.client.request(req))
             .await
             .map_err(|_| format!("{url}: timed out"))?

@@ -111,16 +111,34 @@ pub(crate) async fn idle_expired(activity: &Activity, limit: Duration) {
 /// head, so a request usually costs no timer at all.
 #[derive(Debug)]
 pub(crate) struct RequestBody {
-    inner: Incoming,
+    inner: Source,
     deadline: tokio::time::Instant,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// Where a body's bytes come from.
+#[derive(Debug)]
+enum Source {
+    /// Still arriving from the connection.
+    Stream(Incoming),
+    /// Already read whole (a control request whose signature covered it).
+    Ready(Option<Bytes>),
 }
 
 impl RequestBody {
     pub(crate) fn new(inner: Incoming, read_timeout: Duration) -> RequestBody {
         RequestBody {
-            inner,
+            inner: Source::Stream(inner),
             deadline: tokio::time::Instant::now() + read_timeout,
+            timer: None,
+        }
+    }
+
+    /// A body already read.
+    pub(crate) fn ready(bytes: Bytes) -> RequestBody {
+        RequestBody {
+            inner: Source::Ready(Some(bytes)),
+            deadline: tokio::time::Instant::now(),
             timer: None,
         }
     }
@@ -139,7 +157,11 @@ impl Body for RequestBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+        let stream = match &mut self.inner {
+            Source::Stream(s) => s,
+            Source::Ready(b) => return Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+        };
+        if let Poll::Ready(frame) = Pin::new(stream).poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         let deadline = self.deadline;
@@ -153,11 +175,17 @@ impl Body for RequestBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        match &self.inner {
+            Source::Stream(s) => s.is_end_stream(),
+            Source::Ready(b) => b.is_none(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        match &self.inner {
+            Source::Stream(s) => s.size_hint(),
+            Source::Ready(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+        }
     }
 }
 

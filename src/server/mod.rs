@@ -7,6 +7,7 @@ mod cluster;
 mod console;
 mod courier;
 pub(crate) mod faults;
+pub(crate) mod guard;
 #[doc(hidden)]
 pub mod in_process;
 mod init_hooks;
@@ -64,6 +65,14 @@ pub(crate) struct AppState {
     /// Cluster mode: the cluster this node is part of. `engine` then holds no queues (it
     /// answers what addresses none); each shard's engine is in the cluster.
     pub link: Option<cluster::Link>,
+    /// The token the control plane asks for (`--admin-token`, or made up at start under
+    /// `--auth verify`); `None`: the control plane is open to whoever passes the browser
+    /// and host checks (the laptop default).
+    pub admin_token: Option<String>,
+    /// Whether `admin_token` was made up here (then it is printed at start).
+    pub admin_token_generated: bool,
+    /// Console logins.
+    pub sessions: guard::Sessions,
 }
 
 /// When and as which session a server started.
@@ -104,9 +113,23 @@ impl AppState {
             spawn_compactor(Arc::downgrade(&engine), d.compact_after_bytes);
             crate::engine::move_task::resume(&engine);
         }
+        let generated = config.security.admin_token.is_none()
+            && matches!(config.auth, crate::config::AuthMode::Verify(_));
+        let admin_token = config.security.admin_token.clone().or_else(|| {
+            generated.then(|| {
+                format!(
+                    "{}{}",
+                    uuid::Uuid::new_v4().simple(),
+                    uuid::Uuid::new_v4().simple()
+                )
+            })
+        });
         Ok(AppState {
             engine,
             faults: faults::FaultSet::default(),
+            admin_token,
+            admin_token_generated: generated,
+            sessions: guard::Sessions::default(),
             config,
             local_addr,
             workers: Default::default(),
@@ -201,19 +224,68 @@ fn spawn_compactor(engine: std::sync::Weak<Engine>, after: u64) {
     }
 }
 
+/// The sockets a server accepts on: one, or the IPv4 and IPv6 loopback pair.
+#[derive(Debug)]
+pub(crate) struct Listeners(Vec<TcpListener>);
+
+impl From<TcpListener> for Listeners {
+    fn from(l: TcpListener) -> Listeners {
+        Listeners(vec![l])
+    }
+}
+
+impl Listeners {
+    /// Binds `host:port`; for the loopback default (`127.0.0.1` or `localhost`) also
+    /// `[::1]` on the same port where the machine has IPv6, so `http://localhost:PORT`
+    /// answers whichever address a client tries first.
+    pub(crate) async fn bind(host: &str, port: u16) -> std::io::Result<Listeners> {
+        let first = TcpListener::bind((host, port)).await?;
+        let mut all = vec![first];
+        if matches!(host, "127.0.0.1" | "localhost") {
+            let port = all[0].local_addr()?.port();
+            match TcpListener::bind(("::1", port)).await {
+                Ok(v6) => all.push(v6),
+                Err(e) => {
+                    tracing::debug!(error = %e, "no IPv6 loopback; listening on 127.0.0.1 only")
+                }
+            }
+        }
+        Ok(Listeners(all))
+    }
+
+    /// The first socket's address (the one printed and used for URLs).
+    pub(crate) fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.0[0].local_addr()
+    }
+
+    /// The other sockets.
+    fn extra(&self) -> &[TcpListener] {
+        &self.0[1..]
+    }
+
+    async fn accept(&self) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
+        if let [only] = self.0.as_slice() {
+            return only.accept().await;
+        }
+        // `accept` is cancel-safe: the sockets not chosen lose nothing.
+        let accepts = self.0.iter().map(|l| Box::pin(l.accept()));
+        futures_util::future::select_all(accepts).await.0
+    }
+}
+
 /// Serves `listener` until `shutdown` completes, then releases long polls and drains
 /// open connections for a bounded time.
 pub(crate) async fn serve(
-    listener: TcpListener,
+    listener: impl Into<Listeners>,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()>,
 ) {
-    serve_with(listener, state, shutdown, service::handle).await
+    serve_with(listener.into(), state, shutdown, service::handle).await
 }
 
 /// [`serve`] with the request handler given (tests swap in one that can misbehave).
 async fn serve_with<H, F>(
-    listener: TcpListener,
+    listener: Listeners,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()>,
     handler: H,
@@ -391,8 +463,13 @@ pub async fn run(
     // The binary owns its process: it may raise the open-file limit (an embedder decides
     // for its own process, and sets a cap that fits).
     config.limits.max_connections = limits::fit_connections(config.limits.max_connections);
-    let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await?;
+    let listener = Listeners::bind(config.host.as_str(), config.port).await?;
     let local_addr = listener.local_addr()?;
+    let extra_listeners: Vec<SocketAddr> = listener
+        .extra()
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
     let state =
         Arc::new(AppState::open_and_join(config, Arc::new(Clock::new()), local_addr).await?);
     if let Some(f) = &file {
@@ -418,6 +495,18 @@ pub async fn run(
     // Tests and scripts read this line to find the port.
     println!("sqsim listening on http://{local_addr}");
     tracing::info!(%local_addr, "sqsim listening");
+    for a in &extra_listeners {
+        tracing::info!(local_addr = %a, "sqsim listening");
+    }
+    if state.admin_token_generated {
+        if let Some(t) = &state.admin_token {
+            // Printed, not logged: a log shipper should not carry it.
+            println!("sqsim admin token: {t} (the console asks for it; scripts send it as Authorization: Bearer)");
+        }
+    }
+    if !local_addr.ip().is_loopback() && matches!(state.config.auth, crate::config::AuthMode::Off) {
+        tracing::warn!(%local_addr, "listening beyond this machine with --auth off: anyone who can reach this address can read, send and delete every message; use --auth verify (and --admin-token) on a shared network");
+    }
     let (realism, seed) = (state.engine.realism(), state.engine.seed());
     tracing::info!(realism = %realism.spec(), seed, "realism");
     if realism.is_on() {
@@ -597,7 +686,7 @@ mod tests {
         let state = Arc::new(AppState::open(Config::default(), Arc::default(), addr).unwrap());
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(serve_with(
-            listener,
+            listener.into(),
             Arc::clone(&state),
             async {
                 let _ = rx.await;

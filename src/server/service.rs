@@ -177,9 +177,40 @@ impl Stop {
     }
 }
 
-/// Handles one HTTP request, in stages: read the body, authenticate, decode, build the
-/// context, apply fault rules, dispatch. Each stage can stop the request with its answer.
+/// Handles one HTTP request: the guard's checks (browsers, host names, the control plane's
+/// credentials), then the endpoint, with CORS headers for a page of an allowed origin.
 pub(super) async fn handle(
+    state: Arc<AppState>,
+    req: Request<RequestBody>,
+) -> Result<Response<Full<Bytes>>, DroppedConnection> {
+    use super::guard::{self, Area, Verdict};
+    let area = guard::area_of(&state, req.method(), req.uri().path(), req.uri().query());
+    let render = render_of(req.headers(), req.uri().query());
+    let (req, cors) = match guard::check(&state, area, req).await {
+        Verdict::Pass(req, cors) => (req, cors),
+        Verdict::Answer(resp) => return Ok(resp),
+        Verdict::Refuse(status, why) => {
+            return Ok(match area {
+                Area::Sqs => {
+                    let request_id = uuid::Uuid::new_v4().to_string();
+                    let err = SqsError::new(ErrorCode::AccessDenied, why);
+                    let mut encoded = protocol::encode_error(render, &request_id, &err);
+                    encoded.status = status.as_u16();
+                    respond(encoded, &request_id)
+                }
+                _ => guard::control_refusal(status, &why),
+            })
+        }
+    };
+    let mut resp = endpoint(state, req).await?;
+    guard::allow_origin(&mut resp, cors);
+    Ok(resp)
+}
+
+/// Handles one HTTP request the guard let through, in stages: read the body,
+/// authenticate, decode, build the context, apply fault rules, dispatch. Each stage can
+/// stop the request with its answer.
+async fn endpoint(
     state: Arc<AppState>,
     req: Request<RequestBody>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
@@ -443,6 +474,8 @@ fn context(
         request_id: request_id.to_string(),
         single_region: state.config.single_region,
         directory: None,
+        action: decoded.action.to_string(),
+        verified: matches!(state.config.auth, AuthMode::Verify(_)),
     }
 }
 

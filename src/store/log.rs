@@ -78,6 +78,9 @@ struct Inner {
     spare: Mutex<Vec<u8>>,
     /// Whether `segment` holds one (read without its lock by the idle writer).
     has_segment: std::sync::atomic::AtomicBool,
+    /// Tests: every write fails as a full disk's would, until cleared.
+    #[cfg(test)]
+    refusing: std::sync::atomic::AtomicBool,
 }
 
 /// See the module documentation.
@@ -191,6 +194,8 @@ impl LogStore {
                 last_error: Mutex::new(None),
                 spare: Mutex::new(Vec::new()),
                 has_segment: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(test)]
+                refusing: std::sync::atomic::AtomicBool::new(false),
             }),
             writer: Mutex::new(None),
             snapshotting: Mutex::new(()),
@@ -509,6 +514,12 @@ impl Inner {
         let seg = slot
             .as_mut()
             .ok_or_else(|| StoreError::Io(Arc::from("no open log segment")))?;
+        #[cfg(test)]
+        if self.refusing.load(Ordering::Acquire) {
+            return Err(StoreError::Io(Arc::from(
+                "No space left on device (os error 28) [injected]",
+            )));
+        }
         let started = Instant::now();
         let written = seg.file.write_all(bytes).and_then(|()| match self.sync {
             SyncMode::Fsync => seg.file.sync_data(),
@@ -747,6 +758,14 @@ impl Store for LogStore {
             writable: last_error.is_none(),
             last_error,
         }
+    }
+}
+
+#[cfg(test)]
+impl LogStore {
+    /// Makes every write fail as a full disk's would (`on`), or work again.
+    pub(crate) fn refuse_writes(&self, on: bool) {
+        self.inner.refusing.store(on, Ordering::Release);
     }
 }
 

@@ -24,6 +24,8 @@ struct Kept {
     /// records appended before them durable.
     publish_early: bool,
     snapshots: u64,
+    /// Appends are refused (kept, not durable) as a full disk's writes would be.
+    refusing: bool,
 }
 
 /// See the module documentation.
@@ -76,6 +78,17 @@ impl MemoryStore {
         self.progress.send_modify(|p| p.durable = next);
     }
 
+    /// Refuses writes from now on (`on`): appends are kept but not durable, and their
+    /// waiters are told the write failed; or takes writes again, as a retry succeeding
+    /// would (everything kept becomes durable).
+    pub(crate) fn refuse_writes(&self, on: bool) {
+        self.kept().refusing = on;
+        if !on {
+            self.flush();
+            self.progress.send_modify(|p| p.failure = None);
+        }
+    }
+
     /// How many records were appended but are not durable yet.
     pub(crate) fn not_durable(&self) -> usize {
         let k = self.kept();
@@ -101,6 +114,7 @@ impl MemoryStore {
             lagging: k.lagging,
             publish_early: k.publish_early,
             snapshots: k.snapshots,
+            refusing: false,
         };
         MemoryStore {
             kept: Arc::new(Mutex::new(copy)),
@@ -142,7 +156,9 @@ impl Store for MemoryStore {
         }
         k.log.push(record.to_vec());
         let lsn = k.snapshot_at + k.log.len() as Lsn - 1;
-        if !k.lagging {
+        if k.refusing {
+            // Kept, not durable: its waiter's attempt to write it fails (`write_through`).
+        } else if !k.lagging {
             k.durable = k.log.len();
             self.progress.send_modify(|p| p.durable = lsn + 1);
         }
@@ -151,6 +167,19 @@ impl Store for MemoryStore {
 
     fn progress(&self) -> watch::Receiver<Progress> {
         self.progress.subscribe()
+    }
+
+    fn write_through(&self, lsn: Lsn) {
+        // Refusing: every attempt to write what a waiter waits for fails, as a full disk's.
+        if self.kept().refusing && self.progress.borrow().durable <= lsn {
+            self.progress.send_modify(|p| {
+                p.failure = Some((
+                    Lsn::MAX - 1,
+                    Arc::from("no space left on device [injected]"),
+                ));
+                p.failures += 1;
+            });
+        }
     }
 
     fn next_lsn(&self) -> Lsn {

@@ -14,6 +14,10 @@ pub(super) trait Harness {
     fn fresh(&mut self) -> Arc<dyn Store>;
     /// Drops `old` (as a stopped process would) and opens the same records again.
     fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store>;
+    /// Makes the current store's writes fail as a full disk's would (`on`), or work again;
+    /// false where the case does not apply (a JetStream store that loses its servers fails
+    /// for good and its shard is recovered afresh: tested with the cluster).
+    fn refuse_writes(&mut self, on: bool) -> bool;
 }
 
 struct Memory(Option<MemoryStore>);
@@ -26,18 +30,26 @@ impl Harness for Memory {
     }
     fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
         drop(old);
-        Arc::new(self.0.as_ref().expect("fresh first").reopen())
+        let s = self.0.as_ref().expect("fresh first").reopen();
+        self.0 = Some(s.clone());
+        Arc::new(s)
+    }
+    fn refuse_writes(&mut self, on: bool) -> bool {
+        self.0.as_ref().expect("fresh first").refuse_writes(on);
+        true
     }
 }
 
-struct Log(tempfile::TempDir, SyncMode);
+struct Log(tempfile::TempDir, SyncMode, Option<Arc<LogStore>>);
 
 impl Log {
     fn new(sync: SyncMode) -> Log {
-        Log(tempfile::tempdir().unwrap(), sync)
+        Log(tempfile::tempdir().unwrap(), sync, None)
     }
-    fn open(&self) -> Arc<dyn Store> {
-        Arc::new(LogStore::open(self.0.path(), self.1, false).unwrap())
+    fn open(&mut self) -> Arc<dyn Store> {
+        let s = Arc::new(LogStore::open(self.0.path(), self.1, false).unwrap());
+        self.2 = Some(Arc::clone(&s));
+        s
     }
 }
 
@@ -47,7 +59,12 @@ impl Harness for Log {
     }
     fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
         drop(old);
+        self.2 = None;
         self.open()
+    }
+    fn refuse_writes(&mut self, on: bool) -> bool {
+        self.2.as_ref().expect("fresh first").refuse_writes(on);
+        true
     }
 }
 
@@ -279,6 +296,51 @@ pub(super) fn stats_count_records_bytes_and_snapshots(h: &mut dyn Harness) {
     assert!(st.writable, "{st:?}");
 }
 
+/// A write the disk refuses fails the waiters it held and is kept, in order, for the
+/// writer's retry; a waiter that starts while the disk refuses (an SDK retry) never hangs,
+/// and once the disk takes writes again every record is durable and recovered exactly once,
+/// in order. Closing while the disk refuses reports the loss to waiters instead of hanging.
+pub(super) fn a_refused_write_is_kept_and_retried_never_lost_or_doubled(h: &mut dyn Harness) {
+    let s = h.fresh();
+    recover_all(&*s);
+    let first = s.append(b"before");
+    wait(&*s, first);
+    if !h.refuse_writes(true) {
+        return;
+    }
+    let refused = s.append(b"refused");
+    let err = block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(10), durable(&*s, refused)).await
+    })
+    .expect("a refused write's waiter is told, not left hanging")
+    .expect_err("a refused write is not durable");
+    assert!(err.to_string().contains("injected"), "{err}");
+    let later = s.append(b"after");
+    // A retry's waiter, started while the disk still refuses, ends once it takes writes.
+    let retry = {
+        let s = Arc::clone(&s);
+        std::thread::spawn(move || {
+            block_on(async {
+                tokio::time::timeout(std::time::Duration::from_secs(10), durable(&*s, refused))
+                    .await
+            })
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    assert!(h.refuse_writes(false));
+    let outcome = retry.join().unwrap();
+    assert!(outcome.is_ok(), "the retry's waiter hung");
+    // Whatever that waiter was told, the records are kept once the disk takes writes.
+    wait(&*s, later);
+    wait(&*s, refused);
+    let s = h.reopen(s);
+    let got = recover_all(&*s);
+    assert_eq!(
+        got,
+        [b"before".to_vec(), b"refused".to_vec(), b"after".to_vec()]
+    );
+}
+
 macro_rules! suite {
     ($name:ident, $harness:expr) => {
         mod $name {
@@ -318,6 +380,10 @@ macro_rules! suite {
             #[test]
             fn stats_count_records_bytes_and_snapshots() {
                 super::stats_count_records_bytes_and_snapshots(&mut $harness);
+            }
+            #[test]
+            fn a_refused_write_is_kept_and_retried_never_lost_or_doubled() {
+                super::a_refused_write_is_kept_and_retried_never_lost_or_doubled(&mut $harness);
             }
         }
     };
@@ -410,5 +476,8 @@ impl Harness for Nats {
     fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
         drop(old);
         self.open()
+    }
+    fn refuse_writes(&mut self, _on: bool) -> bool {
+        false
     }
 }

@@ -86,7 +86,7 @@ async fn slowloris_clients_are_cut_off_at_the_read_timeout_and_others_are_served
     let addr = server.local_addr();
     // 100 clients each sending a request head one byte a second, and 20 sending a
     // complete head, then the body one byte a second.
-    let head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n";
+    let head = b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\n";
     let mut loris = Vec::new();
     for i in 0..120 {
         loris.push(tokio::spawn(async move {
@@ -95,7 +95,7 @@ async fn slowloris_clients_are_cut_off_at_the_read_timeout_and_others_are_served
             let drip: Vec<u8> = if i < 100 {
                 head.to_vec()
             } else {
-                s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Length: 100\r\n\r\n")
+                s.write_all(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ListQueues\r\nContent-Length: 100\r\n\r\n")
                     .await
                     .unwrap();
                 vec![b' '; 100]
@@ -223,7 +223,7 @@ fn ten_thousand_idle_connections_do_not_stop_service() {
 /// server closed the connection instead of answering.
 async fn get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
         .await
         .ok()?;
     let mut out = String::new();
@@ -265,7 +265,7 @@ async fn a_client_that_never_reads_is_closed_when_idle_and_blocks_no_one() {
     let req_body =
         format!(r#"{{"QueueUrl":"{big}","MaxNumberOfMessages":10,"VisibilityTimeout":0}}"#);
     let one = format!(
-        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\nContent-Length: {}\r\n\r\n{req_body}",
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\nContent-Length: {}\r\n\r\n{req_body}",
         req_body.len()
     );
     greedy.write_all(one.repeat(50).as_bytes()).await.unwrap();
@@ -323,11 +323,11 @@ async fn pipelined_requests_are_all_answered_in_order() {
     for i in 0..100 {
         let body = format!(r#"{{"QueueName":"p{i}"}}"#);
         reqs.push_str(&format!(
-            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.CreateQueue\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.CreateQueue\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         ));
     }
-    reqs.push_str("GET /_sqsim/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    reqs.push_str("GET /_sqsim/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     s.write_all(reqs.as_bytes()).await.unwrap();
     let mut out = String::new();
     tokio::time::timeout(Duration::from_secs(30), s.read_to_string(&mut out))
@@ -360,7 +360,7 @@ async fn connections_over_the_cap_are_closed_on_arrival() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut ninth = TcpStream::connect(server.local_addr()).await.unwrap();
     let _ = ninth
-        .write_all(b"GET /_sqsim/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(b"GET /_sqsim/health HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await;
     let mut buf = Vec::new();
     let n = tokio::time::timeout(Duration::from_secs(5), ninth.read_to_end(&mut buf))

@@ -5,7 +5,6 @@
 //   cd tests/node && CONSOLE_SCREENSHOT=../../docs/console.png node --test console.test.mjs
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,30 +12,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import * as sqs from '@aws-sdk/client-sqs';
-import puppeteer from 'puppeteer-core';
 
-import { ACCOUNT, REGION, startServer, v3Client } from './helpers.mjs';
-
-function chromiumPath() {
-  if (process.env.CHROMIUM_BIN) return process.env.CHROMIUM_BIN;
-  for (const name of ['chromium', 'chromium-browser']) {
-    try {
-      return execFileSync('sh', ['-c', `command -v ${name}`]).toString().trim();
-    } catch (_) {
-      /* try the next name */
-    }
-  }
-  throw new Error('no Chromium found: `make test` installs the chromium package');
-}
-
-/** The headless Chromium the tests drive. */
-function launchChromium() {
-  return puppeteer.launch({
-    executablePath: chromiumPath(),
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
-}
+import { ACCOUNT, REGION, launchChromium, startServer, v3Client } from './helpers.mjs';
 
 const WAIT = { timeout: 10_000 };
 

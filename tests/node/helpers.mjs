@@ -2,11 +2,12 @@
 // v3 and v2 SDK clients against it, drive the admin clock, and compute the SQS digests
 // independently of the server (neither SDK checks MD5OfMessageAttributes, so the tests do).
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
 
 // Quiet the SDKs' end-of-support banners; they are read when a client is built/loaded.
 process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE = '1';
@@ -30,10 +31,10 @@ export function binaryPath() {
  * set, resolves to that running sqsim instead (make cluster-suites points it at a cluster's
  * gateway node); stop() then leaves it running.
  */
-export function startServer() {
+export function startServer(flags = []) {
   const external = process.env.SQSIM_TEST_ENDPOINT;
   if (external) return Promise.resolve(makeServer(null, external.replace(/\/+$/, '')));
-  const child = spawn(binaryPath(), ['--host', '127.0.0.1', '--port', '0'], {
+  const child = spawn(binaryPath(), ['--host', '127.0.0.1', '--port', '0', ...flags], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
   });
@@ -198,3 +199,24 @@ export function normalizeAttributes(attrs) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function chromiumPath() {
+  if (process.env.CHROMIUM_BIN) return process.env.CHROMIUM_BIN;
+  for (const name of ['chromium', 'chromium-browser']) {
+    try {
+      return execFileSync('sh', ['-c', `command -v ${name}`]).toString().trim();
+    } catch (_) {
+      /* try the next name */
+    }
+  }
+  throw new Error('no Chromium found: `make test` installs the chromium package');
+}
+
+/** The headless Chromium the tests drive (`args`: more switches). */
+export function launchChromium(args = []) {
+  return puppeteer.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', ...args],
+  });
+}

@@ -73,17 +73,21 @@ def _env(extra=None):
 class Process:
     """A running sqsim started by `running()`."""
 
-    def __init__(self, proc, endpoint, log_path):
+    def __init__(self, proc, endpoint, log_path, token=None):
         self.proc = proc
         self.endpoint = endpoint
         self.port = int(endpoint.rsplit(":", 1)[1])
         self.log_path = log_path
+        # The admin token (--admin-token), sent with every control-plane call.
+        self.token = token
 
     def http(self, method, path, body=None, headers=None):
         """Any request; returns (status, headers, body bytes) without raising on 4xx/5xx."""
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
             headers = {"Content-Type": "application/json", **(headers or {})}
+        if self.token and path.startswith(("/_sqsim", "/metrics", "/_localstack", "/_aws")):
+            headers = {"Authorization": f"Bearer {self.token}", **(headers or {})}
         req = urllib.request.Request(
             self.endpoint + path, data=body, method=method, headers=headers or {}
         )
@@ -151,12 +155,13 @@ def _wait_healthy(endpoint, proc):
 
 
 @contextlib.contextmanager
-def running(*flags, env=None):
+def running(*flags, env=None, token=None):
     """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…` (with `env` added to its environment,
     see _env), yields a Process, always stops it and asserts it shut down cleanly on SIGTERM."""
     log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False)
+    host = [] if "--host" in flags else ["--host", "127.0.0.1"]
     proc = subprocess.Popen(
-        [binary(), "--host", "127.0.0.1", "--port", "0", *flags],
+        [binary(), *host, "--port", "0", *flags],
         stdout=subprocess.PIPE,
         stderr=log,
         stdin=subprocess.DEVNULL,
@@ -170,7 +175,7 @@ def running(*flags, env=None):
                 f"{Path(log.name).read_text(errors='replace')}"
             )
         _wait_healthy(endpoint, proc)
-        yield Process(proc, endpoint, log.name)
+        yield Process(proc, endpoint, log.name, token=token)
     finally:
         proc.terminate()
         try:

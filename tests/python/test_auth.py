@@ -18,6 +18,7 @@ from sqsim_helpers import EXPECT_PROTOCOL, check_error, queue_attrs, receive_one
 from sqsim_process import running, run_to_exit
 
 KEY, SECRET, KEY_ACCOUNT = "AKIDTEST", "secret", "123456789012"
+TOKEN = "admin-token-for-the-auth-tests"
 PLAIN_KEY, PLAIN_SECRET = "AKIDPLAIN", "plain-secret"
 MISMATCH = (
     "The request signature we calculated does not match the signature you provided. Check your "
@@ -34,6 +35,9 @@ def srv():
         f"{KEY}:{SECRET}:{KEY_ACCOUNT}",
         "--credentials",
         f"{PLAIN_KEY}:{PLAIN_SECRET}",
+        "--admin-token",
+        TOKEN,
+        token=TOKEN,
     ) as p:
         yield p
 

@@ -28,6 +28,9 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsE
         name: name.to_string(),
     };
     let queue = ctx.engine.queue(&id).ok_or_else(SqsError::no_queue)?;
+    // Another account's queue that grants this caller nothing: as if it did not exist, as
+    // AWS answers ("does not exist or you do not have access to it").
+    ctx.authorize(&queue).map_err(|_| SqsError::no_queue())?;
     Ok(QueueUrlOutput {
         queue_url: ctx.queue_url(&queue.id),
     })

@@ -24,9 +24,11 @@ fn not_found(parameter: &str) -> SqsError {
 }
 
 fn queue_by_arn(ctx: &Context, arn: &str, parameter: &str) -> Result<Arc<Queue>, SqsError> {
-    QueueId::from_arn(arn)
+    let queue = QueueId::from_arn(arn)
         .and_then(|id| ctx.engine.queue(&id))
-        .ok_or_else(|| not_found(parameter))
+        .ok_or_else(|| not_found(parameter))?;
+    ctx.authorize(&queue)?;
+    Ok(queue)
 }
 
 /// The handle AWS gives: base64 of `{"taskId":…,"sourceArn":…}`.

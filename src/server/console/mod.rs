@@ -6,6 +6,8 @@
 //! MessageId. Messages are only ever shown through the side-effect-free peek. The SQS
 //! actions the console runs are counted in `/metrics` and logged like any other request.
 
+pub(crate) mod login;
+
 use std::sync::Arc;
 
 use crate::server::limits::RequestBody;
@@ -26,7 +28,7 @@ use crate::engine::Engine;
 use crate::protocol::{self, Params, Protocol, Render};
 
 /// Where the console lives.
-pub(super) const PREFIX: &str = "/_sqsim/console";
+pub(crate) const PREFIX: &str = "/_sqsim/console";
 
 const PAGE: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("app.js");
@@ -182,6 +184,10 @@ impl Call {
             request_id: uuid::Uuid::new_v4().to_string(),
             single_region: state.config.single_region,
             directory,
+            action: self.action.clone(),
+            // The console is the operator's (the control plane's credentials opened it):
+            // it acts in whichever account it names.
+            verified: false,
         }
     }
 }

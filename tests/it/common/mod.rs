@@ -17,8 +17,9 @@ pub(crate) async fn start() -> Server {
     start_with(Config::default()).await
 }
 
-/// Starts a server with `config`.
-pub(crate) async fn start_with(config: Config) -> Server {
+/// Starts a server with `config`; [`raw`] requests name it `sqsim.test`, which it answers to.
+pub(crate) async fn start_with(mut config: Config) -> Server {
+    config.security.allowed_hosts.push("sqsim.test".into());
     Server::builder()
         .config(config)
         .start()

@@ -1,0 +1,452 @@
+//! The checks every request passes before anything else reads it: who may reach sqsim from
+//! a web page, by which host name, and who may use the control plane.
+//!
+//! - **Web pages.** SDKs, the CLI and scripts send neither `Origin` nor `Sec-Fetch-*` and
+//!   never a browser's `User-Agent`. A request that does is a browser's: it is answered only
+//!   when it comes from sqsim's own origin or one in `--allowed-origins` (then with CORS
+//!   headers naming it), or when the user typed it (`Sec-Fetch-Site: none`). So a foreign
+//!   page can neither plant nor delete anything — not by `fetch`, not by a form POST (which
+//!   needs no preflight), not by an `<img>` GET — on the SQS API or the control plane.
+//! - **Host names.** A page that rebinds its own name to 127.0.0.1 is same-origin with
+//!   sqsim as far as the browser knows; what gives it away is its name in `Host`. The
+//!   control plane, and the SQS API when a browser asks, answer only to loopback names,
+//!   IP addresses, the advertised URL's host and `--allowed-hosts`.
+//! - **The control plane** (`/_sqsim/…`, `/metrics`, LocalStack's `/_localstack/…` and
+//!   `/_aws/…`): with `--admin-token` or `--auth verify` it needs `Authorization: Bearer
+//!   <token>`, a SigV4 signature by a credential marked `admin`, or the console's session
+//!   cookie; health checks stay open. `--admin off` removes it. The cluster's own endpoints
+//!   (`/_sqsim/cluster/…`, and anything a node forwards) need the cluster's peer secret.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{HeaderMap, HeaderValue, HOST};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::json;
+
+use super::limits::RequestBody;
+use super::AppState;
+use crate::config::AuthMode;
+
+/// The header a node sends its peers, carrying the cluster's secret.
+pub(crate) const PEER_SECRET: &str = "x-sqsim-cluster-secret";
+/// How long a console login lasts.
+const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+
+/// Which part of sqsim a request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Area {
+    /// The SQS API.
+    Sqs,
+    /// The admin API, console, metrics, LocalStack's developer endpoints.
+    Control,
+    /// Health checks: no credentials needed (container runtimes and Testcontainers poll
+    /// them), but the browser checks still apply.
+    Health,
+    /// The cluster's node-to-node endpoints.
+    Peer,
+}
+
+/// Which area `path` belongs to.
+pub(super) fn area_of(state: &AppState, method: &Method, path: &str, query: Option<&str>) -> Area {
+    if path.starts_with("/_sqsim/cluster/") {
+        return Area::Peer;
+    }
+    let health = matches!(
+        path,
+        "/_sqsim/health" | "/_localstack/health" | "/_localstack/init" | "/health"
+    ) || path.starts_with("/_localstack/init/");
+    if health && (*method == Method::GET || *method == Method::HEAD) {
+        return Area::Health;
+    }
+    let control = path.starts_with(super::service::ADMIN_PREFIX)
+        || path == "/_sqsim"
+        || (path == super::metrics::PATH && !query.is_some_and(|q| q.contains("Action=")))
+        || (state.config.localstack.is_some() && super::localstack::is_internal(path));
+    if control {
+        Area::Control
+    } else {
+        Area::Sqs
+    }
+}
+
+/// Console logins: session id → when it ends.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions(Mutex<HashMap<String, Instant>>);
+
+impl Sessions {
+    /// A new session, as the cookie value.
+    pub(crate) fn open(&self) -> String {
+        let id = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        s.retain(|_, until| *until > now);
+        s.insert(id.clone(), now + SESSION_TTL);
+        id
+    }
+
+    fn is_open(&self, id: &str) -> bool {
+        let s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.get(id).is_some_and(|until| *until > Instant::now())
+    }
+}
+
+/// The console's session cookie name: per port, so two sqsims on one host (cookies ignore
+/// ports) keep their logins apart.
+pub(crate) fn cookie_name(state: &AppState) -> String {
+    format!("sqsim_session_{}", state.local_addr.port())
+}
+
+/// What the checks decided.
+pub(super) enum Verdict {
+    /// Go on; with the origin to name in CORS headers when a page of an allowed origin
+    /// asked. The request comes back (its body may have been read for a signature).
+    Pass(Request<RequestBody>, Option<HeaderValue>),
+    /// Answer this instead.
+    Answer(Response<Full<Bytes>>),
+    /// Refused: the status and why (the caller renders it for its area).
+    Refuse(StatusCode, String),
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The host a request names: its `Host`, or (HTTP/2) its URI's authority.
+fn host_of<B>(req: &Request<B>) -> Option<String> {
+    header(req.headers(), HOST.as_str())
+        .map(str::to_string)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()))
+}
+
+/// `host[:port]` without the port, lower-cased, without a trailing dot.
+fn host_name(host: &str) -> String {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':')
+            .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+            .map_or(host, |(name, _)| name)
+    };
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Whether `host` (a `Host` header) is a name sqsim answers to.
+pub(super) fn host_allowed(state: &AppState, host: &str) -> bool {
+    let name = host_name(host);
+    if name.is_empty() {
+        return false;
+    }
+    if name == "localhost"
+        || name.ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok()
+    {
+        return true;
+    }
+    let security = &state.config.security;
+    if security.allowed_hosts.contains(&name) {
+        return true;
+    }
+    let url_host = |url: &str| {
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        host_name(rest.split('/').next().unwrap_or_default())
+    };
+    if state
+        .config
+        .advertised_url
+        .as_deref()
+        .is_some_and(|u| url_host(u) == name)
+    {
+        return true;
+    }
+    if let Some(ls) = &state.config.localstack {
+        let domain = crate::config::LOCALSTACK_DOMAIN;
+        if name == domain || name.ends_with(&format!(".{domain}")) {
+            return true;
+        }
+        if ls.host.as_deref().is_some_and(|h| host_name(h) == name) {
+            return true;
+        }
+    }
+    if let Some(c) = &state.config.cluster {
+        if c.peer_url.as_deref().is_some_and(|u| url_host(u) == name) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether a page of `origin` may call sqsim: its own origin (the host it was reached by,
+/// when that is a name sqsim answers to) or one of `--allowed-origins`.
+fn origin_allowed(state: &AppState, origin: &str, host: Option<&str>) -> bool {
+    let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+    if state.config.security.allowed_origins.contains(&origin) {
+        return true;
+    }
+    host.is_some_and(|h| {
+        let h = h.to_ascii_lowercase();
+        host_allowed(state, &h)
+            && (origin == format!("http://{h}") || origin == format!("https://{h}"))
+    })
+}
+
+/// Whether a browser sent this (SDKs and scripts send none of these; Node's `fetch` sends
+/// `Sec-Fetch-Mode` but neither of the others, so that one does not count).
+fn from_browser(headers: &HeaderMap) -> bool {
+    headers.contains_key("origin")
+        || headers.contains_key("sec-fetch-site")
+        || header(headers, "user-agent").is_some_and(|ua| ua.starts_with("Mozilla/"))
+}
+
+/// Constant-time comparison: a mismatch takes as long wherever it starts.
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// Runs the checks for `req` (see the module documentation).
+pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody>) -> Verdict {
+    let headers = req.headers();
+    let forwarded = headers.contains_key(super::cluster::FORWARDED);
+    if area == Area::Peer || forwarded {
+        // A node's request: only the cluster's peers know the secret. Forwarded requests
+        // were checked by the node they first reached.
+        let secret = state.link.as_ref().and_then(|l| l.cluster.peer_secret());
+        let given = header(headers, PEER_SECRET);
+        return match (secret, given) {
+            (Some(s), Some(g)) if same_secret(s, g) => Verdict::Pass(req, None),
+            _ => Verdict::Refuse(
+                StatusCode::FORBIDDEN,
+                "node-to-node requests need the cluster's peer secret".into(),
+            ),
+        };
+    }
+    if area == Area::Control && !state.config.security.admin {
+        return Verdict::Refuse(
+            StatusCode::NOT_FOUND,
+            "the control plane is off (--admin off)".into(),
+        );
+    }
+    let host = host_of(&req);
+    let browser = from_browser(headers);
+    // Health answers tell nothing: a container runtime may ask by any name. The control
+    // plane, and anything a browser asks, answer only to names sqsim knows as its own.
+    let checked = area == Area::Control || (browser && area != Area::Health);
+    if checked && !host.as_deref().is_some_and(|h| host_allowed(state, h)) {
+        return Verdict::Refuse(
+            StatusCode::FORBIDDEN,
+            format!(
+                "sqsim does not answer {} by the host name {:?}; add it with --allowed-hosts if it is yours",
+                if area == Area::Sqs { "browsers" } else { "its control plane" },
+                host.as_deref().map(host_name).unwrap_or_default()
+            ),
+        );
+    }
+    let site = header(headers, "sec-fetch-site");
+    let cors = match header(headers, "origin") {
+        Some(origin) => {
+            if !origin_allowed(state, origin, host.as_deref()) {
+                return Verdict::Refuse(
+                    StatusCode::FORBIDDEN,
+                    format!("sqsim refuses requests from web pages of {origin}; start it with --allowed-origins {origin} to allow them"),
+                );
+            }
+            if *req.method() == Method::OPTIONS {
+                return Verdict::Answer(preflight(origin, headers));
+            }
+            HeaderValue::from_str(origin).ok()
+        }
+        None => {
+            let typed = matches!(site, Some("none" | "same-origin"));
+            let safe = matches!(*req.method(), Method::GET | Method::HEAD);
+            if matches!(site, Some("cross-site" | "same-site"))
+                || (browser && area == Area::Sqs && !typed)
+                || (browser && area != Area::Sqs && !safe)
+            {
+                return Verdict::Refuse(
+                    StatusCode::FORBIDDEN,
+                    "sqsim refuses requests a web page sends from another origin".into(),
+                );
+            }
+            None
+        }
+    };
+    if area != Area::Control || state.admin_token.is_none() {
+        return Verdict::Pass(req, cors);
+    }
+    let console = req.uri().path().starts_with(super::console::PREFIX);
+    if req.uri().path() == super::console::login::LOGIN_PATH && *req.method() == Method::POST {
+        return Verdict::Answer(super::console::login::login(state, req).await);
+    }
+    let page = console && *req.method() == Method::GET;
+    match admin_authenticated(state, req).await {
+        Ok(req) => Verdict::Pass(req, cors),
+        // A browser opening the console signs in first.
+        Err(Verdict::Refuse(StatusCode::UNAUTHORIZED, _)) if page => {
+            Verdict::Answer(super::console::login::page(None))
+        }
+        Err(refusal) => refusal,
+    }
+}
+
+/// The answer to a CORS preflight from an allowed origin.
+fn preflight(origin: &str, headers: &HeaderMap) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::new()));
+    *resp.status_mut() = StatusCode::NO_CONTENT;
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(origin) {
+        h.insert("access-control-allow-origin", v);
+    }
+    h.insert(
+        "access-control-allow-methods",
+        HeaderValue::from_static("GET, POST, DELETE"),
+    );
+    if let Some(asked) = headers.get("access-control-request-headers") {
+        h.insert("access-control-allow-headers", asked.clone());
+    }
+    h.insert("access-control-max-age", HeaderValue::from_static("600"));
+    h.insert("vary", HeaderValue::from_static("Origin"));
+    resp
+}
+
+/// Adds the CORS headers that let a page of `origin` read the answer.
+pub(super) fn allow_origin(resp: &mut Response<Full<Bytes>>, origin: Option<HeaderValue>) {
+    if let Some(o) = origin {
+        let h = resp.headers_mut();
+        h.insert("access-control-allow-origin", o);
+        h.insert(
+            "access-control-expose-headers",
+            HeaderValue::from_static("x-amzn-requestid, x-amzn-query-error"),
+        );
+        h.append("vary", HeaderValue::from_static("Origin"));
+    }
+}
+
+/// A control request's credentials: the bearer token, the console's cookie, or a SigV4
+/// signature by an admin credential (whose body is read to check it, then handed on).
+async fn admin_authenticated(
+    state: &AppState,
+    req: Request<RequestBody>,
+) -> Result<Request<RequestBody>, Verdict> {
+    let token = state.admin_token.as_deref().unwrap_or_default();
+    let headers = req.headers();
+    let authorization = header(headers, "authorization").unwrap_or_default();
+    if let Some(given) = authorization.strip_prefix("Bearer ") {
+        if same_secret(given.trim(), token) {
+            return Ok(req);
+        }
+        return Err(unauthorized(
+            state,
+            "the bearer token is not sqsim's admin token",
+        ));
+    }
+    let cookie = cookie_name(state);
+    let session = headers
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == cookie)
+        .map(|(_, v)| v.to_string());
+    if session.is_some_and(|s| state.sessions.is_open(&s)) {
+        return Ok(req);
+    }
+    let AuthMode::Verify(keys) = &state.config.auth else {
+        return Err(unauthorized(
+            state,
+            "the control plane needs the admin token",
+        ));
+    };
+    if !authorization.starts_with("AWS4-HMAC-SHA256")
+        && !req
+            .uri()
+            .query()
+            .is_some_and(|q| q.contains("X-Amz-Signature="))
+    {
+        return Err(unauthorized(
+            state,
+            "the control plane needs the admin token or a signature by an admin credential",
+        ));
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, state.config.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Err(Verdict::Refuse(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read".into(),
+            ))
+        }
+    };
+    let signed = super::auth::SignedRequest {
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        query: parts.uri.query(),
+        headers: &parts.headers,
+        body: &bytes,
+    };
+    match super::auth::verify(&signed, keys, std::time::SystemTime::now()) {
+        Ok(cred) if cred.admin => Ok(Request::from_parts(parts, RequestBody::ready(bytes))),
+        Ok(cred) => Err(Verdict::Refuse(
+            StatusCode::FORBIDDEN,
+            format!("the credential {} is not marked admin", cred.access_key),
+        )),
+        Err(e) => Err(unauthorized(state, &e.message)),
+    }
+}
+
+fn unauthorized(state: &AppState, why: &str) -> Verdict {
+    let _ = state;
+    Verdict::Refuse(StatusCode::UNAUTHORIZED, why.to_string())
+}
+
+/// A refusal as the control plane answers: JSON with the reason.
+pub(super) fn control_refusal(status: StatusCode, why: &str) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from(json!({ "error": why }).to_string())));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"sqsim\""),
+        );
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names_lose_port_case_and_trailing_dot() {
+        assert_eq!(host_name("LocalHost:9324"), "localhost");
+        assert_eq!(host_name("[::1]:9324"), "::1");
+        assert_eq!(host_name("sqs.example.com."), "sqs.example.com");
+        assert_eq!(host_name("127.0.0.1"), "127.0.0.1");
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("abcdef", "abcdef"));
+        assert!(!same_secret("abcdef", "abcdeg"));
+        assert!(!same_secret("abc", "abcdef"));
+    }
+}

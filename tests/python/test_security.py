@@ -1,0 +1,289 @@
+"""Safe by default (issue 28), over raw HTTP and the SDK: loopback-only listening, the
+control plane and the SQS API refusing web pages of other origins (Origin, Sec-Fetch-Site,
+a browser's `<img>` GET) and foreign host names (DNS rebinding), CORS only for
+`--allowed-origins`, the admin token and the console's login, `--admin off`, keys from a
+file, and SigV4 that covers the body that arrived (a captured signature replayed over
+another body is refused). Headless Chromium attacks from a real foreign page are in
+tests/node/browser_attacks.test.mjs."""
+
+import json
+import re
+import socket
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+import sqsim_process
+from sqsim_helpers import check_error
+from sqsim_process import running
+
+EVIL = "http://evil.example"
+BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36"
+
+
+def form(action, **params):
+    return urllib.parse.urlencode({"Action": action, **params}).encode()
+
+
+def raw(srv, method, path, body=None, headers=None):
+    """One request without following redirects: (status, headers, body)."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def queue_exists(srv, name):
+    status, _, body = srv.http("POST", "/", form("GetQueueUrl", QueueName=name))
+    return status == 200
+
+
+@pytest.fixture
+def srv():
+    with running() as p:
+        p.client().create_queue(QueueName="victim")
+        yield p
+
+
+def test_it_listens_on_loopback_only_by_default():
+    proc = subprocess.Popen(
+        [sqsim_process.binary(), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=sqsim_process._env(),
+    )
+    try:
+        endpoint = sqsim_process._read_listen_line(proc)
+        assert endpoint.startswith("http://127.0.0.1:"), endpoint
+        port = int(endpoint.rsplit(":", 1)[1])
+        sqsim_process._wait_healthy(endpoint, proc)
+        listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
+        mine = [l.split()[3] for l in listening.splitlines() if l.split()[3].endswith(f":{port}")]
+        assert "127.0.0.1:%d" % port in mine, mine
+        assert all(a.startswith(("127.0.0.1:", "[::1]:")) for a in mine), mine
+        if socket.has_ipv6 and any(a.startswith("[::1]") for a in mine):
+            with socket.create_connection(("::1", port), timeout=2):
+                pass
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_listening_beyond_loopback_without_auth_warns():
+    with running("--host", "0.0.0.0") as p:
+        deadline = time.monotonic() + 5
+        while "listening beyond this machine" not in p.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "listening beyond this machine with --auth off" in p.log()
+    with running() as p:
+        assert "listening beyond this machine" not in p.log()
+
+
+def test_control_plane_refuses_foreign_pages_and_host_names(srv):
+    own = f"http://127.0.0.1:{srv.port}"
+    # A form or text/plain POST from another origin (no preflight in a browser).
+    status, _, body = srv.http(
+        "POST", "/_sqsim/reset", b"{}", {"Origin": EVIL, "Content-Type": "text/plain"}
+    )
+    assert status == 403, body
+    assert b"evil.example" in body and b"--allowed-origins" in body
+    assert queue_exists(srv, "victim")
+    # Sec-Fetch-Site: cross-site without Origin (a browser's GET from another site).
+    status, _, _ = srv.http(
+        "GET", "/_sqsim/stats", headers={"Sec-Fetch-Site": "cross-site", "User-Agent": BROWSER_UA}
+    )
+    assert status == 403
+    # DNS rebinding: the page's own name in Host, same-origin as far as the browser knows.
+    status, _, body = srv.http(
+        "GET",
+        "/_sqsim/peek?queue_url=" + urllib.parse.quote(f"{own}/000000000000/victim", safe=""),
+        headers={"Host": f"evil.example:{srv.port}"},
+    )
+    assert status == 403 and b"--allowed-hosts" in body
+    # The console's own page (same origin) and scripts (no Origin) still work.
+    status, _, _ = srv.http("POST", "/_sqsim/clock", {"advance_seconds": 1}, {"Origin": own})
+    assert status == 200
+    status, _, _ = srv.http(
+        "GET", "/_sqsim/stats", headers={"Origin": f"http://localhost:{srv.port}", "Host": f"localhost:{srv.port}"}
+    )
+    assert status == 200
+    assert srv.admin("GET", "/_sqsim/stats")["queues"]
+
+
+def test_sqs_api_refuses_pages_of_other_origins_in_both_protocols(srv):
+    # A query-protocol form POST from a foreign page.
+    status, headers, body = srv.http(
+        "POST",
+        "/",
+        form("DeleteQueue", QueueUrl=f"http://127.0.0.1:{srv.port}/000000000000/victim"),
+        {"Origin": EVIL, "Content-Type": "application/x-www-form-urlencoded", "User-Agent": BROWSER_UA},
+    )
+    assert status == 403, body
+    assert b"<Code>AccessDenied</Code>" in body
+    # The JSON protocol (a fetch with text/plain, which needs no preflight).
+    status, headers, body = srv.http(
+        "POST",
+        "/",
+        json.dumps({"QueueUrl": f"http://127.0.0.1:{srv.port}/000000000000/victim", "MessageBody": "planted"}).encode(),
+        {
+            "Origin": EVIL,
+            "Content-Type": "text/plain",
+            "X-Amz-Target": "AmazonSQS.SendMessage",
+        },
+    )
+    assert status == 403
+    assert json.loads(body)["__type"].endswith("AccessDeniedException")
+    assert headers["x-amzn-query-error"] == "AccessDenied;Sender"
+    # An <img src="…?Action=DeleteQueue…">: a GET with Sec-Fetch-Site: cross-site, no Origin.
+    q = urllib.parse.urlencode({"Action": "DeleteQueue", "QueueUrl": f"http://127.0.0.1:{srv.port}/000000000000/victim"})
+    status, _, _ = srv.http(
+        "GET", f"/?{q}", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Dest": "image", "User-Agent": BROWSER_UA}
+    )
+    assert status == 403
+    # The same <img> from a page on a plain-http LAN name: no Origin, no Sec-Fetch-* at all.
+    status, _, _ = srv.http("GET", f"/?{q}", headers={"User-Agent": BROWSER_UA})
+    assert status == 403
+    assert queue_exists(srv, "victim")
+    # SDKs send none of these headers, whatever Host they name: unaffected.
+    sqs = srv.client()
+    assert sqs.list_queues()["QueueUrls"]
+    status, _, _ = srv.http("POST", "/", form("ListQueues"), {"Host": "sqs.internal:9324"})
+    assert status == 200
+
+
+def test_allowed_origins_get_cors_and_nobody_gets_a_wildcard():
+    app = "http://localhost:3000"
+    with running("--allowed-origins", app) as srv:
+        status, headers, _ = srv.http(
+            "OPTIONS",
+            "/",
+            headers={
+                "Origin": app,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type,x-amz-target",
+            },
+        )
+        assert status == 204
+        assert headers["access-control-allow-origin"] == app
+        assert "x-amz-target" in headers["access-control-allow-headers"]
+        status, headers, body = srv.http(
+            "POST", "/", form("ListQueues"), {"Origin": app, "User-Agent": BROWSER_UA}
+        )
+        assert status == 200, body
+        assert headers["access-control-allow-origin"] == app
+        status, headers, _ = srv.http("OPTIONS", "/", headers={"Origin": EVIL, "Access-Control-Request-Method": "POST"})
+        assert status == 403
+        assert "access-control-allow-origin" not in headers
+    assert sqsim_process.run_to_exit("--allowed-origins", "*").returncode != 0
+
+
+TOKEN = "a-long-enough-admin-token"
+
+
+def test_the_admin_token_guards_the_control_plane_and_the_console_logs_in():
+    with running("--admin-token", TOKEN) as srv:
+        status, headers, _ = srv.http("POST", "/_sqsim/reset", b"{}")
+        assert status == 401
+        assert headers["www-authenticate"].startswith("Bearer")
+        assert srv.http("GET", "/_sqsim/stats", headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert srv.http("GET", "/_sqsim/stats", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        assert srv.http("GET", "/metrics")[0] == 401
+        # Health checks stay open; the SQS API is untouched.
+        assert srv.http("GET", "/_sqsim/health")[0] == 200
+        srv.client().create_queue(QueueName="q")
+        # The console asks for the token, then a session cookie opens it.
+        status, headers, page = srv.http("GET", "/_sqsim/console/")
+        assert status == 401 and b'name="token"' in page
+        own = f"http://127.0.0.1:{srv.port}"
+        status, _, page = raw(
+            srv, "POST", "/_sqsim/console/login", b"token=nope",
+            {"Content-Type": "application/x-www-form-urlencoded", "Origin": own},
+        )
+        assert status == 401 and b"not the admin token" in page
+        status, headers, _ = raw(
+            srv, "POST", "/_sqsim/console/login", f"token={TOKEN}".encode(),
+            {"Content-Type": "application/x-www-form-urlencoded", "Origin": own},
+        )
+        assert status == 303
+        cookie = headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        pair = cookie.split(";")[0]
+        assert srv.http("GET", "/_sqsim/console/", headers={"Cookie": pair})[0] == 200
+        assert srv.http("GET", "/_sqsim/stats", headers={"Cookie": pair})[0] == 200
+        # A login form posted from another site is refused before the token is looked at.
+        status, _, _ = raw(
+            srv, "POST", "/_sqsim/console/login", f"token={TOKEN}".encode(),
+            {"Content-Type": "application/x-www-form-urlencoded", "Origin": EVIL},
+        )
+        assert status == 403
+    assert sqsim_process.run_to_exit("--admin-token", "short").returncode != 0
+
+
+def test_auth_verify_prints_a_token_and_takes_admin_signatures(tmp_path):
+    keys = tmp_path / "keys"
+    keys.write_text(
+        "# a comment\nAKIDADMIN:admin-secret:000000000000:admin\n\nAKIDUSER:user-secret:123456789012\n"
+    )
+    with running("--auth", "verify", "--credentials-file", str(keys)) as srv:
+        # The made-up token is printed (stdout), never logged.
+        assert "admin token" not in srv.log()
+        assert srv.http("GET", "/_sqsim/stats")[0] == 401
+        # SDK calls work with keys from the file.
+        srv.client(key="AKIDUSER", secret="user-secret").create_queue(QueueName="filed")
+
+        def signed(key, secret, method, path, body=b""):
+            req = AWSRequest(method=method, url=srv.endpoint + path, data=body)
+            SigV4Auth(Credentials(key, secret), "sqs", "us-east-1").add_auth(req)
+            return srv.http(method, path, body or None, dict(req.headers.items()))
+
+        assert signed("AKIDADMIN", "admin-secret", "GET", "/_sqsim/stats")[0] == 200
+        status, _, body = signed("AKIDUSER", "user-secret", "GET", "/_sqsim/stats")
+        assert status == 403 and b"not marked admin" in body
+        assert signed("AKIDADMIN", "admin-secret", "POST", "/_sqsim/clock", b'{"advance_seconds": 1}')[0] == 200
+
+
+def test_admin_off_removes_the_control_plane():
+    with running("--admin", "off") as srv:
+        for method, path in (("POST", "/_sqsim/reset"), ("GET", "/_sqsim/stats"), ("GET", "/_sqsim/console/"), ("GET", "/metrics")):
+            assert srv.http(method, path, b"{}" if method == "POST" else None)[0] == 404, path
+        assert srv.http("GET", "/_sqsim/health")[0] == 200
+        srv.client().create_queue(QueueName="still-sqs")
+
+
+def test_a_captured_signature_cannot_be_replayed_over_another_body(tmp_path):
+    with running("--auth", "verify", "--credentials", "AKIDX:x-secret:123456789012", "--admin-token", TOKEN, token=TOKEN) as srv:
+        sqs = srv.client(key="AKIDX", secret="x-secret")
+        url = sqs.create_queue(QueueName="kept")["QueueUrl"]
+        original = form("GetQueueAttributes", QueueUrl=url, **{"AttributeName.1": "All"})
+        req = AWSRequest(method="POST", url=srv.endpoint + "/", data=original,
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+        SigV4Auth(Credentials("AKIDX", "x-secret"), "sqs", "us-east-1").add_auth(req)
+        headers = dict(req.headers.items())
+        assert srv.http("POST", "/", original, headers)[0] == 200
+        import hashlib
+
+        # The attack: the same signature, another body, the original's hash claimed.
+        swapped = form("DeleteQueue", QueueUrl=url)
+        attack = {**headers, "X-Amz-Content-Sha256": hashlib.sha256(original).hexdigest()}
+        status, _, body = srv.http("POST", "/", swapped, attack)
+        assert status == 403, body
+        assert b"SignatureDoesNotMatch" in body
+        status, _, _ = srv.http("POST", "/", swapped, headers)
+        assert status == 403
+        assert sqs.get_queue_url(QueueName="kept")["QueueUrl"] == url
+        # A signature scoped to another service is refused by name.
+        req = AWSRequest(method="POST", url=srv.endpoint + "/", data=form("ListQueues"),
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+        SigV4Auth(Credentials("AKIDX", "x-secret"), "s3", "us-east-1").add_auth(req)
+        status, _, body = srv.http("POST", "/", form("ListQueues"), dict(req.headers.items()))
+        assert status == 403 and b"scoped to correct service" in body
