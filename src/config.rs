@@ -342,9 +342,9 @@ pub struct Security {
     /// Origins (`scheme://host[:port]`) whose web pages may call sqsim (answered with CORS
     /// headers naming them); no page of any other origin can, whatever it sends.
     pub allowed_origins: Vec<String>,
-    /// Host names, besides loopback names, IP addresses and the advertised URL's host, that
-    /// requests to the control plane (and requests from browsers) may name in `Host`: what
-    /// stops DNS rebinding.
+    /// Host names, besides loopback names, IP addresses, single-label names and the advertised
+    /// URL's host, that requests to the control plane (and requests from browsers) may name
+    /// in `Host`: what stops DNS rebinding.
     pub allowed_hosts: Vec<String>,
     /// `Authorization: Bearer <token>` that opens the control plane, and the console's login.
     /// With `--auth verify` and no token, one is made up at start and printed.

@@ -69,7 +69,8 @@ struct Args {
     #[arg(long, env = "SQSIM_ALLOWED_ORIGINS", value_delimiter = ',')]
     allowed_origins: Vec<String>,
     /// Host names the control plane (and browsers) may reach sqsim by, besides localhost,
-    /// *.localhost, IP addresses and the advertised URL's host; comma-separated.
+    /// *.localhost, IP addresses, single-label names and the advertised URL's host;
+    /// comma-separated.
     #[arg(long, env = "SQSIM_ALLOWED_HOSTS", value_delimiter = ',')]
     allowed_hosts: Vec<String>,
     /// A token (16+ characters) the control plane requires as `Authorization: Bearer

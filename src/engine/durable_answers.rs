@@ -4,28 +4,16 @@
 //! that refuses writes would leave them; each "request" runs under
 //! [`journal::tracking`](super::journal::tracking), as the server runs one.
 
-use std::sync::Arc;
-
-use super::clock::Clock;
-use super::journal::tracking;
-use super::{Engine, EngineSettings, NewMessage, QueueId, QueueSettings, ReceiveRequest};
+use super::replay::tests::{engine_on, id};
+use super::{NewMessage, QueueSettings, ReceiveRequest};
 use crate::store::memory::MemoryStore;
 use crate::store::{self, Lsn, Store};
 
-fn engine_on(store: &MemoryStore) -> Engine {
-    let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
-    clock.freeze();
-    Engine::open(clock, EngineSettings::default(), Arc::new(store.clone()))
-        .unwrap()
-        .0
-}
-
-fn id(name: &str) -> QueueId {
-    QueueId {
-        region: "us-east-1".into(),
-        account: "000000000000".into(),
-        name: name.into(),
-    }
+/// Runs `f` as one request on one store: its answer's dependency there, if any.
+async fn tracking<F: std::future::Future>(f: F) -> (F::Output, Option<Lsn>) {
+    let (out, depends) = super::journal::tracking(f).await;
+    assert!(depends.len() <= 1, "one store here");
+    (out, depends.first().map(|(_, l)| *l))
 }
 
 fn fifo_message(body: &str) -> NewMessage {
@@ -196,4 +184,47 @@ async fn a_dead_letters_source_is_read_only_once_its_arrival_is_kept() {
     let (out, read) = tracking(async { e.receive(&src, req(), now).unwrap() }).await;
     assert!(out.messages.is_empty());
     assert!(read.is_some_and(|l| l >= moved), "{read:?} < {moved}");
+}
+
+/// A cluster node serves several shards, each an engine on a store of its own, and a request
+/// may read a queue of another shard in-process: each dependency is kept with its own store
+/// (positions of different logs are not comparable), and the answer waits on each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_touching_two_stores_waits_on_each_for_its_own_position() {
+    let (a_store, b_store) = (MemoryStore::lagging(), MemoryStore::lagging());
+    let (a, b) = (engine_on(&a_store), engine_on(&b_store));
+    let qa = a.create_queue(id("a"), QueueSettings::default()).unwrap().0;
+    let qb = b.create_queue(id("b"), QueueSettings::default()).unwrap().0;
+    // Shard b has many records, shard a few: b's positions run far past a's.
+    for i in 0..20 {
+        let m = NewMessage {
+            body: format!("b{i}"),
+            ..NewMessage::default()
+        };
+        qb.send(m, b.now_ms()).unwrap();
+    }
+    let ((), depends) = super::journal::tracking(async {
+        qb.settings();
+        qa.send(
+            NewMessage {
+                body: "a".into(),
+                ..NewMessage::default()
+            },
+            a.now_ms(),
+        )
+        .unwrap();
+    })
+    .await;
+    assert_eq!(depends.len(), 2, "one entry per store");
+    let position = |store: &MemoryStore| {
+        depends
+            .iter()
+            .find(|(s, _)| {
+                s.next_lsn() == store.next_lsn()
+                    && s.stats().appended_records == store.stats().appended_records
+            })
+            .map(|(_, l)| *l)
+    };
+    assert!(position(&b_store).is_some_and(|l| l >= 20));
+    assert!(position(&a_store).is_some_and(|l| l < 5));
 }

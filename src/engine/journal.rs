@@ -11,7 +11,7 @@
 //! leaves this set in one step under this set's lock, and a snapshot reads its cut and the
 //! set under the same lock (see [`Journal::in_transit`]).
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -32,33 +32,41 @@ pub(crate) trait MoveCount: std::fmt::Debug + Send + Sync {
     fn record(&self) -> TaskRecord;
 }
 
+/// The records an answer depends on: for each store (one per engine: a cluster node runs
+/// one per shard, and a request may read another shard's queue in-process), the newest
+/// position in it.
+pub(crate) type Depends = Vec<(Arc<dyn Store>, Lsn)>;
+
 tokio::task_local! {
-    /// The newest record the current request's answer depends on, if any: one it appended,
-    /// or one that made the state it read (see [`depend`]).
-    static DEPENDS: Cell<Option<Lsn>>;
+    /// What the current request's answer depends on: records it appended, and records that
+    /// made the state it read (see [`Journal::depend`]).
+    static DEPENDS: RefCell<Depends>;
 }
 
-/// Runs `f` (one request), noting the newest record its answer depends on, to wait for
-/// before the answer goes out.
-pub(crate) async fn tracking<F: Future>(f: F) -> (F::Output, Option<Lsn>) {
+/// Runs `f` (one request), noting the records its answer depends on, to wait for before
+/// the answer goes out.
+pub(crate) async fn tracking<F: Future>(f: F) -> (F::Output, Depends) {
     DEPENDS
-        .scope(Cell::new(None), async move {
+        .scope(RefCell::new(Vec::new()), async move {
             let out = f.await;
-            (out, DEPENDS.with(Cell::get))
+            (out, DEPENDS.with(|d| std::mem::take(&mut *d.borrow_mut())))
         })
         .await
 }
 
-/// Notes that the current request's answer reads or relies on the state the record at
-/// `lsn` made (if any), so the answer waits until that record is durable too, whoever
-/// appended it. This is what keeps a retry honest: an SDK retrying a send whose first
-/// attempt is still waiting for its fsync (or was refused by the disk) finds the message
-/// by its deduplication id and appends nothing, yet must not be acknowledged before the
-/// first attempt's record is kept. Outside a request (background work) it does nothing.
-pub(crate) fn depend(lsn: Option<Lsn>) {
-    if let Some(lsn) = lsn {
-        let _ = DEPENDS.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
-    }
+/// Notes `lsn` of `store` for the current request (the newest per store); false outside a
+/// request.
+fn note(store: &Arc<dyn Store>, lsn: Lsn) -> bool {
+    DEPENDS
+        .try_with(|d| {
+            let mut d = d.borrow_mut();
+            let same = |s: &Arc<dyn Store>| std::ptr::addr_eq(Arc::as_ptr(s), Arc::as_ptr(store));
+            match d.iter_mut().find(|(s, _)| same(s)) {
+                Some((_, l)) => *l = (*l).max(lsn),
+                None => d.push((Arc::clone(store), lsn)),
+            }
+        })
+        .is_ok()
 }
 
 /// A log position kept in an atomic: 0 for none, otherwise the position plus one.
@@ -85,9 +93,10 @@ impl LastLsn {
             .checked_sub(1)
     }
 
-    /// Makes the current request's answer depend on it ([`depend`]).
-    pub(crate) fn depend(&self) {
-        depend(self.get());
+    /// Makes the current request's answer depend on it, a position in `journal`'s store
+    /// ([`Journal::depend`]).
+    pub(crate) fn depend_in(&self, journal: &Journal) {
+        journal.depend(self.get());
     }
 }
 
@@ -266,13 +275,25 @@ impl Journal {
         (at, out)
     }
 
+    /// Notes that the current request's answer reads or relies on the state the record at
+    /// `lsn` of this journal's store made (if any), so the answer waits until that record
+    /// is durable too, whoever appended it. This is what keeps a retry honest: an SDK
+    /// retrying a send whose first attempt is still waiting for its fsync (or was refused
+    /// by the disk) finds the message by its deduplication id and appends nothing, yet must
+    /// not be acknowledged before the first attempt's record is kept. Outside a request
+    /// (background work) it does nothing.
+    pub(crate) fn depend(&self, lsn: Option<Lsn>) {
+        if let (Some(store), Some(lsn)) = (&self.store, lsn) {
+            note(store, lsn);
+        }
+    }
+
     /// Appends one frame (changes already encoded), notes it for the current request and
     /// returns its position (none without a store).
     pub(crate) fn append(&self, frame: &[u8]) -> Option<Lsn> {
         let s = self.store.as_ref()?;
         let lsn = s.append(frame);
-        let in_request = DEPENDS.try_with(|c| c.set(Some(c.get().map_or(lsn, |l| l.max(lsn)))));
-        if in_request.is_err() {
+        if !note(s, lsn) {
             // A background change (move task, start-up): nobody waits for it.
             s.nudge();
         }

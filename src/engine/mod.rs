@@ -128,7 +128,7 @@ impl Engine {
     /// queue not found, a listing): it waits until the registry's changes are kept.
     pub(crate) fn depend_on_registry(&self) {
         if self.journal.is_on() {
-            self.registry_lsn.depend();
+            self.registry_lsn.depend_in(&self.journal);
         }
     }
 

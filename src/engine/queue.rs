@@ -37,7 +37,7 @@ pub(crate) struct Queue {
     realism_on: AtomicBool,
     journal: Journal,
     /// The newest record that changed this queue (durable mode): whoever reads the state
-    /// answers only once it is kept ([`journal::depend`](super::journal::depend)).
+    /// answers only once it is kept ([`Journal::depend`]).
     last_lsn: LastLsn,
     /// The record that created it: whoever finds the queue relies on it.
     created_lsn: Option<crate::store::Lsn>,
@@ -82,14 +82,14 @@ impl Queue {
         // Whatever is read under the lock may show any change made to this queue so far
         // (changes are appended under it): the answer waits until they are kept.
         if self.journal.is_on() {
-            self.last_lsn.depend();
+            self.last_lsn.depend_in(&self.journal);
         }
         st
     }
 
     /// Notes that whoever found this queue relies on its creation being kept.
     pub(crate) fn depend_on_creation(&self) {
-        super::journal::depend(self.created_lsn);
+        self.journal.depend(self.created_lsn);
     }
 
     /// The newest record that changed this queue, if any (durable mode).

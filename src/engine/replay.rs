@@ -431,7 +431,7 @@ impl Frames {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::fmt::Write as _;
     use std::time::Duration;
 
@@ -443,7 +443,8 @@ mod tests {
 
     const T0: u64 = 1_800_000_000_000;
 
-    fn engine_on(store: &MemoryStore) -> Engine {
+    /// An engine recovered from (another handle on) `store`, on a frozen clock.
+    pub(in crate::engine) fn engine_on(store: &MemoryStore) -> Engine {
         let clock = Arc::new(Clock::starting_at(T0));
         clock.freeze();
         Engine::open(clock, EngineSettings::default(), Arc::new(store.reopen()))
@@ -451,7 +452,8 @@ mod tests {
             .0
     }
 
-    fn id(name: &str) -> QueueId {
+    /// A queue id in the default namespace.
+    pub(in crate::engine) fn id(name: &str) -> QueueId {
         QueueId {
             region: "us-east-1".into(),
             account: "000000000000".into(),

@@ -334,6 +334,17 @@ pub(crate) fn verify<'c>(
                 format!("X-Amz-Expires must be less than a week (in seconds) that is {MAX_PRESIGNED_SECONDS}."),
             ));
         }
+        if signed_at > now + MAX_SKEW {
+            return Err(error(
+                ErrorCode::SignatureDoesNotMatch,
+                format!(
+                    "Signature not yet current: {} is still later than {} ({} + 15 min.)",
+                    c.amz_date,
+                    format_amz_date(now + MAX_SKEW),
+                    now_s()
+                ),
+            ));
+        }
         let expires = signed_at + Duration::from_secs(secs);
         if now > expires {
             return Err(error(

@@ -495,7 +495,7 @@ async fn console_action(
         Ok(engine) => {
             let directory: Arc<dyn Directory> = Arc::new(ClusterDirectory(link.clone()));
             let ctx = call.context(state, Arc::clone(&engine), Some(directory));
-            super::service::kept_on(&engine, super::console::run(state, &ctx, call)).await
+            super::service::kept_on(super::console::run(state, &ctx, call)).await
         }
         Err(resp) => resp,
     }
@@ -518,7 +518,7 @@ async fn console_delete(
     match on_owner(state, link, &parts, &bytes, &id).await {
         Ok(engine) => {
             let delete = async { super::console::delete_by_id(state, &engine, d) };
-            super::service::kept_on(&engine, delete).await
+            super::service::kept_on(delete).await
         }
         Err(resp) => resp,
     }

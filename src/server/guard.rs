@@ -15,7 +15,7 @@
 //!   `/_aws/…`): with `--admin-token` or `--auth verify` it needs `Authorization: Bearer
 //!   <token>`, a SigV4 signature by a credential marked `admin`, or the console's session
 //!   cookie; health checks stay open. `--admin off` removes it. The cluster's own endpoints
-//!   (`/_sqsim/cluster/…`, and anything a node forwards) need the cluster's peer secret.
+//!   (`POST /_sqsim/cluster/…`, and anything a node forwards) need the cluster's peer secret.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -52,7 +52,9 @@ pub(super) enum Area {
 
 /// Which area `path` belongs to.
 pub(super) fn area_of(state: &AppState, method: &Method, path: &str, query: Option<&str>) -> Area {
-    if path.starts_with("/_sqsim/cluster/") {
+    // The nodes' own calls (queues, arrive, describe, stats, clock) are POSTs; reading the
+    // status and locating a queue are the operator's.
+    if path.starts_with("/_sqsim/cluster/") && *method != Method::GET {
         return Area::Peer;
     }
     let health = matches!(
@@ -144,9 +146,13 @@ pub(super) fn host_allowed(state: &AppState, host: &str) -> bool {
     if name.is_empty() {
         return false;
     }
+    // Single-label names are a compose file's service names (`sqs`, `localstack`): no web
+    // page can rebind one (it is resolved on the developer's machine or network, not under
+    // a domain an attacker holds).
     if name == "localhost"
         || name.ends_with(".localhost")
         || name.parse::<std::net::IpAddr>().is_ok()
+        || !name.contains('.')
     {
         return true;
     }

@@ -222,7 +222,8 @@ async fn endpoint(
     }
     if state.config.localstack.is_some() {
         if super::localstack::is_internal(req.uri().path()) {
-            return Ok(super::localstack::handle(&state, req).await);
+            // Its message listing reads state: answered once what it shows is kept.
+            return Ok(kept_on(super::localstack::handle(&state, req)).await);
         }
         if let Some(service) = super::localstack::other_service(req.headers(), req.uri().query()) {
             return Ok(super::localstack::not_sqs(&service, req.headers()));
@@ -239,7 +240,7 @@ async fn endpoint(
     };
     if req.uri().path().starts_with(ADMIN_PREFIX) {
         // Admin changes (reset, clock) are acknowledged like any other: once kept.
-        return Ok(kept_on(&state.engine, admin::handle(&state, req)).await);
+        return Ok(kept_on(admin::handle(&state, req)).await);
     }
     answer(state, req).await
 }
@@ -515,33 +516,33 @@ async fn route(
     }
 }
 
-/// Runs an admin request's `work` on `engine`, answering once what it appended is kept
-/// (or that it could not be).
+/// Runs an admin request's `work`, answering once what it relies on is kept (or that it
+/// could not be).
 pub(super) async fn kept_on(
-    engine: &Engine,
     work: impl std::future::Future<Output = Response<Full<Bytes>>>,
 ) -> Response<Full<Bytes>> {
-    let (resp, appended) = journal::tracking(work).await;
-    match kept(engine, appended).await {
+    let (resp, depends) = journal::tracking(work).await;
+    match kept(depends).await {
         Ok(()) => resp,
         Err(e) => admin::store_failed(&e),
     }
 }
 
-/// Waits until the newest record a request appended (if any, in durable mode) is kept.
-async fn kept(engine: &Engine, appended: Option<store::Lsn>) -> Result<(), store::StoreError> {
-    match (appended, engine.journal().store()) {
-        (Some(lsn), Some(store)) => store::durable(store.as_ref(), lsn).await,
-        _ => Ok(()),
+/// Waits until every record a request's answer depends on (in durable mode: what it
+/// appended and what made the state it read, in each store it touched) is kept.
+async fn kept(depends: journal::Depends) -> Result<(), store::StoreError> {
+    for (store, lsn) in depends {
+        store::durable(store.as_ref(), lsn).await?;
     }
+    Ok(())
 }
 
 /// Stage 6: the action, its reply or error encoded in the request's protocol.
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
-    let (result, appended) =
+    let (result, depends) =
         journal::tracking(api::dispatch(ctx, &decoded.action, decoded.params)).await;
-    // Acknowledged means durable: the answer waits until what this request changed is kept.
-    let result = match kept(&ctx.engine, appended).await {
+    // Acknowledged means durable: the answer waits until what it relies on is kept.
+    let result = match kept(depends).await {
         Ok(()) => result,
         Err(e) => {
             tracing::error!(error = %e, action = %decoded.action, "change not kept");

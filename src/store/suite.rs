@@ -395,7 +395,9 @@ suite!(log_os, Log::new(SyncMode::Os));
 suite!(jetstream, Nats::new());
 
 /// A real `nats-server` with JetStream on a free loopback port, for as long as the test
-/// runs (killed when dropped). `make test` installs the server when it is missing.
+/// runs (killed when dropped), configured as cluster mode's promise needs it (every write
+/// fsynced before its ack: `sync_interval: always`, nats-server 2.10.23 or newer).
+/// `NATS_SERVER_BIN` names it (default: `nats-server` on PATH); `make test` installs one.
 pub(super) struct NatsServer {
     child: std::process::Child,
     _dir: tempfile::TempDir,
@@ -413,12 +415,13 @@ impl NatsServer {
         std::fs::write(
             &conf,
             format!(
-                "listen: 127.0.0.1:{port}\nmax_payload: 8MB\njetstream {{ store_dir: \"{}\" }}\n",
+                "listen: 127.0.0.1:{port}\nmax_payload: 8MB\njetstream {{ store_dir: \"{}\", sync_interval: always }}\n",
                 dir.path().join("js").display()
             ),
         )
         .unwrap();
-        let child = std::process::Command::new("nats-server")
+        let binary = std::env::var("NATS_SERVER_BIN").unwrap_or_else(|_| "nats-server".into());
+        let mut child = std::process::Command::new(&binary)
             .arg("-c")
             .arg(&conf)
             .stdout(std::process::Stdio::null())
@@ -429,9 +432,11 @@ impl NatsServer {
             );
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            let exited = child.try_wait().ok().flatten();
             assert!(
-                std::time::Instant::now() < deadline,
-                "nats-server did not start"
+                exited.is_none() && std::time::Instant::now() < deadline,
+                "{binary} did not start ({exited:?}): it must be nats-server 2.10.23 or newer \
+                 (`sync_interval`); `make nats` installs one and sets NATS_SERVER_BIN"
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

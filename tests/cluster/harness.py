@@ -4,7 +4,8 @@ real process that the tests kill, stop and resume.
 
 Environment:
   SQSIM_BIN        the sqsim binary (default: target/debug/sqsim in the repository)
-  NATS_SERVER_BIN  nats-server (default: found on PATH)
+  NATS_SERVER_BIN  nats-server, 2.10.23 or newer (default: found on PATH; `make nats` installs
+                   one): every server runs with `sync_interval: always`
 """
 
 import json
@@ -97,7 +98,7 @@ listen: 127.0.0.1:{self.port}
 http: 127.0.0.1:{self.monitor}
 server_name: nats{self.index}
 max_payload: 8MB
-jetstream {{ store_dir: "{self.dir}" }}
+jetstream {{ store_dir: "{self.dir}", sync_interval: always }}
 {cluster}
 """
         )
@@ -214,6 +215,11 @@ class Cluster:
             )
         else:
             wait_for("JetStream to answer", lambda: self.nats[0].jsz() is not None, timeout=30)
+        # Cluster mode's durability promise rests on every write being fsynced before its
+        # ack (docs/scale-out.md): the servers must run with it.
+        for n in self.nats:
+            config = get_json(f"http://127.0.0.1:{n.monitor}/varz")["jetstream"]["config"]
+            assert config.get("sync_always") is True, f"nats{n.index} does not sync always: {config}"
         for node in self.nodes:
             node.start()
         self.wait_settled()

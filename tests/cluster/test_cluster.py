@@ -4,6 +4,7 @@ server killed, an owner stalled past its lease. Each test starts its own cluster
 import json
 import signal
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -38,6 +39,30 @@ def make_queues(client, prefix, standard=6, fifo=2):
         for i in range(fifo)
     ]
     return std, fifos
+
+
+def peer_request(node, path, body, headers):
+    req = urllib.request.Request(
+        node.endpoint + path, data=json.dumps(body).encode(), method="POST", headers=headers
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_only_peers_reach_the_node_to_node_endpoints(cluster):
+    """A client posing as a node (the cluster's endpoints, or a request marked forwarded)
+    is refused: only nodes know the peer secret, kept in the cluster's JetStream."""
+    node = cluster.nodes[0]
+    assert peer_request(node, "/_sqsim/cluster/stats", {}, {"Content-Type": "application/json"}) == 403
+    forged = {"Content-Type": "application/json", "x-sqsim-forwarded": "n1"}
+    assert peer_request(node, "/_sqsim/reset", {}, forged) == 403
+    forged["x-sqsim-cluster-secret"] = "guess"
+    assert peer_request(node, "/_sqsim/cluster/stats", {}, forged) == 403
+    # The nodes themselves still talk: a reset through one node reaches every node.
+    assert peer_request(node, "/_sqsim/reset", {}, {"Content-Type": "application/json"}) == 200
 
 
 def test_traffic_through_every_node(cluster):

@@ -86,7 +86,8 @@ async fn slowloris_clients_are_cut_off_at_the_read_timeout_and_others_are_served
     let addr = server.local_addr();
     // 100 clients each sending a request head one byte a second, and 20 sending a
     // complete head, then the body one byte a second.
-    let head = b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\n";
+    let head =
+        b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-amz-json-1.0\r\n";
     let mut loris = Vec::new();
     for i in 0..120 {
         loris.push(tokio::spawn(async move {
@@ -223,9 +224,11 @@ fn ten_thousand_idle_connections_do_not_stop_service() {
 /// server closed the connection instead of answering.
 async fn get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .ok()?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).await.ok()?;
     (!out.is_empty()).then_some(out)

@@ -24,7 +24,6 @@ import os
 import random
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -48,24 +47,8 @@ class Server:
     """sqsim on a data directory, killed with SIGKILL (never stopped politely)."""
 
     def __init__(self, data_dir, sync):
-        self.proc = subprocess.Popen(
-            [
-                sqsim_process.binary(),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--data-dir",
-                data_dir,
-                "--sync",
-                sync,
-                "--compact-after",
-                "65536",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env=sqsim_process._env(),
+        self.proc = sqsim_process.spawn(
+            "--data-dir", data_dir, "--sync", sync, "--compact-after", "65536"
         )
         self.endpoint = sqsim_process._read_listen_line(self.proc)
         if self.endpoint is None:

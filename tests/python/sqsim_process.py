@@ -154,19 +154,47 @@ def _wait_healthy(endpoint, proc):
     raise RuntimeError("sqsim did not become healthy")
 
 
+def spawn(*flags, env=None, stderr=subprocess.PIPE):
+    """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…` (flags may name another --host),
+    with `env` added to its environment (see _env); returns the Popen."""
+    host = [] if "--host" in flags else ["--host", "127.0.0.1"]
+    return subprocess.Popen(
+        [binary(), *host, "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        stdin=subprocess.DEVNULL,
+        env=_env(env),
+    )
+
+
+@contextlib.contextmanager
+def tmpfs(path, size):
+    """A tmpfs of `size` (e.g. "256k") mounted on `path` (a small disk to fill; mounting
+    needs root, which `make test` has on its Debian machines; without it the test fails
+    rather than pass unseen)."""
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert mounted.returncode == 0, f"cannot mount a tmpfs (run as root): {mounted.stderr}"
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def resize(path, size):
+    """Gives the tmpfs on `path` a new size (room again after a full disk)."""
+    subprocess.run(["mount", "-o", f"remount,size={size}", str(path)], check=True)
+
+
 @contextlib.contextmanager
 def running(*flags, env=None, token=None):
     """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…` (with `env` added to its environment,
     see _env), yields a Process, always stops it and asserts it shut down cleanly on SIGTERM."""
     log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False)
-    host = [] if "--host" in flags else ["--host", "127.0.0.1"]
-    proc = subprocess.Popen(
-        [binary(), *host, "--port", "0", *flags],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        env=_env(env),
-    )
+    proc = spawn(*flags, env=env, stderr=log)
     try:
         endpoint = _read_listen_line(proc)
         if endpoint is None:
@@ -192,13 +220,7 @@ def running(*flags, env=None, token=None):
 def run_to_exit(*flags, timeout=20):
     """Runs sqsim expecting it to stop on its own (a startup error); returns CompletedProcess.
     A server that starts anyway is killed and reported."""
-    proc = subprocess.Popen(
-        [binary(), "--host", "127.0.0.1", "--port", "0", *flags],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=_env(),
-    )
+    proc = spawn(*flags)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -26,7 +26,6 @@ import time
 import urllib.parse
 
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 import sqsim_process
@@ -37,23 +36,8 @@ class Durable:
 
     def __init__(self, data_dir, *flags, env=None):
         self.log = tempfile.NamedTemporaryFile(prefix="sqsim-fault-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [
-                sqsim_process.binary(),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--data-dir",
-                str(data_dir),
-                "--sync",
-                "fsync",
-                *flags,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            stdin=subprocess.DEVNULL,
-            env=sqsim_process._env(env),
+        self.proc = sqsim_process.spawn(
+            "--data-dir", str(data_dir), "--sync", "fsync", *flags, env=env, stderr=self.log
         )
         self.endpoint = sqsim_process._read_listen_line(self.proc)
         self.strace = None
@@ -213,16 +197,8 @@ def test_a_failed_fsync_is_answered_500_and_its_retry_only_once_rewritten(tmp_pa
 def small_disk(tmp_path):
     d = tmp_path / "data"
     d.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=320k", "tmpfs", str(d)],
-        capture_output=True,
-        text=True,
-    )
-    assert mounted.returncode == 0, f"cannot mount a tmpfs (run as root): {mounted.stderr}"
-    try:
+    with sqsim_process.tmpfs(d, "320k"):
         yield d
-    finally:
-        subprocess.run(["umount", "-l", str(d)], check=False)
 
 
 @pytest.mark.parametrize("stop", ["kill9", "sigterm"])
@@ -266,7 +242,7 @@ def test_a_full_disk_then_a_stop_then_room_loses_and_resurrects_nothing(small_di
     else:
         srv.sigterm()
         assert "disk refused" in srv.text() or "could not" in srv.text(), srv.text()[-2000:]
-    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    sqsim_process.resize(small_disk, "64m")
     srv = Durable(small_disk)
     assert srv.endpoint is not None, srv.text()
     fifo_bodies = [m["body"] for m in srv.peek(fifo)]
@@ -290,7 +266,7 @@ def test_sqsim_starts_on_a_nearly_full_disk_and_serves(small_disk):
             break
     srv.kill9()
     # Some room back, far less than the state: no start-up snapshot fits, yet it starts.
-    subprocess.run(["mount", "-o", "remount,size=360k", str(small_disk)], check=True)
+    sqsim_process.resize(small_disk, "360k")
     srv = Durable(small_disk, "--compact-after", "1048576")
     assert srv.endpoint is not None, srv.text()
     c = srv.client()

@@ -3,7 +3,6 @@ needs root, which `make test` has on its Debian machines; without it this test f
 than pass unseen). A full disk fails requests with InternalFailure (500) and makes the health
 check say so; nothing acknowledged is lost; making room brings service back by itself."""
 
-import subprocess
 import time
 
 import pytest
@@ -16,16 +15,8 @@ import sqsim_process
 def small_disk(tmp_path):
     d = tmp_path / "data"
     d.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(d)],
-        capture_output=True,
-        text=True,
-    )
-    assert mounted.returncode == 0, f"cannot mount a tmpfs (run as root): {mounted.stderr}"
-    try:
+    with sqsim_process.tmpfs(d, "256k"):
         yield d
-    finally:
-        subprocess.run(["umount", "-l", str(d)], check=False)
 
 
 def wait_healthy(srv, want, timeout=10):
@@ -62,7 +53,7 @@ def test_a_full_disk_fails_requests_keeps_acknowledged_ones_and_recovers(small_d
         # Reads keep working while writes cannot.
         assert sqs.get_queue_url(QueueName="full")["QueueUrl"] == url
         # Room again: the store retries on its own and service resumes.
-        subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+        sqsim_process.resize(small_disk, "64m")
         assert wait_healthy(srv, 200) == 200
         sqs.send_message(QueueUrl=url, MessageBody="after-")
         acked.append("after-")

@@ -7,7 +7,6 @@ another body is refused). Headless Chromium attacks from a real foreign page are
 tests/node/browser_attacks.test.mjs."""
 
 import json
-import re
 import socket
 import subprocess
 import time
@@ -19,7 +18,6 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 import sqsim_process
-from sqsim_helpers import check_error
 from sqsim_process import running
 
 EVIL = "http://evil.example"
