@@ -145,13 +145,16 @@ impl Engine {
 
     /// Refuses messages that would take the process's stored message bytes past
     /// [`EngineSettings::max_stored_bytes`].
-    pub(crate) fn admit_stored(&self, messages: &[&NewMessage]) -> Result<(), EngineError> {
+    pub(crate) fn admit_stored<'a>(
+        &self,
+        messages: impl IntoIterator<Item = &'a NewMessage>,
+    ) -> Result<(), EngineError> {
         let limit = self.settings.max_stored_bytes;
         if limit == 0 {
             return Ok(());
         }
         let adding: u64 = messages
-            .iter()
+            .into_iter()
             .map(|m| m.size() as u64 + message::MESSAGE_OVERHEAD)
             .sum();
         if slab::stored_bytes().saturating_add(adding) > limit {

@@ -237,6 +237,12 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
             ),
         };
     }
+    let browser = from_browser(headers);
+    if area == Area::Sqs && !browser {
+        // An SDK, the CLI or a script (the hot path): no page, no host check, nothing more
+        // to look at here.
+        return Verdict::Pass(req, None);
+    }
     if area == Area::Control && !state.config.security.admin {
         return Verdict::Refuse(
             StatusCode::NOT_FOUND,
@@ -244,7 +250,6 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
         );
     }
     let host = host_of(&req);
-    let browser = from_browser(headers);
     // Health answers tell nothing: a container runtime may ask by any name. The control
     // plane, and anything a browser asks, answer only to names sqsim knows as its own.
     let checked = area == Area::Control || (browser && area != Area::Health);

@@ -463,6 +463,7 @@ fn context(
             .unwrap_or(&state.config.account_id)
             .to_string()
     });
+    let verified = matches!(state.config.auth, AuthMode::Verify(_));
     Context {
         engine: Arc::clone(&state.engine),
         protocol: decoded.protocol,
@@ -475,8 +476,13 @@ fn context(
         request_id: request_id.to_string(),
         single_region: state.config.single_region,
         directory: None,
-        action: decoded.action.to_string(),
-        verified: matches!(state.config.auth, AuthMode::Verify(_)),
+        // Only access control reads it (no allocation per request otherwise).
+        action: if verified {
+            decoded.action.to_string()
+        } else {
+            String::new()
+        },
+        verified,
     }
 }
 

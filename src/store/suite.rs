@@ -397,7 +397,8 @@ suite!(jetstream, Nats::new());
 /// A real `nats-server` with JetStream on a free loopback port, for as long as the test
 /// runs (killed when dropped), configured as cluster mode's promise needs it (every write
 /// fsynced before its ack: `sync_interval: always`, nats-server 2.10.23 or newer).
-/// `NATS_SERVER_BIN` names it (default: `nats-server` on PATH); `make test` installs one.
+/// `NATS_SERVER_BIN` names it (default: the one `make nats` installs in `.venv-nats`, else
+/// `nats-server` on PATH).
 pub(super) struct NatsServer {
     child: std::process::Child,
     _dir: tempfile::TempDir,
@@ -420,7 +421,15 @@ impl NatsServer {
             ),
         )
         .unwrap();
-        let binary = std::env::var("NATS_SERVER_BIN").unwrap_or_else(|_| "nats-server".into());
+        // NATS_SERVER_BIN, else the one `make nats` installs, else whatever is on PATH.
+        let installed = concat!(env!("CARGO_MANIFEST_DIR"), "/.venv-nats/bin/nats-server");
+        let binary = std::env::var("NATS_SERVER_BIN").unwrap_or_else(|_| {
+            if std::path::Path::new(installed).exists() {
+                installed.into()
+            } else {
+                "nats-server".into()
+            }
+        });
         let mut child = std::process::Command::new(&binary)
             .arg("-c")
             .arg(&conf)

@@ -271,7 +271,7 @@ pub(crate) fn handle(ctx: &Context, mut input: MessageInput) -> Result<Output, S
     let queue = ctx.queue(input.queue_url.take().as_deref())?;
     crate::api::admit(ctx, &queue, crate::engine::realism::Family::Send)?;
     let msg = build_message(ctx, QueueKind::of(&queue), input)?;
-    ctx.engine.admit_stored(&[&msg]).map_err(engine_error)?;
+    ctx.engine.admit_stored([&msg]).map_err(engine_error)?;
     let receipt = queue.send(msg, ctx.engine.now_ms()).map_err(engine_error)?;
     Ok(receipt.into())
 }

@@ -149,7 +149,7 @@ pub(crate) fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
         }
     }
     ctx.engine
-        .admit_stored(&messages.iter().collect::<Vec<_>>())
+        .admit_stored(&messages)
         .map_err(crate::api::engine_error)?;
     let results = queue.send_batch(messages, ctx.engine.now_ms());
     let mut successful = Vec::with_capacity(results.len());
