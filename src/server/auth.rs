@@ -334,17 +334,6 @@ pub(crate) fn verify<'c>(
                 format!("X-Amz-Expires must be less than a week (in seconds) that is {MAX_PRESIGNED_SECONDS}."),
             ));
         }
-        if signed_at > now + MAX_SKEW {
-            return Err(error(
-                ErrorCode::SignatureDoesNotMatch,
-                format!(
-                    "Signature not yet current: {} is still later than {} ({} + 15 min.)",
-                    c.amz_date,
-                    format_amz_date(now + MAX_SKEW),
-                    now_s()
-                ),
-            ));
-        }
         let expires = signed_at + Duration::from_secs(secs);
         if now > expires {
             return Err(error(
@@ -367,7 +356,9 @@ pub(crate) fn verify<'c>(
                 now_s()
             ),
         ));
-    } else if signed_at > now + MAX_SKEW {
+    }
+    // Signed in the future (header-signed or presigned): refused however long it would last.
+    if signed_at > now + MAX_SKEW {
         return Err(error(
             ErrorCode::SignatureDoesNotMatch,
             format!(
@@ -582,6 +573,27 @@ mod tests {
             HeaderValue::from_static("UNSIGNED-PAYLOAD"),
         );
         assert!(check(&h, original, now).is_err());
+    }
+
+    #[test]
+    fn a_request_signed_in_the_future_or_long_ago_is_refused() {
+        let body: &[u8] = b"Action=ListQueues";
+        let (h, signed_at) = signed(b"", body, None, "sqs", true);
+        let early = signed_at - Duration::from_secs(20 * 60);
+        let err = check(&h, body, early).unwrap_err();
+        assert!(
+            err.message.starts_with("Signature not yet current"),
+            "{}",
+            err.message
+        );
+        let late = signed_at + Duration::from_secs(20 * 60);
+        let err = check(&h, body, late).unwrap_err();
+        assert!(
+            err.message.starts_with("Signature expired"),
+            "{}",
+            err.message
+        );
+        assert!(check(&h, body, signed_at + Duration::from_secs(60)).is_ok());
     }
 
     #[test]
