@@ -302,6 +302,16 @@ fn check_scope(req: &SignedRequest<'_>, c: &Claims) -> Result<(), SqsError> {
     Ok(())
 }
 
+/// Constant-time comparison of two secrets (signatures, tokens): a mismatch takes as long
+/// wherever it starts.
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
 /// Checks a request's signature; returns the credential it was signed with.
 pub(crate) fn verify<'c>(
     req: &SignedRequest<'_>,
@@ -416,13 +426,7 @@ pub(crate) fn verify<'c>(
         let Some(expected) = expected_signature(req, &cred.secret_key, &scope) else {
             return false;
         };
-        // Constant-time comparison: a mismatch takes as long wherever it starts.
-        expected.len() == c.signature.len()
-            && expected
-                .bytes()
-                .zip(c.signature.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
+        same_secret(&expected, &c.signature)
     });
     if same {
         Ok(cred)

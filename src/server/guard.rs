@@ -27,6 +27,7 @@ use hyper::header::{HeaderMap, HeaderValue, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
+use super::auth::same_secret;
 use super::limits::RequestBody;
 use super::AppState;
 use crate::config::AuthMode;
@@ -211,15 +212,6 @@ fn from_browser(headers: &HeaderMap) -> bool {
         || header(headers, "user-agent").is_some_and(|ua| ua.starts_with("Mozilla/"))
 }
 
-/// Constant-time comparison: a mismatch takes as long wherever it starts.
-pub(crate) fn same_secret(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 /// Runs the checks for `req` (see the module documentation).
 pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody>) -> Verdict {
     let headers = req.headers();
@@ -356,10 +348,7 @@ async fn admin_authenticated(
         if same_secret(given.trim(), token) {
             return Ok(req);
         }
-        return Err(unauthorized(
-            state,
-            "the bearer token is not sqsim's admin token",
-        ));
+        return Err(unauthorized("the bearer token is not sqsim's admin token"));
     }
     let cookie = cookie_name(state);
     let session = headers
@@ -374,10 +363,7 @@ async fn admin_authenticated(
         return Ok(req);
     }
     let AuthMode::Verify(keys) = &state.config.auth else {
-        return Err(unauthorized(
-            state,
-            "the control plane needs the admin token",
-        ));
+        return Err(unauthorized("the control plane needs the admin token"));
     };
     if !authorization.starts_with("AWS4-HMAC-SHA256")
         && !req
@@ -386,7 +372,6 @@ async fn admin_authenticated(
             .is_some_and(|q| q.contains("X-Amz-Signature="))
     {
         return Err(unauthorized(
-            state,
             "the control plane needs the admin token or a signature by an admin credential",
         ));
     }
@@ -416,12 +401,11 @@ async fn admin_authenticated(
             StatusCode::FORBIDDEN,
             format!("the credential {} is not marked admin", cred.access_key),
         )),
-        Err(e) => Err(unauthorized(state, &e.message)),
+        Err(e) => Err(unauthorized(&e.message)),
     }
 }
 
-fn unauthorized(state: &AppState, why: &str) -> Verdict {
-    let _ = state;
+fn unauthorized(why: &str) -> Verdict {
     Verdict::Refuse(StatusCode::UNAUTHORIZED, why.to_string())
 }
 

@@ -298,11 +298,6 @@ impl LogStore {
         Ok((lsn, true))
     }
 
-    /// Starts a new segment at `lsn` (the writer must not be writing).
-    fn start_segment(&self, slot: &mut Option<Segment>, lsn: Lsn) -> Result<(), StoreError> {
-        self.inner.start_segment(slot, lsn)
-    }
-
     /// Makes every record before `upto` durable, writing what is pending itself.
     fn write_through_to(&self, upto: Lsn) -> Result<(), StoreError> {
         let mut slot = lock(&self.inner.segment);
@@ -683,7 +678,7 @@ impl Store for LogStore {
             let end = slot
                 .as_ref()
                 .map_or_else(|| self.inner.progress.borrow().durable, |s| s.end);
-            self.start_segment(&mut slot, end)?;
+            self.inner.start_segment(&mut slot, end)?;
             super::crash_point::reached("snapshot-rotated");
             // In os mode a request that found the segment taken is waiting for whoever held
             // it to write: do, or it would wait for a write nobody makes.

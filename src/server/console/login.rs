@@ -59,7 +59,7 @@ pub(crate) async fn login(state: &AppState, req: Request<RequestBody>) -> Respon
     let Some(token) = state.admin_token.as_deref() else {
         return page(Some("This sqsim has no admin token."));
     };
-    if !guard::same_secret(given, token) {
+    if !crate::server::auth::same_secret(given, token) {
         return page(Some("That is not the admin token."));
     }
     let session = state.sessions.open();
