@@ -19,15 +19,21 @@ PORT ?= 9324
 run:
 	cargo run --release -- --port $(PORT)
 
+## Every binary: the server and the developer tools (feature `tools`: bench, fuzz, soak).
+## Every cargo command here names the same features, so nothing is compiled twice.
+FEATURES := --features tools
 build:
-	cargo build
+	cargo build $(FEATURES)
 
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node,
 ## and the cluster (three JetStream servers, three sqsim nodes, processes killed and stalled).
 test: test-rust test-fuzz test-soak test-python test-query test-cli test-node cluster-test cluster-suites
 
 test-rust: nats
-	cargo test
+	cargo test $(FEATURES)
+	@# The single-node server without cluster mode and the worker (issue 29: it must keep
+	@# building; `cargo build --no-default-features` makes the binary).
+	cargo check --no-default-features --bin sqsim
 
 ## Cluster mode on loopback: a 3-server JetStream cluster (R3) and 3 sqsim nodes under SDK
 ## traffic; kill -9 of a node and of a JetStream server, an owner stalled past its lease
@@ -45,7 +51,7 @@ cluster-suites: build nats $(VENV)/.installed $(VENV_QUERY)/.installed tests/nod
 ## process in memory, a 1-node cluster (R1) and a 3-node cluster (R3), in alternating rounds;
 ## a table of msgs/s and shares of the in-memory process (docs/scale-out.md).
 cluster-bench: nats $(VENV)/.installed
-	cargo build --release --bins
+	cargo build --release $(FEATURES) --bins
 	SQSIM_BIN=$(CURDIR)/target/release/sqsim SQSIM_BENCH_BIN=$(CURDIR)/target/release/sqsim-bench $(VENV)/bin/python tests/cluster/bench.py
 
 ## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
@@ -81,7 +87,7 @@ test-fuzz: build
 ## The fuzzer at full length: $(FUZZ_INPUTS) inputs on a fresh seed (printed; pass
 ## FUZZ_SEED=N to repeat a run). A failing input is saved in fixtures/fuzz.
 fuzz:
-	cargo build --release --bin sqsim-fuzz
+	cargo build --release $(FEATURES) --bin sqsim-fuzz
 	target/release/sqsim-fuzz --inputs $(FUZZ_INPUTS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 ## The soak, bounded: 64 SDK clients for 20 s against the debug server, in memory and then
@@ -95,7 +101,7 @@ test-soak: build
 SOAK_SECONDS ?= 600
 SOAK_CLIENTS ?= 64
 soak:
-	cargo build --release --bins
+	cargo build --release $(FEATURES) --bins
 	target/release/sqsim-soak --bin target/release/sqsim --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS)
 	target/release/sqsim-soak --bin target/release/sqsim --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS) --durable
 
@@ -160,7 +166,7 @@ $(VENV_BENCH)/.installed:
 ## Results: a table on stdout and bench-results.json. Without moto: `make bench MOTO=`.
 MOTO ?= 1
 bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
-	cargo build --release --bins
+	cargo build --release $(FEATURES) --bins
 	@if [ -n "$(MOTO)" ]; then \
 	  $(VENV_BENCH)/bin/moto_server -H 127.0.0.1 -p $(MOTO_PORT) >/dev/null 2>&1 & moto=$$!; \
 	  trap "kill $$moto 2>/dev/null" EXIT; \
@@ -184,7 +190,7 @@ image-test: image $(VENV)/.installed
 
 lint:
 	cargo fmt --all -- --check
-	cargo clippy --all-targets -- -D warnings
+	cargo clippy $(FEATURES) --all-targets -- -D warnings
 
 fmt:
 	cargo fmt --all

@@ -8,28 +8,34 @@
 //! [`ServerBuilder`] (with [`server::run`] and [`server::in_process`], the request path
 //! without sockets that the fuzzer drives), [`config`] with [`Durability`], [`Clock`] and
 //! [`EngineSettings`], [`config_file`] and [`worker`].
-//! - `server` (uses: api, cluster, protocol, engine, store, error, config, config_file, worker) — the
-//!   hyper service, accept loop and the embeddable [`Server`]: `service` (the request path in
-//!   stages), `limits` (connection cap, idle and read deadlines, the open-file limit), `auth`
-//!   (SigV4), `guard` (browsers, host names and the control plane's credentials, checked
-//!   before anything else), `admin` (`/_sqsim/` test controls), `console` (the web console
-//!   and its assets, `login` its sign-in),
-//!   `faults` (injected errors, latency and dropped connections), `metrics` (`GET /metrics`:
+//! - `server` (uses: api, cluster, control, config_file, worker, http, protocol, config, engine, error) —
+//!   only HTTP: the accept loop and the embeddable [`Server`] (`mod`), `service` (the
+//!   request path in stages: body, signature, decoding, faults, context, routing, dispatch,
+//!   the durability wait), `guard` (browsers, host names and the control plane's
+//!   credentials, checked before anything else), `auth` (SigV4), `limits` (connection cap,
+//!   idle connections, the open-file limit), `in_process` (the service driven without a
+//!   socket), `probe` (`sqsim health`). It never touches the store: an answer waits on what
+//!   the engine says it relies on.
+//! - `cluster` (uses: control, api, http, protocol, config, engine, store, error) — cluster mode: `placement` (queue →
+//!   shard → preferred node), `membership` (heartbeats and leases in JetStream key-value
+//!   buckets), `shard` (a served shard: an engine on its JetStream stream), `route` (a
+//!   request routed to its shard's engine or forwarded to the node serving it, listings
+//!   across nodes, the peer endpoints), `courier` (outbox parcels and queue settings between
+//!   shards).
+//! - `control` (uses: api, worker, http, protocol, config, engine, store, error) — the control plane beside the SQS API,
+//!   with its own error type (`error`): `admin` (`/_sqsim/` test controls), `console` (the
+//!   web console and its assets, `login` its sign-in), `faults` (injected errors, latency
+//!   and dropped connections), `realism` (`/_sqsim/realism`), `metrics` (`GET /metrics`:
 //!   counters in `mod`, the text written by `scrape`), `request_log` (a line per request),
-//!   `in_process` (the service driven without a socket), `localstack` (`--compat
-//!   localstack`: its `/_localstack/` endpoints, the `messages` developer endpoint, other
-//!   services refused), `init_hooks` (`--init-dir` scripts), `probe` (`sqsim health`),
-//!   `realism` (`/_sqsim/realism`), `cluster` (cluster mode: a request routed to its shard's
-//!   engine or forwarded to the node serving it, listings across nodes, the peer endpoints),
-//!   `courier` (outbox parcels and queue settings between shards).
-//! - `cluster` (uses: engine, store, config) — cluster mode: `placement` (queue → shard →
-//!   preferred node), `control` (membership and leases in JetStream key-value buckets),
-//!   `shard` (a served shard: an engine on its JetStream stream).
-//! - `config_file` (uses: api, engine, config, worker) — the TOML file: server settings,
+//!   `localstack` (`--compat localstack`: its `/_localstack/` endpoints, the `messages`
+//!   developer endpoint, other services refused), `init_hooks` (`--init-dir` scripts).
+//! - `config_file` (uses: api, engine, config, worker) — `load` (the binary's settings:
+//!   defaults, `--compat`, the file, the flags), the TOML file: server settings,
 //!   declared queues (checked by the same rules as CreateQueue), credentials and workers;
 //!   `elasticmq` reads an ElasticMQ `elasticmq.conf` into the same structure.
 //! - `worker` (uses: config) — the sqsd-style worker, an SQS client of any endpoint: `mod`
-//!   (receiving, retries, scheduling), `cli`, `deliver` (HTTP to the app), `batch`, `cron`.
+//!   (its settings and counters), `pump` (receiving, retries, scheduling; `batch`), `cli`,
+//!   `deliver` (HTTP to the app), `cron`.
 //! - `api` (uses: protocol, engine, error, config) — one handler per SQS action in `actions`
 //!   (`create_queue`, `get_queue_url`, `list_queues`, `delete_queue`, `get_queue_attributes`,
 //!   `set_queue_attributes`, `purge_queue`, `send_message`, `send_message_batch`,
@@ -39,11 +45,15 @@
 //!   (who asks, where), `access` (what another account's queue grants under `--auth
 //!   verify`), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`, `target` (which queue a request is about, for cluster routing).
+//! - `http` (uses: protocol) — the HTTP pieces every room shares: the request body with
+//!   its read deadline, headers, a credential scope, an encoded answer as a response.
 //! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `form` (form
 //!   decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
 //!   rendered as JSON when asked), `xml` (the XML writer).
-//! - `config` (uses: engine, store) — one [`Config`] from code, flags and environment; it
-//!   holds the engine's and the store's settings.
+//! - `config` (uses: engine, store) — one [`Config`] from code, the config file and `flags`
+//!   (one struct: every command-line flag with its environment variable, `--help` from its
+//!   docs); it holds the engine's and the store's settings, and the credentials (compared
+//!   in constant time).
 //! - `engine` (uses: store, simd) — queue semantics, no HTTP, time only from its clock: `mod`
 //!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters), `state`
 //!   (what is under that lock), `slab` (stored messages), `fair` and `fifo` (delivery order),
@@ -51,7 +61,7 @@
 //!   `realism` (AWS-realism mode: its settings and seeded draws in `mod`, what it does to a
 //!   queue in `apply`),
 //!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for
-//!   durable mode `change` (the recorded changes), `journal` (handing them to the store, and
+//!   durable mode `compactor` (snapshots a grown log), `change` (the recorded changes), `journal` (handing them to the store, and
 //!   which records an answer relies on), `replay` and `restore` (recovery and snapshots),
 //!   `durable_answers` (tests: no answer before what it relies on is kept); for cluster mode `outbox` (messages
 //!   bound for a queue another shard serves).
@@ -71,12 +81,22 @@
 //! # }
 //! ```
 
+// A build without cluster mode or the worker (`--no-default-features`) leaves the helpers
+// only they call unused; the default build is where dead code is caught.
+#![cfg_attr(
+    not(all(feature = "cluster", feature = "worker")),
+    allow(dead_code, unused_imports)
+)]
+
 pub(crate) mod api;
+#[cfg(feature = "cluster")]
 pub(crate) mod cluster;
 pub mod config;
 pub mod config_file;
+pub(crate) mod control;
 pub(crate) mod engine;
 pub(crate) mod error;
+pub(crate) mod http;
 pub(crate) mod protocol;
 pub mod server;
 mod simd;

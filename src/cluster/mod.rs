@@ -6,11 +6,13 @@
 //! routes each request to the shard's engine here or forwards it to the owner.
 //!
 //! - `placement`: queue → shard, shard → preferred node (rendezvous hashing).
-//! - `control`: the loop that heartbeats, takes, renews and gives back leases.
+//! - `membership`: the loop that heartbeats, takes, renews and gives back leases.
 //! - `shard`: one served shard (an engine on its stream).
 
-mod control;
+pub(crate) mod courier;
+mod membership;
 pub(crate) mod placement;
+pub(crate) mod route;
 mod shard;
 
 use std::collections::BTreeMap;
@@ -149,7 +151,7 @@ impl Cluster {
             stop: watch::Sender::new(false),
             left: watch::Sender::new(false),
         });
-        control::start(Arc::clone(&cluster)).await?;
+        membership::start(Arc::clone(&cluster)).await?;
         Ok(cluster)
     }
 
@@ -333,7 +335,7 @@ impl Cluster {
         let leases = self.leases.get().ok_or("not joined yet")?;
         let revision = tokio::time::timeout(
             self.config.lease,
-            leases.put(control::CLOCK_KEY, value.to_string().into()),
+            leases.put(membership::CLOCK_KEY, value.to_string().into()),
         )
         .await
         .map_err(|_| "timed out".to_string())?

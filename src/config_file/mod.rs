@@ -29,7 +29,7 @@ use toml::Spanned;
 use crate::api::actions::create_queue::check_queue_name;
 use crate::api::actions::tags::check_new_tags;
 use crate::api::attributes::{apply, check_redrive_target};
-use crate::config::{AuthMode, Config, Credential, UrlStyle};
+use crate::config::{AuthMode, Config, Credential, Flags, UrlStyle};
 use crate::engine::redrive::RedrivePolicy;
 use crate::engine::{Engine, QueueId, QueueSettings};
 
@@ -178,6 +178,52 @@ pub struct LoadedConfig {
 
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The binary's settings: the server defaults, then `--compat localstack`'s (its port,
+/// init directory, queue URLs and `PERSISTENCE`), then the config file named by
+/// `--config`, then the flags over it. The file comes back too (its queues and workers are
+/// created once the server runs). The error is a one-line message for the command line.
+pub fn load(flags: Flags) -> Result<(Config, Option<LoadedConfig>), String> {
+    let mut config = Config::server_defaults();
+    if flags.compat.as_deref() == Some("localstack") {
+        config.localstack = Some(crate::config::localstack_settings()?);
+        config.port = crate::config::default_port(flags.compat.as_deref());
+        let ready = std::path::Path::new(crate::config::LOCALSTACK_READY_DIR);
+        config.init_dir = ready.is_dir().then(|| ready.to_path_buf());
+        // LocalStack's PERSISTENCE=1 keeps state under its volume; so does sqsim (durable
+        // mode there) unless --data-dir says otherwise.
+        if matches!(
+            std::env::var("PERSISTENCE").as_deref(),
+            Ok("1" | "true" | "True")
+        ) {
+            config.durability = Some(crate::config::Durability::new(
+                crate::config::LOCALSTACK_PERSISTENCE_DIR,
+            ));
+        }
+    }
+    let file = match &flags.config {
+        Some(path) => {
+            let f = LoadedConfig::read(path)
+                .and_then(|f| {
+                    f.apply_server(&mut config)?;
+                    Ok(f)
+                })
+                .map_err(|e| format!("config error: {e}"))?;
+            for w in &f.warnings {
+                tracing::warn!(config = %f.path, "{w}");
+            }
+            Some(f)
+        }
+        None => None,
+    };
+    // The file's keys were validated by apply_server.
+    let file_keys = file
+        .as_ref()
+        .and_then(|f| f.credentials().ok())
+        .unwrap_or_default();
+    flags.apply(&mut config, file_keys)?;
+    Ok((config, file))
 }
 
 impl LoadedConfig {

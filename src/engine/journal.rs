@@ -54,6 +54,15 @@ pub(crate) async fn tracking<F: Future>(f: F) -> (F::Output, Depends) {
         .await
 }
 
+/// Waits until every record in `depends` (what a request's answer relies on, in each store
+/// it touched) is kept.
+pub(crate) async fn kept(depends: Depends) -> Result<(), crate::store::StoreError> {
+    for (store, lsn) in depends {
+        crate::store::durable(store.as_ref(), lsn).await?;
+    }
+    Ok(())
+}
+
 /// Notes `lsn` of `store` for the current request (the newest per store); false outside a
 /// request.
 fn note(store: &Arc<dyn Store>, lsn: Lsn) -> bool {

@@ -5,6 +5,7 @@
 pub(crate) mod attribute;
 pub(crate) mod change;
 pub(crate) mod clock;
+mod compactor;
 pub(crate) mod digest;
 #[cfg(test)]
 mod durable_answers;
@@ -41,6 +42,7 @@ use tokio::sync::watch;
 use crate::store;
 
 pub use clock::Clock;
+pub(crate) use compactor::spawn_compactor;
 pub(crate) use error::EngineError;
 pub(crate) use ids::QueueId;
 pub(crate) use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};

@@ -15,7 +15,8 @@ const MAX_PRESIGNED_SECONDS: u64 = 7 * 24 * 3600;
 /// How far a request's signing time may be from ours.
 const MAX_SKEW: Duration = Duration::from_secs(15 * 60);
 
-pub(crate) use crate::config::{AuthMode, Credential};
+pub(crate) use crate::config::same_secret;
+use crate::config::Credential;
 
 /// The parts of a request a signature covers.
 pub(crate) struct SignedRequest<'a> {
@@ -300,16 +301,6 @@ fn check_scope(req: &SignedRequest<'_>, c: &Claims) -> Result<(), SqsError> {
         }
     }
     Ok(())
-}
-
-/// Constant-time comparison of two secrets (signatures, tokens): a mismatch takes as long
-/// wherever it starts.
-pub(crate) fn same_secret(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 /// Checks a request's signature; returns the credential it was signed with.

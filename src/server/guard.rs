@@ -17,25 +17,17 @@
 //!   cookie; health checks stay open. `--admin off` removes it. The cluster's own endpoints
 //!   (`POST /_sqsim/cluster/…`, and anything a node forwards) need the cluster's peer secret.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{HeaderMap, HeaderValue, HOST};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
-use super::auth::same_secret;
-use super::limits::RequestBody;
 use super::AppState;
-use crate::config::AuthMode;
-
-/// The header a node sends its peers, carrying the cluster's secret.
-pub(crate) const PEER_SECRET: &str = "x-sqsim-cluster-secret";
-/// How long a console login lasts.
-const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+use crate::config::{same_secret, AuthMode};
+use crate::control::console::login::{self, cookie_name};
+use crate::control::{console, localstack, metrics};
+use crate::http::{RequestBody, FORWARDED, PEER_SECRET};
 
 /// Which part of sqsim a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,46 +57,15 @@ pub(super) fn area_of(state: &AppState, method: &Method, path: &str, query: Opti
     if health && (*method == Method::GET || *method == Method::HEAD) {
         return Area::Health;
     }
-    let control = path.starts_with(super::service::ADMIN_PREFIX)
+    let control = path.starts_with(crate::control::admin::PREFIX)
         || path == "/_sqsim"
-        || (path == super::metrics::PATH && !query.is_some_and(|q| q.contains("Action=")))
-        || (state.config.localstack.is_some() && super::localstack::is_internal(path));
+        || (path == metrics::PATH && !query.is_some_and(|q| q.contains("Action=")))
+        || (state.config.localstack.is_some() && localstack::is_internal(path));
     if control {
         Area::Control
     } else {
         Area::Sqs
     }
-}
-
-/// Console logins: session id → when it ends.
-#[derive(Debug, Default)]
-pub(crate) struct Sessions(Mutex<HashMap<String, Instant>>);
-
-impl Sessions {
-    /// A new session, as the cookie value.
-    pub(crate) fn open(&self) -> String {
-        let id = format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        s.retain(|_, until| *until > now);
-        s.insert(id.clone(), now + SESSION_TTL);
-        id
-    }
-
-    fn is_open(&self, id: &str) -> bool {
-        let s = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        s.get(id).is_some_and(|until| *until > Instant::now())
-    }
-}
-
-/// The console's session cookie name: per port, so two sqsims on one host (cookies ignore
-/// ports) keep their logins apart.
-pub(crate) fn cookie_name(state: &AppState) -> String {
-    format!("sqsim_session_{}", state.local_addr.port())
 }
 
 /// What the checks decided.
@@ -215,11 +176,11 @@ fn from_browser(headers: &HeaderMap) -> bool {
 /// Runs the checks for `req` (see the module documentation).
 pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody>) -> Verdict {
     let headers = req.headers();
-    let forwarded = headers.contains_key(super::cluster::FORWARDED);
+    let forwarded = headers.contains_key(FORWARDED);
     if area == Area::Peer || forwarded {
         // A node's request: only the cluster's peers know the secret. Forwarded requests
         // were checked by the node they first reached.
-        let secret = state.link.as_ref().and_then(|l| l.cluster.peer_secret());
+        let secret = state.peer_secret();
         let given = header(headers, PEER_SECRET);
         return match (secret, given) {
             (Some(s), Some(g)) if same_secret(s, g) => Verdict::Pass(req, None),
@@ -287,16 +248,16 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
     if area != Area::Control || state.admin_token.is_none() {
         return Verdict::Pass(req, cors);
     }
-    let console = req.uri().path().starts_with(super::console::PREFIX);
-    if req.uri().path() == super::console::login::LOGIN_PATH && *req.method() == Method::POST {
-        return Verdict::Answer(super::console::login::login(state, req).await);
+    let console = req.uri().path().starts_with(console::PREFIX);
+    if req.uri().path() == login::LOGIN_PATH && *req.method() == Method::POST {
+        return Verdict::Answer(login::login(state, req).await);
     }
     let page = console && *req.method() == Method::GET;
     match admin_authenticated(state, req).await {
         Ok(req) => Verdict::Pass(req, cors),
         // A browser opening the console signs in first.
         Err(Verdict::Refuse(StatusCode::UNAUTHORIZED, _)) if page => {
-            Verdict::Answer(super::console::login::page(None))
+            Verdict::Answer(login::page(None))
         }
         Err(refusal) => refusal,
     }
@@ -350,7 +311,7 @@ async fn admin_authenticated(
         }
         return Err(unauthorized("the bearer token is not sqsim's admin token"));
     }
-    let cookie = cookie_name(state);
+    let cookie = cookie_name(&state.plane);
     let session = headers
         .get_all(hyper::header::COOKIE)
         .iter()

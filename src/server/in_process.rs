@@ -84,7 +84,7 @@ impl InProcess {
     /// move tasks do not run on in the background.
     pub fn new(config: Config) -> Result<InProcess, String> {
         let addr: SocketAddr = ([127, 0, 0, 1], 9324).into();
-        let state = AppState::open(config, Arc::default(), addr).map_err(|e| e.to_string())?;
+        let state = AppState::open(config, Arc::default(), addr)?;
         state.engine.begin_shutdown();
         Ok(InProcess {
             state: Arc::new(state),

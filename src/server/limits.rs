@@ -1,17 +1,11 @@
 //! What one client may hold of the server at the connection level: the open-file limit the
-//! connection cap has to fit in, a watch on each connection's idleness, and a read deadline
-//! for request bodies. The accept loop (`server::serve_with`) applies them; the body cap is
-//! in `service`, the long-poll cap in the engine.
+//! connection cap has to fit in and a watch on each connection's idleness. The accept loop
+//! (`server::serve_with`) applies them; a body's read deadline is in [`crate::http`], the
+//! body cap in `service`, the long-poll cap in the engine.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-
-use bytes::Bytes;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
 
 /// File descriptors kept back from the connection cap: log segments, snapshots, the
 /// listener, a worker's client sockets.
@@ -102,90 +96,6 @@ pub(crate) async fn idle_expired(activity: &Activity, limit: Duration) {
         }
         // Sleep until the earliest moment the limit could be reached, then look again.
         tokio::time::sleep(limit - idle).await;
-    }
-}
-
-/// A request body that must arrive whole by a deadline (`read_timeout` after its head):
-/// a client sending a byte a second gets an error instead of holding a request open. The
-/// timer is only set once the body makes the reader wait; an SDK's body arrives with its
-/// head, so a request usually costs no timer at all.
-#[derive(Debug)]
-pub(crate) struct RequestBody {
-    inner: Source,
-    deadline: tokio::time::Instant,
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-/// Where a body's bytes come from.
-#[derive(Debug)]
-enum Source {
-    /// Still arriving from the connection.
-    Stream(Incoming),
-    /// Already read whole (a control request whose signature covered it).
-    Ready(Option<Bytes>),
-}
-
-impl RequestBody {
-    pub(crate) fn new(inner: Incoming, read_timeout: Duration) -> RequestBody {
-        RequestBody {
-            inner: Source::Stream(inner),
-            deadline: tokio::time::Instant::now() + read_timeout,
-            timer: None,
-        }
-    }
-
-    /// A body already read.
-    pub(crate) fn ready(bytes: Bytes) -> RequestBody {
-        RequestBody {
-            inner: Source::Ready(Some(bytes)),
-            deadline: tokio::time::Instant::now(),
-            timer: None,
-        }
-    }
-}
-
-/// The body did not arrive in time.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive within the read timeout")]
-pub(crate) struct BodyTimedOut;
-
-impl Body for RequestBody {
-    type Data = Bytes;
-    type Error = Box<dyn std::error::Error + Send + Sync>;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let stream = match &mut self.inner {
-            Source::Stream(s) => s,
-            Source::Ready(b) => return Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-        };
-        if let Poll::Ready(frame) = Pin::new(stream).poll_frame(cx) {
-            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
-        }
-        let deadline = self.deadline;
-        let timer = self
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match &self.inner {
-            Source::Stream(s) => s.is_end_stream(),
-            Source::Ready(b) => b.is_none(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match &self.inner {
-            Source::Stream(s) => s.size_hint(),
-            Source::Ready(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-        }
     }
 }
 

@@ -1,22 +1,12 @@
 //! The runtime: binding, the accept loop, graceful shutdown, and the [`Server`] handle that
 //! embedders and tests use to run sqsim in-process.
 
-mod admin;
 pub(crate) mod auth;
-mod cluster;
-mod console;
-mod courier;
-pub(crate) mod faults;
 pub(crate) mod guard;
 #[doc(hidden)]
 pub mod in_process;
-mod init_hooks;
 pub(crate) mod limits;
-mod localstack;
-mod metrics;
 pub mod probe;
-mod realism;
-mod request_log;
 mod service;
 
 use std::future::Future;
@@ -32,7 +22,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
+use crate::control::Plane;
 use crate::engine::{Clock, Engine};
+use crate::http::loopback_url;
 
 /// How long shutdown waits for open requests before closing connections.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,99 +38,37 @@ const H2_MAX_HEADER_LIST: u32 = 16 * 1024;
 /// HTTP/2 streams a client may reset before they are accepted (the "rapid reset" attack).
 const H2_MAX_PENDING_RESETS: usize = 20;
 
-/// State shared by every connection.
+/// State shared by every connection: the control plane's (engine, settings, faults,
+/// metrics), and in cluster mode the cluster this node is part of.
 #[derive(Debug)]
 pub(crate) struct AppState {
-    pub engine: Arc<Engine>,
-    /// Injected faults (admin API), applied before a request reaches the engine.
-    pub faults: faults::FaultSet,
-    pub config: Config,
-    pub local_addr: SocketAddr,
-    /// Workers started with the server (config file), by name, for `/_sqsim/stats`.
-    pub workers: std::sync::Mutex<Vec<(String, Arc<crate::worker::WorkerStats>)>>,
-    /// Request counters and connection gauges for `/metrics`.
-    pub metrics: metrics::RequestMetrics,
-    /// The init hooks' progress (`--init-dir`), for `/_localstack/init`.
-    pub init: Arc<init_hooks::InitStatus>,
-    /// When this server started, for `/_localstack/info`.
-    pub started: Started,
-    /// Cluster mode: the cluster this node is part of. `engine` then holds no queues (it
-    /// answers what addresses none); each shard's engine is in the cluster.
-    pub link: Option<cluster::Link>,
-    /// The token the control plane asks for (`--admin-token`, or made up at start under
-    /// `--auth verify`); `None`: the control plane is open to whoever passes the browser
-    /// and host checks (the laptop default).
-    pub admin_token: Option<String>,
-    /// Whether `admin_token` was made up here (then it is printed at start).
-    pub admin_token_generated: bool,
-    /// Console logins.
-    pub sessions: guard::Sessions,
+    pub plane: Arc<Plane>,
+    /// Cluster mode: the cluster this node is part of. The plane's engine then holds no
+    /// queues (it answers what addresses none); each shard's engine is in the cluster.
+    #[cfg(feature = "cluster")]
+    pub link: Option<crate::cluster::route::Link>,
 }
 
-/// When and as which session a server started.
-#[derive(Debug)]
-pub(crate) struct Started {
-    pub at: std::time::Instant,
-    pub session_id: String,
+// The SQS path reads the plane's fields on every request (`state.config`, `state.engine`):
+// an `AppState` is a plane with a cluster link.
+impl std::ops::Deref for AppState {
+    type Target = Plane;
+    fn deref(&self) -> &Plane {
+        &self.plane
+    }
 }
 
 impl AppState {
-    /// State for a server bound to `local_addr`, with an engine on `clock`: a fresh one in
-    /// memory, or in durable mode the one its data directory holds.
+    /// State for a server bound to `local_addr` (see [`Plane::open`]), not yet in a cluster.
     pub(crate) fn open(
         config: Config,
         clock: Arc<Clock>,
         local_addr: SocketAddr,
-    ) -> Result<AppState, crate::store::StoreError> {
-        let engine = match &config.durability {
-            None => Engine::new(clock, config.engine.clone()),
-            Some(d) => {
-                let started = std::time::Instant::now();
-                let store = crate::store::log::LogStore::open(&d.data_dir, d.sync, d.salvage)?;
-                let (engine, report) = Engine::open(clock, config.engine.clone(), Arc::new(store))?;
-                tracing::info!(
-                    data_dir = %d.data_dir.display(),
-                    sync = %d.sync,
-                    records = report.records,
-                    torn_bytes = report.torn_bytes,
-                    salvaged = ?report.salvaged,
-                    millis = started.elapsed().as_millis() as u64,
-                    "durable state recovered"
-                );
-                engine
-            }
-        };
-        let engine = Arc::new(engine);
-        if let Some(d) = &config.durability {
-            spawn_compactor(Arc::downgrade(&engine), d.compact_after_bytes);
-            crate::engine::move_task::resume(&engine);
-        }
-        let generated = config.security.admin_token.is_none()
-            && matches!(config.auth, crate::config::AuthMode::Verify(_));
-        let admin_token = config.security.admin_token.clone().or_else(|| {
-            generated.then(|| {
-                format!(
-                    "{}{}",
-                    uuid::Uuid::new_v4().simple(),
-                    uuid::Uuid::new_v4().simple()
-                )
-            })
-        });
+    ) -> Result<AppState, String> {
+        let plane = Plane::open(config, clock, local_addr).map_err(|e| e.to_string())?;
         Ok(AppState {
-            engine,
-            faults: faults::FaultSet::default(),
-            admin_token,
-            admin_token_generated: generated,
-            sessions: guard::Sessions::default(),
-            config,
-            local_addr,
-            workers: Default::default(),
-            metrics: Default::default(),
-            init: Default::default(),
-            started: Started {
-                at: std::time::Instant::now(),
-                session_id: uuid::Uuid::new_v4().to_string(),
-            },
+            plane: Arc::new(plane),
+            #[cfg(feature = "cluster")]
             link: None,
         })
     }
@@ -149,78 +79,53 @@ impl AppState {
         clock: Arc<Clock>,
         local_addr: SocketAddr,
     ) -> Result<AppState, String> {
-        let mut state = AppState::open(config, clock, local_addr).map_err(|e| e.to_string())?;
-        state.link = cluster::Link::join(&state).await?;
-        Ok(state)
+        #[cfg(feature = "cluster")]
+        {
+            let mut state = AppState::open(config, clock, local_addr)?;
+            state.link = crate::cluster::route::Link::join(&state.plane).await?;
+            Ok(state)
+        }
+        #[cfg(not(feature = "cluster"))]
+        match config.cluster {
+            Some(_) => {
+                Err("this sqsim was built without cluster mode (cargo feature `cluster`)".into())
+            }
+            None => AppState::open(config, clock, local_addr),
+        }
+    }
+
+    /// Whether this node is part of a cluster.
+    pub(crate) fn in_cluster(&self) -> bool {
+        #[cfg(feature = "cluster")]
+        return self.link.is_some();
+        #[cfg(not(feature = "cluster"))]
+        false
+    }
+
+    /// The engines whose queues this process serves: its own, or in cluster mode those of
+    /// the shards it serves.
+    pub(crate) fn engines(&self) -> Vec<Arc<Engine>> {
+        #[cfg(feature = "cluster")]
+        if let Some(link) = &self.link {
+            return link.cluster.engines();
+        }
+        vec![Arc::clone(&self.engine)]
+    }
+
+    /// The secret a node's peers send (cluster mode).
+    pub(crate) fn peer_secret(&self) -> Option<&str> {
+        #[cfg(feature = "cluster")]
+        return self.link.as_ref().and_then(|l| l.cluster.peer_secret());
+        #[cfg(not(feature = "cluster"))]
+        None
     }
 
     /// Leaves the cluster, if in one: its shards are given back at once.
     async fn leave(&self) {
+        #[cfg(feature = "cluster")]
         if let Some(link) = &self.link {
             link.cluster.leave().await;
         }
-    }
-
-    /// Runs the init hooks of `--init-dir`, if set, once the server answers; `done` is
-    /// called after the last one (at once when there is no directory).
-    fn start_init_hooks(&self, done: impl FnOnce() + Send + 'static) {
-        init_hooks::start(
-            self.config.init_dir.clone(),
-            init_hooks::HookEnv {
-                endpoint: loopback_url(self.local_addr),
-                region: self.config.region.clone(),
-            },
-            Arc::clone(&self.init),
-            done,
-        );
-    }
-
-    /// Everything back to a fresh server: queues, messages, move tasks, cooldowns and fault
-    /// rules.
-    pub(crate) fn reset_all(&self) {
-        self.engine.reset(None);
-        self.faults.clear();
-    }
-}
-
-/// Snapshots the engine whenever its log has grown past `after` bytes and past the last
-/// snapshot's size (so the snapshots written stay at most about as large as the log they
-/// replace). Ends when the engine is dropped.
-fn spawn_compactor(engine: std::sync::Weak<Engine>, after: u64) {
-    let mut retry_at: Option<std::time::Instant> = None;
-    let spawned = std::thread::Builder::new()
-        .name("sqsim-compactor".into())
-        .spawn(move || loop {
-            std::thread::sleep(Duration::from_millis(25));
-            if retry_at.is_some_and(|t| std::time::Instant::now() < t) {
-                continue;
-            }
-            let Some(engine) = engine.upgrade() else {
-                return;
-            };
-            let Some(stats) = engine.journal().store().map(|s| s.stats()) else {
-                return;
-            };
-            if stats.log_bytes >= after.max(stats.snapshot_bytes) {
-                let started = std::time::Instant::now();
-                match engine.compact() {
-                    Ok(()) => {
-                        retry_at = None;
-                        tracing::debug!(
-                            log_bytes = stats.log_bytes,
-                            millis = started.elapsed().as_millis() as u64,
-                            "snapshot written"
-                        );
-                    }
-                    Err(e) => {
-                        retry_at = Some(std::time::Instant::now() + Duration::from_secs(5));
-                        tracing::error!(error = %e, "snapshot failed; the log keeps everything; retrying in 5 s");
-                    }
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!(error = %e, "cannot start the compactor; the log keeps growing");
     }
 }
 
@@ -290,7 +195,11 @@ async fn serve_with<H, F>(
     shutdown: impl Future<Output = ()>,
     handler: H,
 ) where
-    H: Fn(Arc<AppState>, hyper::Request<limits::RequestBody>) -> F + Copy + Send + Sync + 'static,
+    H: Fn(Arc<AppState>, hyper::Request<crate::http::RequestBody>) -> F
+        + Copy
+        + Send
+        + Sync
+        + 'static,
     F: Future<
             Output = Result<
                 hyper::Response<http_body_util::Full<bytes::Bytes>>,
@@ -346,7 +255,7 @@ async fn serve_with<H, F>(
                 let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let running = conn_activity.request();
                     let render = service::render_of(req.headers(), req.uri().query());
-                    let req = req.map(|b| limits::RequestBody::new(b, read_timeout));
+                    let req = req.map(|b| crate::http::RequestBody::new(b, read_timeout));
                     let handling = handler(Arc::clone(&state), req);
                     async move {
                         let answer = service::guarded(render, handling).await;
@@ -389,16 +298,7 @@ async fn serve_with<H, F>(
     }
 }
 
-/// The base URL a local client reaches this server on (loopback when bound to all addresses).
-pub(crate) fn loopback_url(addr: SocketAddr) -> String {
-    let ip = if addr.ip().is_unspecified() {
-        std::net::IpAddr::from([127, 0, 0, 1])
-    } else {
-        addr.ip()
-    };
-    format!("http://{}", SocketAddr::new(ip, addr.port()))
-}
-
+#[cfg(feature = "worker")]
 /// Starts workers that push this server's queues to applications; they stop when `stop`
 /// turns true. Their counters show in `/_sqsim/stats`.
 pub(crate) fn start_workers(
@@ -409,12 +309,12 @@ pub(crate) fn start_workers(
     let endpoint = loopback_url(state.local_addr);
     // Under `--auth verify` the workers sign with a configured key like any other client.
     let (key, secret) = match &state.config.auth {
-        auth::AuthMode::Verify(keys) => keys
+        crate::config::AuthMode::Verify(keys) => keys
             .values()
             .next()
             .map(|c| (c.access_key.clone(), c.secret_key.clone()))
             .unwrap_or_default(),
-        auth::AuthMode::Off => ("sqsim-worker".to_string(), "sqsim-worker".to_string()),
+        crate::config::AuthMode::Off => ("sqsim-worker".to_string(), "sqsim-worker".to_string()),
     };
     workers
         .into_iter()
@@ -473,7 +373,7 @@ pub async fn run(
     let state =
         Arc::new(AppState::open_and_join(config, Arc::new(Clock::new()), local_addr).await?);
     if let Some(f) = &file {
-        if state.link.is_some() && !f.file.queues.is_empty() {
+        if state.in_cluster() && !f.file.queues.is_empty() {
             // The node's own engine holds no queues; they live in shards.
             return Err("config error: [queues] cannot be declared in cluster mode yet; create them with CreateQueue".into());
         }
@@ -491,7 +391,18 @@ pub async fn run(
         None => Vec::new(),
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    #[cfg(feature = "worker")]
     let worker_tasks = start_workers(&state, workers, stop_rx);
+    #[cfg(not(feature = "worker"))]
+    let worker_tasks: Vec<JoinHandle<()>> = match workers.is_empty() {
+        true => {
+            drop(stop_rx);
+            Vec::new()
+        }
+        false => {
+            return Err("config error: [workers] need the worker (cargo feature `worker`), which this sqsim was built without".into())
+        }
+    };
     // Tests and scripts read this line to find the port.
     println!("sqsim listening on http://{local_addr}");
     tracing::info!(%local_addr, "sqsim listening");
@@ -691,7 +602,7 @@ mod tests {
             async {
                 let _ = rx.await;
             },
-            |state: Arc<AppState>, req: hyper::Request<limits::RequestBody>| async move {
+            |state: Arc<AppState>, req: hyper::Request<crate::http::RequestBody>| async move {
                 if req.uri().path() == "/panic" {
                     for q in state.engine.all_queues() {
                         q.update_tags(|_| -> () { panic!("a bug while holding the lock") });

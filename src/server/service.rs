@@ -3,68 +3,29 @@
 
 use std::sync::Arc;
 
-use super::limits::RequestBody;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use hyper::header::{HeaderMap, CONTENT_TYPE, HOST};
 use hyper::http::request::Parts;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Request, Response};
 
-use super::faults::FaultEffect;
 use crate::api::{self, Context};
-use crate::engine::{journal, Engine};
+#[cfg(feature = "cluster")]
+use crate::cluster::route::{self, ClusterDirectory, Link, Routed};
+use crate::control::faults::FaultEffect;
+use crate::control::metrics::{self, count_and_log, RequestMetrics};
+use crate::control::request_log::{Answered, QueueSource};
+use crate::control::{admin, console, kept_on, localstack};
+use crate::engine::journal;
+#[cfg(feature = "cluster")]
+use crate::engine::Engine;
 use crate::error::{ErrorCode, SqsError};
+use crate::http::{credential_scope, declared_too_large, header, respond, RequestBody};
 use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
-use crate::store;
 
-use super::auth::{self, AuthMode, SignedRequest};
-use super::metrics::{self, RequestMetrics};
-use super::request_log::{self, Answered, QueueSource};
-use super::{admin, AppState};
-
-/// The reserved path prefix of sqsim's own endpoints (a queue path starts with 12 digits).
-pub(super) const ADMIN_PREFIX: &str = "/_sqsim/";
-
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// What a SigV4 credential scope (`AKID/date/region/service/aws4_request`) names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Scope<'a> {
-    pub access_key: &'a str,
-    pub region: &'a str,
-    /// The signing name: `sqs` for every SQS client.
-    pub service: Option<&'a str>,
-}
-
-/// The credential scope of a SigV4-signed request, from the `Authorization` header or a
-/// presigned URL's `X-Amz-Credential`.
-pub(super) fn credential_scope<'a>(
-    headers: &'a HeaderMap,
-    query: Option<&'a str>,
-) -> Option<Scope<'a>> {
-    let credential = match header(headers, "authorization") {
-        Some(a) => &a[a.find("Credential=")? + "Credential=".len()..],
-        None => {
-            let q = query?;
-            &q[q.find("X-Amz-Credential=")? + "X-Amz-Credential=".len()..]
-        }
-    };
-    let credential = credential.split([',', '&', ' ']).next()?;
-    // In a query string the slashes are usually percent-encoded.
-    let separator = if credential.contains('/') { "/" } else { "%2F" };
-    let mut parts = credential.split(separator);
-    let access_key = parts.next()?;
-    let _date = parts.next()?;
-    let region = parts.next().filter(|r| !r.is_empty())?;
-    let service = parts.next().filter(|s| !s.is_empty());
-    Some(Scope {
-        access_key,
-        region,
-        service,
-    })
-}
+use super::auth::{self, SignedRequest};
+use super::AppState;
+use crate::config::AuthMode;
 
 /// The caller's account: a 12-digit access key id is taken as the account id, so tests using
 /// different keys get separate namespaces.
@@ -95,14 +56,6 @@ pub(super) fn render_of(headers: &HeaderMap, query: Option<&str>) -> Render {
             .find_map(|pair| pair.strip_prefix("ContentType="))
     });
     Render::of_query(header(headers, "accept"), content_type_param)
-}
-
-/// Whether the request announces a body above `max` bytes, so it can be refused before any
-/// of the body is read.
-pub(super) fn declared_too_large(headers: &HeaderMap, max: usize) -> bool {
-    header(headers, CONTENT_LENGTH.as_str())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .is_some_and(|len| len > max as u64)
 }
 
 fn too_large(state: &AppState) -> SqsError {
@@ -215,32 +168,33 @@ async fn endpoint(
     req: Request<RequestBody>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
     if metrics::is_scrape(&req) {
-        return Ok(metrics::response(&state));
+        return Ok(metrics::response(&state.plane, state.engines()));
     }
-    if super::console::is_browser_root(&req) {
-        return Ok(super::console::redirect());
+    if console::is_browser_root(&req) {
+        return Ok(console::redirect());
     }
     if state.config.localstack.is_some() {
-        if super::localstack::is_internal(req.uri().path()) {
+        if localstack::is_internal(req.uri().path()) {
             // Its message listing reads state: answered once what it shows is kept.
-            return Ok(kept_on(super::localstack::handle(&state, req)).await);
+            return Ok(kept_on(localstack::handle(&state.plane, req)).await);
         }
-        if let Some(service) = super::localstack::other_service(req.headers(), req.uri().query()) {
-            return Ok(super::localstack::not_sqs(&service, req.headers()));
+        if let Some(service) = localstack::other_service(req.headers(), req.uri().query()) {
+            return Ok(localstack::not_sqs(&service, req.headers()));
         }
     }
+    #[cfg(feature = "cluster")]
     let req = match &state.link {
-        Some(link) if req.uri().path().starts_with(ADMIN_PREFIX) => {
-            match super::cluster::admin(&state, link, req).await {
+        Some(link) if req.uri().path().starts_with(admin::PREFIX) => {
+            match route::admin(&state.plane, link, req).await {
                 Ok(resp) => return Ok(resp),
                 Err(req) => req,
             }
         }
         _ => req,
     };
-    if req.uri().path().starts_with(ADMIN_PREFIX) {
+    if req.uri().path().starts_with(admin::PREFIX) {
         // Admin changes (reset, clock) are acknowledged like any other: once kept.
-        return Ok(kept_on(admin::handle(&state, req)).await);
+        return Ok(kept_on(admin::handle(&state.plane, req)).await);
     }
     answer(state, req).await
 }
@@ -270,17 +224,21 @@ where
         let body = read_body(&state, &parts, body, &request_id).await?;
         let signer = authenticate(&state, &parts, &body, &request_id)?;
         let kept_body = counted.then(|| body.clone());
-        let raw_body = state.link.is_some().then(|| body.clone());
+        let raw_body = state.in_cluster().then(|| body.clone());
         let decoded = decode(&parts, body, &request_id)?;
         if let Some(kept_body) = kept_body {
             slot = RequestMetrics::slot_of(&decoded.action);
             queue = QueueSource::of(&kept_body, decoded.protocol);
         }
         apply_faults(&state, &parts, &decoded, &request_id).await?;
+        #[cfg_attr(not(feature = "cluster"), allow(unused_mut))]
         let mut ctx = context(&state, &parts, &decoded, signer, &request_id);
+        #[cfg(feature = "cluster")]
         if let (Some(link), Some(raw)) = (&state.link, raw_body) {
             route(link, &mut ctx, &parts, raw, &decoded, &state.engine).await?;
         }
+        #[cfg(not(feature = "cluster"))]
+        let _ = raw_body;
         Ok::<_, Stop>(dispatch(&ctx, decoded).await)
     };
     let outcome = stages.await;
@@ -298,35 +256,13 @@ where
             Ok(encoded) | Err(Stop::Reply(encoded) | Stop::Relayed(encoded, _)) => Some(encoded),
             Err(Stop::Drop) => None,
         };
-        count_and_log(state.as_ref(), slot, answered, encoded);
+        count_and_log(&state.plane, slot, answered, encoded);
     }
     match outcome {
         Ok(encoded) | Err(Stop::Reply(encoded)) => Ok(respond(encoded, &request_id)),
         // The body names the owner's request id; so does the header.
         Err(Stop::Relayed(encoded, id)) => Ok(respond(encoded, &id)),
         Err(Stop::Drop) => Err(DroppedConnection),
-    }
-}
-
-/// Counts an SQS request in `/metrics` and writes its log line: `encoded` is its answer, or
-/// `None` when a fault rule dropped the connection. One place for every way an SQS action
-/// arrives (the service, the console's action endpoint).
-pub(super) fn count_and_log(
-    state: &AppState,
-    slot: usize,
-    answered: Answered<'_>,
-    encoded: Option<&Encoded>,
-) {
-    let took = answered.took;
-    match encoded {
-        Some(encoded) => {
-            state.metrics.observe(slot, encoded.status, took);
-            request_log::write(answered, encoded);
-        }
-        None => {
-            state.metrics.observe(slot, metrics::DROPPED, took);
-            request_log::dropped(answered);
-        }
     }
 }
 
@@ -486,22 +422,22 @@ fn context(
     }
 }
 
+#[cfg(feature = "cluster")]
 /// Cluster mode: points `ctx` at the engine of the request's shard, or answers with what
 /// the node serving it said.
 async fn route(
-    link: &super::cluster::Link,
+    link: &Link,
     ctx: &mut Context,
     parts: &Parts,
     raw: Bytes,
     decoded: &Decoded,
     node: &Arc<Engine>,
 ) -> Result<(), Stop> {
-    use super::cluster::Routed;
     let target = api::target::target(ctx, &decoded.action, &decoded.params);
-    match super::cluster::route(link, parts, &raw, &target, node).await {
+    match route::route(link, parts, &raw, &target, node).await {
         Routed::Here(engine) => {
             ctx.engine = engine;
-            ctx.directory = Some(Arc::new(super::cluster::ClusterDirectory(link.clone())));
+            ctx.directory = Some(Arc::new(ClusterDirectory(link.clone())));
             Ok(())
         }
         Routed::There(resp) => {
@@ -522,33 +458,12 @@ async fn route(
     }
 }
 
-/// Runs an admin request's `work`, answering once what it relies on is kept (or that it
-/// could not be).
-pub(super) async fn kept_on(
-    work: impl std::future::Future<Output = Response<Full<Bytes>>>,
-) -> Response<Full<Bytes>> {
-    let (resp, depends) = journal::tracking(work).await;
-    match kept(depends).await {
-        Ok(()) => resp,
-        Err(e) => admin::store_failed(&e),
-    }
-}
-
-/// Waits until every record a request's answer depends on (in durable mode: what it
-/// appended and what made the state it read, in each store it touched) is kept.
-async fn kept(depends: journal::Depends) -> Result<(), store::StoreError> {
-    for (store, lsn) in depends {
-        store::durable(store.as_ref(), lsn).await?;
-    }
-    Ok(())
-}
-
 /// Stage 6: the action, its reply or error encoded in the request's protocol.
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
     let (result, depends) =
         journal::tracking(api::dispatch(ctx, &decoded.action, decoded.params)).await;
     // Acknowledged means durable: the answer waits until what it relies on is kept.
-    let result = match kept(depends).await {
+    let result = match journal::kept(depends).await {
         Ok(()) => result,
         Err(e) => {
             tracing::error!(error = %e, action = %decoded.action, "change not kept");
@@ -566,26 +481,10 @@ async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
     }
 }
 
-/// Turns an encoded reply into an HTTP response with SQS's headers.
-pub(super) fn respond(e: Encoded, request_id: &str) -> Response<Full<Bytes>> {
-    let len = e.body.len();
-    let mut resp = Response::new(Full::new(Bytes::from(e.body)));
-    *resp.status_mut() = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
-    let h = resp.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static(e.content_type));
-    h.insert(CONTENT_LENGTH, HeaderValue::from(len));
-    if let Ok(v) = HeaderValue::from_str(request_id) {
-        h.insert("x-amzn-requestid", v);
-    }
-    if let Some(q) = e.query_error.and_then(|q| HeaderValue::from_str(&q).ok()) {
-        h.insert("x-amzn-query-error", q);
-    }
-    resp
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::header::HeaderValue;
 
     #[test]
     fn region_from_signature() {

@@ -12,6 +12,7 @@
 
 pub(crate) mod crash_point;
 pub(crate) mod frame;
+#[cfg(feature = "cluster")]
 pub(crate) mod jetstream;
 pub(crate) mod log;
 #[cfg(test)]

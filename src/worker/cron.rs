@@ -19,6 +19,7 @@ use hyper::Request;
 use serde::Deserialize;
 use tokio::sync::watch;
 
+#[cfg(feature = "worker")]
 use super::deliver::AppClient;
 
 #[derive(Debug, Deserialize)]
@@ -88,6 +89,7 @@ pub(super) fn origin(http_url: &str) -> String {
     }
 }
 
+#[cfg(feature = "worker")]
 /// Fires the tasks on schedule until `stop` turns true.
 pub async fn run(
     tasks: Vec<CronTask>,

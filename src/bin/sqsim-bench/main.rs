@@ -120,7 +120,7 @@ fn sqsim_bin(args: &Args) -> PathBuf {
 
 /// The ablation's variants: a name and the environment that switches something off — a
 /// SIMD path as `SQSIM_NO_SIMD` names it (see `src/simd.rs`), or the per-request metrics and
-/// request log (`SQSIM_NO_METRICS`, see `src/server/metrics`) — or, for `control`, nothing:
+/// request log (`SQSIM_NO_METRICS`, see `src/control/metrics`) — or, for `control`, nothing:
 /// a second sqsim as it is, whose share shows how far the machine's noise alone moves one.
 const ABLATIONS: &[(&str, &str, &str)] = &[
     ("no-md5", "SQSIM_NO_SIMD", "md5"),

@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-use super::limits::RequestBody;
+/// The reserved path prefix of sqsim's own endpoints (a queue path starts with 12 digits).
+pub(crate) const PREFIX: &str = "/_sqsim/";
+
+use crate::http::RequestBody;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
@@ -16,84 +18,17 @@ use std::sync::Arc;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
+use super::error::{bad_json, read_body, read_json, reply, ControlError};
 use super::faults::{FaultEffect, FaultRule};
-use super::AppState;
+use crate::control::Plane;
 use crate::engine::message::Delivery;
 use crate::engine::{AttributeData, Engine, Queue, QueueId};
 use crate::error::SqsError;
 
-pub(super) fn reply(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
-    let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-/// Reads a JSON body (empty means `{}`), or the 400 reply to send instead.
-pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
-    req: Request<RequestBody>,
-) -> Result<T, Response<Full<Bytes>>> {
-    parse_json(&read_body(req).await?).map_err(bad_json)
-}
-
-/// [`read_json`], also keeping the request's head and raw body (cluster mode forwards them
-/// to the node serving the queue the request is about).
-pub(super) async fn read_json_keeping<T: serde::de::DeserializeOwned>(
-    req: Request<RequestBody>,
-) -> Result<(hyper::http::request::Parts, Bytes, T), Response<Full<Bytes>>> {
-    let (parts, body) = req.into_parts();
-    let bytes = read_body(Request::from_parts(parts.clone(), body)).await?;
-    let value = parse_json(&bytes).map_err(bad_json)?;
-    Ok((parts, bytes, value))
-}
-
-/// A JSON body; empty means `{}`.
-fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
-    let body: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
-        b"{}"
-    } else {
-        body
-    };
-    serde_json::from_slice(body)
-}
-
-/// The most an admin request body may hold.
-const MAX_ADMIN_BODY: usize = 64 * 1024;
-
-/// The request body (at most [`MAX_ADMIN_BODY`]), or the 4xx reply to send instead: a body
-/// announced as larger is refused with 413 before any of it is read.
-async fn read_body(req: Request<RequestBody>) -> Result<Bytes, Response<Full<Bytes>>> {
-    read_body_up_to(req, MAX_ADMIN_BODY).await
-}
-
-/// The request body if it holds at most `max` bytes, or the 4xx reply to send instead.
-pub(super) async fn read_body_up_to(
-    req: Request<RequestBody>,
-    max: usize,
-) -> Result<Bytes, Response<Full<Bytes>>> {
-    if super::service::declared_too_large(req.headers(), max) {
-        return Err(reply(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            json!({"error": format!("the body is larger than {max} bytes")}),
-        ));
-    }
-    Limited::new(req.into_body(), max)
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .map_err(|_| reply(StatusCode::BAD_REQUEST, json!({"error": "unreadable body"})))
-}
-
-/// The 400 reply to JSON that does not parse.
-fn bad_json(e: serde_json::Error) -> Response<Full<Bytes>> {
-    reply(StatusCode::BAD_REQUEST, json!({"error": e.to_string()}))
-}
-
 /// What to reset: everything, one (account, region) namespace, or one queue.
 #[derive(Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct ResetRequest {
+pub(crate) struct ResetRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,7 +40,7 @@ pub(super) struct ResetRequest {
 impl ResetRequest {
     /// The (region, account) namespace to reset, the server's default filling in the one
     /// not given; `None`: every namespace.
-    pub(super) fn namespace(&self, state: &AppState) -> Option<(String, String)> {
+    pub(crate) fn namespace(&self, state: &Plane) -> Option<(String, String)> {
         match (&self.account, &self.region) {
             (None, None) => None,
             (account, region) => Some((
@@ -123,7 +58,7 @@ impl ResetRequest {
 }
 
 /// The id a queue URL names, the way the SQS API would read it for the default namespace.
-pub(super) fn queue_id_of(state: &AppState, url: &str, region: Option<&str>) -> Option<QueueId> {
+pub(crate) fn queue_id_of(state: &Plane, url: &str, region: Option<&str>) -> Option<QueueId> {
     let r = crate::api::queue_url::parse(url)?;
     Some(QueueId {
         region: r
@@ -137,36 +72,28 @@ pub(super) fn queue_id_of(state: &AppState, url: &str, region: Option<&str>) -> 
 }
 
 /// Finds a queue from a URL, the way the SQS API would for the default namespace.
-pub(super) fn queue_of(state: &AppState, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
+pub(crate) fn queue_of(state: &Plane, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
     state.engine.queue(&queue_id_of(state, url, region)?)
 }
 
-/// A change that could not be kept (durable mode): 500, with the store's error.
-pub(super) fn store_failed(e: &crate::store::StoreError) -> Response<Full<Bytes>> {
-    reply(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        json!({"error": format!("the change could not be kept: {e}")}),
-    )
-}
-
-fn reset(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
+fn reset(state: &Plane, r: ResetRequest) -> Response<Full<Bytes>> {
     let resp = reset_memory(state, r);
     // Durable mode: a snapshot of what is left replaces the log, so the disk lets go of the
     // reset state now rather than at the next compaction.
     match state.engine.compact() {
         Ok(()) => resp,
-        Err(e) => store_failed(&e),
+        Err(e) => ControlError::not_kept(e).reply(),
     }
 }
 
-fn reset_memory(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
+fn reset_memory(state: &Plane, r: ResetRequest) -> Response<Full<Bytes>> {
     if let Some(url) = &r.queue_url {
         return match queue_of(state, url, r.region.as_deref()) {
             Some(q) => {
                 state.engine.reset_queue(&q.id);
                 reply(StatusCode::OK, json!({"reset": "queue", "queue_url": url}))
             }
-            None => reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+            None => ControlError::not_found("no such queue").reply(),
         };
     }
     match r.namespace(state) {
@@ -184,12 +111,12 @@ fn reset_memory(state: &AppState, r: ResetRequest) -> Response<Full<Bytes>> {
     }
 }
 
-fn stats(state: &AppState) -> Response<Full<Bytes>> {
+fn stats(state: &Plane) -> Response<Full<Bytes>> {
     stats_of(state, queue_stats(&state.engine), None)
 }
 
 /// `/_sqsim/stats`'s entry for each queue of `engine`.
-pub(super) fn queue_stats(engine: &Engine) -> Vec<serde_json::Value> {
+pub(crate) fn queue_stats(engine: &Engine) -> Vec<serde_json::Value> {
     let now = engine.now_ms();
     engine
         .all_queues()
@@ -220,8 +147,8 @@ pub(super) fn queue_stats(engine: &Engine) -> Vec<serde_json::Value> {
 
 /// `/_sqsim/stats`: `queues` (from every node, in cluster mode) with this node's faults,
 /// workers, store and realism (`store`: the shards' stores in cluster mode).
-pub(super) fn stats_of(
-    state: &AppState,
+pub(crate) fn stats_of(
+    state: &Plane,
     mut queues: Vec<serde_json::Value>,
     stores: Option<serde_json::Value>,
 ) -> Response<Full<Bytes>> {
@@ -266,7 +193,7 @@ pub(super) fn stats_of(
 }
 
 /// Up, and (in durable mode) whether the store takes writes: 503 while it does not.
-fn health(state: &AppState) -> Response<Full<Bytes>> {
+fn health(state: &Plane) -> Response<Full<Bytes>> {
     match state.engine.journal().store().map(|s| s.stats()) {
         None => reply(StatusCode::OK, json!({"status": "ok"})),
         Some(s) if s.writable => reply(
@@ -281,24 +208,21 @@ fn health(state: &AppState) -> Response<Full<Bytes>> {
 }
 
 /// The queue `/_sqsim/peek?queue_url=…[&region=…]` names, if it names one.
-pub(super) fn peek_target(state: &AppState, query: &str) -> Option<QueueId> {
+pub(crate) fn peek_target(state: &Plane, query: &str) -> Option<QueueId> {
     let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     queue_id_of(state, get("queue_url")?, get("region"))
 }
 
 /// `/_sqsim/peek`, on `engine` (in cluster mode, the engine serving the queue's shard).
-pub(super) fn peek(state: &AppState, engine: &Engine, query: &str) -> Response<Full<Bytes>> {
+pub(crate) fn peek(state: &Plane, engine: &Engine, query: &str) -> Response<Full<Bytes>> {
     let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     if get("queue_url").is_none() {
-        return reply(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "give the queue as ?queue_url=…"}),
-        );
+        return ControlError::bad_request("give the queue as ?queue_url=…").reply();
     }
     let Some(q) = peek_target(state, query).and_then(|id| engine.queue(&id)) else {
-        return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+        return ControlError::not_found("no such queue").reply();
     };
     let number = |k: &str, default: usize| get(k).and_then(|v| v.parse().ok()).unwrap_or(default);
     let offset = number("offset", 0);
@@ -395,7 +319,7 @@ fn fault_json(r: &FaultRule) -> serde_json::Value {
     })
 }
 
-fn faults(state: &AppState) -> Response<Full<Bytes>> {
+fn faults(state: &Plane) -> Response<Full<Bytes>> {
     let rules: Vec<_> = state.faults.list().iter().map(fault_json).collect();
     reply(StatusCode::OK, json!({"faults": rules}))
 }
@@ -409,22 +333,19 @@ struct FaultRemoval {
 }
 
 /// Removes one rule: the rules left, or 404 when no rule has that id.
-fn remove_fault(state: &AppState, id: u64) -> Response<Full<Bytes>> {
+fn remove_fault(state: &Plane, id: u64) -> Response<Full<Bytes>> {
     if state.faults.remove(id) {
         faults(state)
     } else {
-        reply(
-            StatusCode::NOT_FOUND,
-            json!({"error": format!("no fault rule with id {id}")}),
-        )
+        ControlError::not_found(format!("no fault rule with id {id}")).reply()
     }
 }
 
 /// The longest injected latency: an hour, far beyond any client timeout.
 const MAX_LATENCY_MS: u64 = 3_600_000;
 
-fn add_fault(state: &AppState, f: FaultRequest) -> Response<Full<Bytes>> {
-    let bad = |m: &str| reply(StatusCode::BAD_REQUEST, json!({"error": m}));
+fn add_fault(state: &Plane, f: FaultRequest) -> Response<Full<Bytes>> {
+    let bad = |m: &str| ControlError::bad_request(m).reply();
     let probability = f.probability.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&probability) {
         return bad("probability must be between 0 and 1");
@@ -478,7 +399,7 @@ struct ClockChange {
     freeze: Option<bool>,
 }
 
-fn clock_state(state: &AppState) -> serde_json::Value {
+fn clock_state(state: &Plane) -> serde_json::Value {
     let clock = state.engine.clock();
     json!({"now_ms": clock.now_ms(), "frozen": clock.is_frozen()})
 }
@@ -488,27 +409,25 @@ fn clock_state(state: &AppState) -> serde_json::Value {
 const MAX_ADVANCE_SECONDS: f64 = 1000.0 * 365.25 * 86_400.0;
 
 /// Applies a clock change only when all of it is valid, so a refused call changes nothing.
-fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> {
+fn change_clock(state: &Plane, change: ClockChange) -> Response<Full<Bytes>> {
     let advance = match change.advance_seconds {
         None => None,
         Some(s) if s.is_finite() && (0.0..=MAX_ADVANCE_SECONDS).contains(&s) => {
             Some(Duration::from_secs_f64(s))
         }
         Some(_) => {
-            return reply(
-                StatusCode::BAD_REQUEST,
-                json!({"error": format!(
-                    "advance_seconds must be a number from 0 to {MAX_ADVANCE_SECONDS}"
-                )}),
-            )
+            return ControlError::bad_request(format!(
+                "advance_seconds must be a number from 0 to {MAX_ADVANCE_SECONDS}"
+            ))
+            .reply()
         }
     };
     if let Some(by) = advance {
         if !state.engine.try_advance_clock(by) {
-            return reply(
-                StatusCode::BAD_REQUEST,
-                json!({"error": "advancing that far would pass the clock's last reading, 9999-12-31T23:59:59.999Z"}),
-            );
+            return ControlError::bad_request(
+                "advancing that far would pass the clock's last reading, 9999-12-31T23:59:59.999Z",
+            )
+            .reply();
         }
     }
     if let Some(frozen) = change.freeze {
@@ -518,7 +437,7 @@ fn change_clock(state: &AppState, change: ClockChange) -> Response<Full<Bytes>> 
 }
 
 /// Handles a request under the admin prefix.
-pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     if path.starts_with(super::console::PREFIX) {
         return super::console::handle(state, req).await;
@@ -527,7 +446,7 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
         (Method::GET, "/_sqsim/health") => health(state),
         (Method::POST, "/_sqsim/reset") => match read_json::<ResetRequest>(req).await {
             Ok(r) => reset(state, r),
-            Err(resp) => resp,
+            Err(e) => e.reply(),
         },
         (Method::GET, "/_sqsim/stats") => stats(state),
         (Method::GET, "/_sqsim/peek") => {
@@ -536,7 +455,7 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
         (Method::GET, "/_sqsim/faults") => faults(state),
         (Method::POST, "/_sqsim/faults") => match read_json::<FaultRequest>(req).await {
             Ok(f) => add_fault(state, f),
-            Err(resp) => resp,
+            Err(e) => e.reply(),
         },
         (Method::DELETE, "/_sqsim/faults") => match read_json::<FaultRemoval>(req).await {
             Ok(FaultRemoval { id: Some(id) }) => remove_fault(state, id),
@@ -545,22 +464,21 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
                 state.engine.clear_redelivery();
                 faults(state)
             }
-            Err(resp) => resp,
+            Err(e) => e.reply(),
         },
         (Method::DELETE, p) if p.starts_with("/_sqsim/faults/") => {
             match p["/_sqsim/faults/".len()..].parse() {
                 Ok(id) => remove_fault(state, id),
-                Err(_) => reply(
-                    StatusCode::BAD_REQUEST,
-                    json!({"error": "give the rule's id as /_sqsim/faults/<id>"}),
-                ),
+                Err(_) => {
+                    ControlError::bad_request("give the rule's id as /_sqsim/faults/<id>").reply()
+                }
             }
         }
         (Method::GET, "/_sqsim/realism") => super::realism::show(state),
         (Method::POST, "/_sqsim/realism") => {
             match read_json::<super::realism::RealismRequest>(req).await {
                 Ok(r) => super::realism::change(state, r),
-                Err(resp) => resp,
+                Err(e) => e.reply(),
             }
         }
         (Method::GET, "/_sqsim/clock") => reply(StatusCode::OK, clock_state(state)),
@@ -568,17 +486,14 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
             // Unlike the other endpoints, an empty body is an error here: it says nothing.
             let body = match read_body(req).await {
                 Ok(b) => b,
-                Err(resp) => return resp,
+                Err(e) => return e.reply(),
             };
             let change: ClockChange = match serde_json::from_slice(&body) {
                 Ok(c) => c,
-                Err(e) => return bad_json(e),
+                Err(e) => return bad_json(e).reply(),
             };
             change_clock(state, change)
         }
-        _ => reply(
-            StatusCode::NOT_FOUND,
-            json!({"error": "no such admin endpoint"}),
-        ),
+        _ => ControlError::not_found("no such admin endpoint").reply(),
     }
 }

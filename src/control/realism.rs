@@ -2,32 +2,34 @@
 //! seed and every queue with realism on; `POST {"realism": SPEC}` sets it for every queue
 //! (and new ones), `POST {"realism": SPEC, "queue_url": URL}` for one queue.
 
+use crate::control::error::ControlError;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::admin::{queue_of, reply};
-use super::AppState;
+use super::admin::queue_of;
+use super::error::reply;
+use crate::control::Plane;
 use crate::engine::Realism;
 
 /// A realism change.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RealismRequest {
+pub(crate) struct RealismRequest {
     realism: String,
     queue_url: Option<String>,
     region: Option<String>,
 }
 
 /// The setting, the seed and the queues with realism on (by ARN).
-pub(super) fn show(state: &AppState) -> Response<Full<Bytes>> {
+pub(crate) fn show(state: &Plane) -> Response<Full<Bytes>> {
     reply(StatusCode::OK, summary(state))
 }
 
 /// What `/_sqsim/stats` and `GET /_sqsim/realism` report.
-pub(super) fn summary(state: &AppState) -> serde_json::Value {
+pub(crate) fn summary(state: &Plane) -> serde_json::Value {
     let queues: serde_json::Map<String, serde_json::Value> = state
         .engine
         .all_queues()
@@ -44,15 +46,15 @@ pub(super) fn summary(state: &AppState) -> serde_json::Value {
     })
 }
 
-pub(super) fn change(state: &AppState, r: RealismRequest) -> Response<Full<Bytes>> {
+pub(crate) fn change(state: &Plane, r: RealismRequest) -> Response<Full<Bytes>> {
     let realism = match Realism::parse(&r.realism) {
         Ok(realism) => realism,
-        Err(e) => return reply(StatusCode::BAD_REQUEST, json!({"error": e})),
+        Err(e) => return ControlError::bad_request(e).reply(),
     };
     match &r.queue_url {
         Some(url) => match queue_of(state, url, r.region.as_deref()) {
             Some(q) => state.engine.set_queue_realism(&q, realism, false),
-            None => return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+            None => return ControlError::not_found("no such queue").reply(),
         },
         None => state.engine.set_realism(realism),
     }

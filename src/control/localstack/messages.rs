@@ -13,12 +13,12 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 
 use super::super::admin::queue_of;
-use super::super::limits::RequestBody;
-use super::super::service::respond;
-use super::super::AppState;
 use crate::api::actions::receive_message::Output;
+use crate::control::Plane;
 use crate::engine::message::{Delivery, ReceivedMessage};
 use crate::engine::QueueId;
+use crate::http::respond;
+use crate::http::RequestBody;
 use crate::protocol::{self, query_json, ForeignError, Protocol, RawRequest, Render};
 
 /// The receipt handle LocalStack gives every listed message: it deletes nothing.
@@ -30,7 +30,7 @@ enum Asked {
     Plain { json: bool },
 }
 
-pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let request_id = uuid::Uuid::new_v4().to_string();
     let (parts, body) = req.into_parts();
     let header = |n: &str| parts.headers.get(n).and_then(|v| v.to_str().ok());

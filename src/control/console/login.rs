@@ -7,10 +7,13 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use hyper::{Request, Response, StatusCode};
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use super::PREFIX;
-use crate::server::guard;
-use crate::server::limits::RequestBody;
-use crate::server::AppState;
+use crate::control::Plane;
+use crate::http::RequestBody;
 
 /// Where the login form posts.
 pub(crate) const LOGIN_PATH: &str = "/_sqsim/console/login";
@@ -45,7 +48,7 @@ pub(crate) fn page(error: Option<&str>) -> Response<Full<Bytes>> {
 
 /// `POST /_sqsim/console/login` (a form with `token`): a session cookie and a redirect to
 /// the console, or the page again.
-pub(crate) async fn login(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+pub(crate) async fn login(state: &Plane, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let Ok(body) = Limited::new(req.into_body(), 4096).collect().await else {
         return page(Some("The form could not be read."));
     };
@@ -59,7 +62,7 @@ pub(crate) async fn login(state: &AppState, req: Request<RequestBody>) -> Respon
     let Some(token) = state.admin_token.as_deref() else {
         return page(Some("This sqsim has no admin token."));
     };
-    if !crate::server::auth::same_secret(given, token) {
+    if !crate::config::same_secret(given, token) {
         return page(Some("That is not the admin token."));
     }
     let session = state.sessions.open();
@@ -69,9 +72,43 @@ pub(crate) async fn login(state: &AppState, req: Request<RequestBody>) -> Respon
     h.insert(LOCATION, HeaderValue::from_static(PREFIX));
     if let Ok(v) = HeaderValue::from_str(&format!(
         "{}={session}; HttpOnly; SameSite=Strict; Path=/",
-        guard::cookie_name(state)
+        cookie_name(state)
     )) {
         h.insert(SET_COOKIE, v);
     }
     resp
+}
+
+/// How long a console login lasts.
+const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+
+/// Console logins: session id → when it ends.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions(Mutex<HashMap<String, Instant>>);
+
+impl Sessions {
+    /// A new session, as the cookie value.
+    pub(crate) fn open(&self) -> String {
+        let id = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        s.retain(|_, until| *until > now);
+        s.insert(id.clone(), now + SESSION_TTL);
+        id
+    }
+
+    pub(crate) fn is_open(&self, id: &str) -> bool {
+        let s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.get(id).is_some_and(|until| *until > Instant::now())
+    }
+}
+
+/// The console's session cookie name: per port, so two sqsims on one host (cookies ignore
+/// ports) keep their logins apart.
+pub(crate) fn cookie_name(state: &Plane) -> String {
+    format!("sqsim_session_{}", state.local_addr.port())
 }

@@ -15,9 +15,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
 use super::init_hooks::Script;
-use super::limits::RequestBody;
-use super::service::{credential_scope, respond};
-use super::AppState;
+use crate::control::Plane;
+use crate::http::RequestBody;
+use crate::http::{credential_scope, respond};
 use crate::protocol::{self, ForeignError, Render};
 
 /// Paths LocalStack serves itself (no queue URL path starts with an underscore).
@@ -25,7 +25,7 @@ const INTERNAL_PREFIX: &str = "/_localstack/";
 const DEVELOPER_PREFIX: &str = "/_aws/sqs/messages";
 
 /// Whether this path is one of LocalStack's own endpoints.
-pub(super) fn is_internal(path: &str) -> bool {
+pub(crate) fn is_internal(path: &str) -> bool {
     path.starts_with(INTERNAL_PREFIX)
         || path
             .strip_prefix(DEVELOPER_PREFIX)
@@ -33,7 +33,7 @@ pub(super) fn is_internal(path: &str) -> bool {
 }
 
 /// Answers a request to one of LocalStack's own endpoints.
-pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     if path.starts_with(DEVELOPER_PREFIX) {
         return messages::handle(state, req).await;
@@ -79,7 +79,7 @@ fn health() -> serde_json::Value {
     })
 }
 
-fn info(state: &AppState) -> serde_json::Value {
+fn info(state: &Plane) -> serde_json::Value {
     let in_container = std::path::Path::new("/.dockerenv").exists()
         || std::path::Path::new("/run/.containerenv").exists();
     json!({
@@ -97,7 +97,7 @@ fn info(state: &AppState) -> serde_json::Value {
 
 /// The server's time in LocalStack's format, from the engine's clock (the only reader of
 /// the system time; a moved test clock shows here too).
-fn server_time(state: &AppState) -> String {
+fn server_time(state: &Plane) -> String {
     chrono::DateTime::from_timestamp_millis(state.engine.now_ms() as i64)
         .map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string())
         .unwrap_or_default()
@@ -121,7 +121,7 @@ fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
 /// JSON spelled the way Python's `json.dumps` spells it (`", "` and `": "`), as every
 /// LocalStack endpoint answers, and health checks in the wild grep for
 /// (`grep '"completed": true'`).
-pub(super) fn python_json(status: StatusCode, value: &serde_json::Value) -> Response<Full<Bytes>> {
+pub(crate) fn python_json(status: StatusCode, value: &serde_json::Value) -> Response<Full<Bytes>> {
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
     // Serializing a Value into a Vec cannot fail.
@@ -170,7 +170,7 @@ impl serde_json::ser::Formatter for PythonFormatter {
 /// The AWS service a request is for when it is not SQS: the SigV4 signing name (`s3`,
 /// `dynamodb`…), else the `X-Amz-Target` prefix. `None` for SQS and for requests that say
 /// nothing (they are taken as SQS).
-pub(super) fn other_service(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+pub(crate) fn other_service(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
     if let Some(service) = credential_scope(headers, query).and_then(|s| s.service) {
         return (service != "sqs").then(|| service.to_string());
     }
@@ -182,7 +182,7 @@ pub(super) fn other_service(headers: &HeaderMap, query: Option<&str>) -> Option<
 /// The answer to a request for another service, in that service's protocol (JSON when it
 /// sent `X-Amz-Target`, XML otherwise): 501 `InternalFailure`, as LocalStack answers for a
 /// service that is not enabled, with a message that says why.
-pub(super) fn not_sqs(service: &str, headers: &HeaderMap) -> Response<Full<Bytes>> {
+pub(crate) fn not_sqs(service: &str, headers: &HeaderMap) -> Response<Full<Bytes>> {
     let render = if headers.contains_key("x-amz-target") {
         Render::Json
     } else {

@@ -12,14 +12,14 @@ use crate::protocol::{form, Encoded, Params, Protocol};
 /// What names a request's queue: the request's body, kept (a reference count, no copy)
 /// and read again only when a log line is written.
 #[derive(Debug, Default)]
-pub(super) struct QueueSource {
+pub(crate) struct QueueSource {
     body: Bytes,
     json: bool,
 }
 
 impl QueueSource {
     /// Keeps the body of a request decoded as `protocol`.
-    pub(super) fn of(body: &Bytes, protocol: Protocol) -> QueueSource {
+    pub(crate) fn of(body: &Bytes, protocol: Protocol) -> QueueSource {
         QueueSource {
             body: body.clone(),
             json: protocol == Protocol::Json,
@@ -53,7 +53,7 @@ impl QueueSource {
 }
 
 /// One answered request, as the log shows it.
-pub(super) struct Answered<'a> {
+pub(crate) struct Answered<'a> {
     pub request_id: &'a str,
     pub action: &'a str,
     pub queue: QueueSource,
@@ -63,7 +63,7 @@ pub(super) struct Answered<'a> {
 }
 
 /// Writes the request's line: `warn` for an error (with its AWS code), else `debug`.
-pub(super) fn write(a: Answered<'_>, encoded: &Encoded) {
+pub(crate) fn write(a: Answered<'_>, encoded: &Encoded) {
     let failed = encoded.error.is_some();
     let wanted = tracing::enabled!(tracing::Level::DEBUG)
         || (failed && tracing::enabled!(tracing::Level::WARN));
@@ -96,7 +96,7 @@ pub(super) fn write(a: Answered<'_>, encoded: &Encoded) {
 
 /// Writes the line of a request left unanswered because an injected fault dropped its
 /// connection: `warn`, like an error, with `fault = "drop_connection"` in place of a status.
-pub(super) fn dropped(a: Answered<'_>) {
+pub(crate) fn dropped(a: Answered<'_>) {
     if !tracing::enabled!(tracing::Level::WARN) {
         return;
     }

@@ -8,9 +8,10 @@
 
 pub(crate) mod login;
 
+use crate::control::error::ControlError;
 use std::sync::Arc;
 
-use crate::server::limits::RequestBody;
+use crate::http::RequestBody;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, HOST};
@@ -18,12 +19,13 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::admin::{queue_id_of, read_body_up_to, read_json, reply};
+use super::admin::queue_id_of;
+use super::error::{read_body_up_to, read_json, reply};
 use super::metrics::{self, RequestMetrics};
 use super::request_log::{Answered, QueueSource};
-use super::AppState;
 use crate::api::context::Directory;
 use crate::api::{self, Context};
+use crate::control::Plane;
 use crate::engine::Engine;
 use crate::protocol::{self, Params, Protocol, Render};
 
@@ -44,7 +46,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response<Full<Bytes>
 }
 
 /// Whether a request is a browser opening the server's root: it is sent to the console.
-pub(super) fn is_browser_root<B>(req: &Request<B>) -> bool {
+pub(crate) fn is_browser_root<B>(req: &Request<B>) -> bool {
     req.method() == Method::GET
         && req.uri().path() == "/"
         && req.uri().query().is_none()
@@ -56,7 +58,7 @@ pub(super) fn is_browser_root<B>(req: &Request<B>) -> bool {
 }
 
 /// The redirect a browser opening `/` gets.
-pub(super) fn redirect() -> Response<Full<Bytes>> {
+pub(crate) fn redirect() -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::new()));
     *resp.status_mut() = StatusCode::FOUND;
     resp.headers_mut()
@@ -65,7 +67,7 @@ pub(super) fn redirect() -> Response<Full<Bytes>> {
 }
 
 /// Handles a request under [`PREFIX`].
-pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let path = req.uri().path().trim_end_matches('/');
     let rest = path.strip_prefix(PREFIX).unwrap_or_default();
     match (req.method(), rest) {
@@ -74,7 +76,7 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
         (&Method::GET, "/app.css") => asset("text/css; charset=utf-8", STYLE),
         (&Method::POST, "/delete-message") => match read_json::<DeleteById>(req).await {
             Ok(d) => delete_by_id(state, &state.engine, d),
-            Err(resp) => resp,
+            Err(e) => e.reply(),
         },
         (&Method::POST, r) if r.starts_with("/sqs/") => {
             let action = r["/sqs/".len()..].to_string();
@@ -83,20 +85,17 @@ pub(super) async fn handle(state: &AppState, req: Request<RequestBody>) -> Respo
                     let ctx = call.context(state, Arc::clone(&state.engine), None);
                     run(state, &ctx, call).await
                 }
-                Err(resp) => resp,
+                Err(e) => e.reply(),
             }
         }
-        _ => reply(
-            StatusCode::NOT_FOUND,
-            json!({"error": "no such console endpoint"}),
-        ),
+        _ => ControlError::not_found("no such console endpoint").reply(),
     }
 }
 
 /// A message to delete, by id.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct DeleteById {
+pub(crate) struct DeleteById {
     pub queue_url: String,
     pub region: Option<String>,
     message_id: String,
@@ -104,33 +103,26 @@ pub(super) struct DeleteById {
 
 /// Deletes a message by id from a queue of `engine` (in cluster mode, the engine serving
 /// the queue's shard).
-pub(super) fn delete_by_id(
-    state: &AppState,
-    engine: &Engine,
-    d: DeleteById,
-) -> Response<Full<Bytes>> {
+pub(crate) fn delete_by_id(state: &Plane, engine: &Engine, d: DeleteById) -> Response<Full<Bytes>> {
     let Ok(id) = uuid::Uuid::parse_str(&d.message_id) else {
-        return reply(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "message_id is not a MessageId"}),
-        );
+        return ControlError::bad_request("message_id is not a MessageId").reply();
     };
     let found =
         queue_id_of(state, &d.queue_url, d.region.as_deref()).and_then(|id| engine.queue(&id));
     let Some(q) = found else {
-        return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+        return ControlError::not_found("no such queue").reply();
     };
     if q.delete_by_id(id, engine.now_ms()) {
         reply(StatusCode::OK, json!({"deleted": d.message_id}))
     } else {
-        reply(StatusCode::NOT_FOUND, json!({"error": "no such message"}))
+        ControlError::not_found("no such message").reply()
     }
 }
 
 /// An SQS action the console asked for (`POST /_sqsim/console/sqs/<Action>`), in AWS JSON
 /// shapes, in the namespace its query string names (`account`, `region`; the server's
 /// defaults otherwise).
-pub(super) struct Call {
+pub(crate) struct Call {
     pub action: String,
     account: String,
     region: String,
@@ -141,11 +133,11 @@ pub(super) struct Call {
 
 impl Call {
     /// Reads the call off its request.
-    pub(super) async fn read(
-        state: &AppState,
+    pub(crate) async fn read(
+        state: &Plane,
         req: Request<RequestBody>,
         action: String,
-    ) -> Result<Call, Response<Full<Bytes>>> {
+    ) -> Result<Call, super::error::ControlError> {
         let params: Vec<(String, String)> =
             serde_urlencoded::from_str(req.uri().query().unwrap_or_default()).unwrap_or_default();
         let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
@@ -166,9 +158,9 @@ impl Call {
     }
 
     /// The context the action runs in, on `engine` (with the cluster's `directory`).
-    pub(super) fn context(
+    pub(crate) fn context(
         &self,
-        state: &AppState,
+        state: &Plane,
         engine: Arc<Engine>,
         directory: Option<Arc<dyn Directory>>,
     ) -> Context {
@@ -193,7 +185,7 @@ impl Call {
 }
 
 /// Runs `call` in `ctx`, counted and logged like any SQS request.
-pub(super) async fn run(state: &AppState, ctx: &Context, call: Call) -> Response<Full<Bytes>> {
+pub(crate) async fn run(state: &Plane, ctx: &Context, call: Call) -> Response<Full<Bytes>> {
     let Call {
         action,
         body,
@@ -222,7 +214,7 @@ pub(super) async fn run(state: &AppState, ctx: &Context, call: Call) -> Response
             uri_query: None,
             took: started.elapsed(),
         };
-        super::service::count_and_log(state, slot, answered, Some(&encoded));
+        super::metrics::count_and_log(state, slot, answered, Some(&encoded));
     }
-    super::service::respond(encoded, &request_id)
+    crate::http::respond(encoded, &request_id)
 }

@@ -13,8 +13,8 @@ use http_body_util::Full;
 use hyper::Request;
 use serde_json::{json, Value};
 
-use super::deliver::{exchange, Answer, USER_AGENT};
 use super::{jitter, queue_name, receive_count, retry_delay, Job};
+use crate::worker::deliver::{exchange, Answer, USER_AGENT};
 
 /// Receives until `opts.batch_size` messages are in hand or the window after the first one
 /// has passed. Each message is recorded as unfinished as soon as it arrives.
@@ -72,7 +72,7 @@ fn message_json(m: &Message) -> Value {
         .flatten()
         .map(|(name, v)| {
             let mut value = json!({"DataType": v.data_type()});
-            if let Some((member, text)) = super::deliver::attribute_text(v) {
+            if let Some((member, text)) = crate::worker::deliver::attribute_text(v) {
                 value[member] = Value::String(text);
             }
             (name.clone(), value)

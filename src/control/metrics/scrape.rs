@@ -10,11 +10,14 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
 use super::{RequestMetrics, BOUNDS, SLOTS, STATUS_LABELS};
-use crate::server::AppState;
+use crate::control::Plane;
 
 /// Reads the server's figures at scrape time.
 #[derive(Debug)]
-pub(super) struct Scrape(pub(super) std::sync::Arc<AppState>);
+pub(crate) struct Scrape(
+    pub(crate) std::sync::Arc<Plane>,
+    pub(crate) Vec<std::sync::Arc<crate::engine::Engine>>,
+);
 
 type Labels<'a> = [(&'static str, &'a str); 3];
 
@@ -68,15 +71,7 @@ impl Scrape {
         let engine = &self.0.engine;
         let now = engine.now_ms();
         // In cluster mode, the queues of the shards this node serves (each node is scraped).
-        let queues = match &self.0.link {
-            Some(link) => link
-                .cluster
-                .engines()
-                .iter()
-                .flat_map(|e| e.all_queues())
-                .collect(),
-            None => engine.all_queues(),
-        };
+        let queues: Vec<_> = self.1.iter().flat_map(|e| e.all_queues()).collect();
         let mut all: Vec<QueueFigures> = queues
             .iter()
             .map(|q| {

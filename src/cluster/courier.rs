@@ -8,6 +8,7 @@
 //! directly, on another through `POST /_sqsim/cluster/arrive`. The target answers only once
 //! the arrival is durable, and only then are the entries removed from the outbox.
 
+use crate::control::error::ControlError;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
@@ -16,13 +17,13 @@ use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 
-use super::admin::{read_body_up_to, read_json, reply};
-use super::cluster::{route_to_shard, Link, Routed};
-use super::limits::RequestBody;
+use super::route::{route_to_shard, Link, Routed};
 use crate::cluster::Place;
+use crate::control::error::{read_body_up_to, read_json, reply};
 use crate::engine::outbox::{Outgoing, Parcel, Refusal};
 use crate::engine::{Engine, Queue, QueueId, QueueSettings};
 use crate::error::{ErrorCode, SqsError};
+use crate::http::RequestBody;
 use crate::store;
 
 const ARRIVE: &str = "/_sqsim/cluster/arrive";
@@ -58,7 +59,7 @@ async fn ask_owner(link: &Link, id: &QueueId, path: &str, body: Bytes) -> Result
 }
 
 /// The settings of queue `id` (`None`: no such queue), from the node serving it.
-pub(super) async fn settings_of(
+pub(crate) async fn settings_of(
     link: &Link,
     id: QueueId,
 ) -> Result<Option<QueueSettings>, SqsError> {
@@ -101,10 +102,10 @@ fn not_serving() -> Response<Full<Bytes>> {
 }
 
 /// `POST /_sqsim/cluster/describe` (a queue id): that queue's settings, or `null`.
-pub(super) async fn describe(link: &Link, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+pub(crate) async fn describe(link: &Link, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let id = match read_json::<QueueId>(req).await {
         Ok(id) => id,
-        Err(resp) => return resp,
+        Err(e) => return e.reply(),
     };
     match serving(link, &id) {
         Some(engine) => reply(StatusCode::OK, json!(engine.queue_settings(&id))),
@@ -113,10 +114,10 @@ pub(super) async fn describe(link: &Link, req: Request<RequestBody>) -> Response
 }
 
 /// `POST /_sqsim/cluster/arrive` (a parcel): takes it in, answering once that is durable.
-pub(super) async fn arrive(link: &Link, req: Request<RequestBody>) -> Response<Full<Bytes>> {
+pub(crate) async fn arrive(link: &Link, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let body = match read_body_up_to(req, MAX_PARCEL).await {
         Ok(b) => b,
-        Err(resp) => return resp,
+        Err(e) => return e.reply(),
     };
     let parcel = match Parcel::decode(&body) {
         Ok(p) => p,
@@ -133,7 +134,7 @@ pub(super) async fn arrive(link: &Link, req: Request<RequestBody>) -> Response<F
 
 fn refused(e: Refusal) -> Response<Full<Bytes>> {
     match e {
-        Refusal::Gone => reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+        Refusal::Gone => ControlError::not_found("no such queue").reply(),
         Refusal::NotHere => not_serving(),
         Refusal::Invalid(e) => reply(StatusCode::BAD_REQUEST, json!({ "error": e })),
         Refusal::NotKept(e) => reply(
@@ -231,7 +232,7 @@ async fn deliver_oldest(link: &Link, engine: &Engine, outbox: &Queue) -> Round {
 /// Starts the courier of `engine` (a shard this node took), once the node's link to the
 /// cluster is set; it ends when the engine shuts down (the shard is given up). Outboxes are
 /// delivered side by side: a target that does not answer holds up only its own.
-pub(super) fn spawn(link: Arc<OnceLock<Link>>, engine: Weak<Engine>) {
+pub(crate) fn spawn(link: Arc<OnceLock<Link>>, engine: Weak<Engine>) {
     tokio::spawn(async move {
         let link = loop {
             if let Some(l) = link.get() {

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use crate::engine::EngineSettings;
 pub use crate::store::SyncMode;
 
+mod flags;
+pub use flags::Flags;
+
 /// Port `make run` serves on (ElasticMQ's, so existing local setups keep working).
 pub const DEFAULT_PORT: u16 = 9324;
 /// Region used when a request carries no SigV4 scope.
@@ -375,70 +378,6 @@ pub enum AuthMode {
     Verify(HashMap<String, Credential>),
 }
 
-/// What the binary's flags (and their environment variables) can set; `None` leaves the
-/// value from the config file or the defaults.
-#[derive(Debug, Clone, Default)]
-pub struct Flags {
-    pub host: Option<String>,
-    pub port: Option<u16>,
-    pub region: Option<String>,
-    pub account_id: Option<String>,
-    pub advertised_url: Option<String>,
-    pub url_style: Option<UrlStyle>,
-    /// `Some(true)` for `--auth verify`, `Some(false)` for `--auth off`.
-    pub verify: Option<bool>,
-    /// `ACCESS_KEY:SECRET[:ACCOUNT_ID]` texts, added to the config file's keys.
-    pub credentials: Vec<String>,
-    /// `--data-dir`: turns durable mode on.
-    pub data_dir: Option<PathBuf>,
-    /// `--sync`: what durable mode promises before it answers.
-    pub sync: Option<SyncMode>,
-    /// `--salvage`: start past a corrupt record.
-    pub salvage: bool,
-    /// `--compact-after`: log bytes that trigger a snapshot.
-    pub compact_after_bytes: Option<u64>,
-    /// `--metrics-queue-limit`: queues labelled one by one in `/metrics`.
-    pub metrics_queue_limit: Option<usize>,
-    /// `--max-connections`.
-    pub max_connections: Option<usize>,
-    /// `--read-timeout`, seconds.
-    pub read_timeout_secs: Option<u64>,
-    /// `--idle-timeout`, seconds.
-    pub idle_timeout_secs: Option<u64>,
-    /// `--max-long-polls`.
-    pub max_long_polls: Option<usize>,
-    /// `--max-stored-bytes` as given (a size with an optional unit suffix).
-    pub max_stored_bytes: Option<String>,
-    /// `--realism`: a realism spec (`aws`, `off`, `short_poll,order=4`…).
-    pub realism: Option<String>,
-    /// `--seed`: what realism draws from.
-    pub seed: Option<u64>,
-    /// `--cluster`: NATS URLs; turns cluster mode on.
-    pub cluster: Option<String>,
-    /// `--node-id` (cluster mode).
-    pub node_id: Option<String>,
-    /// `--peer-url` (cluster mode).
-    pub peer_url: Option<String>,
-    /// `--cluster-shards`.
-    pub cluster_shards: Option<u32>,
-    /// `--cluster-replicas`.
-    pub cluster_replicas: Option<usize>,
-    /// `--cluster-lease`, milliseconds.
-    pub cluster_lease_ms: Option<u64>,
-    /// `--cluster-gateway`.
-    pub cluster_gateway: bool,
-    /// `--credentials-file`: more keys, one a line.
-    pub credentials_file: Option<String>,
-    /// `--allowed-origins`.
-    pub allowed_origins: Vec<String>,
-    /// `--allowed-hosts`.
-    pub allowed_hosts: Vec<String>,
-    /// `--admin-token`.
-    pub admin_token: Option<String>,
-    /// `--admin on|off`.
-    pub admin: Option<bool>,
-}
-
 impl Config {
     /// What the binary starts from before the config file and flags: the loopback
     /// interface (nothing on the network reaches it), port 9324.
@@ -540,217 +479,6 @@ impl Limits {
     }
 }
 
-/// The cluster flags, applied together.
-struct ClusterFlags {
-    nats: Option<String>,
-    node_id: Option<String>,
-    peer_url: Option<String>,
-    shards: Option<u32>,
-    replicas: Option<usize>,
-    lease_ms: Option<u64>,
-    gateway: bool,
-}
-
-impl ClusterFlags {
-    fn apply(self, config: &mut Config) -> Result<(), String> {
-        let Some(nats) = self.nats.filter(|n| !n.is_empty()) else {
-            if self.node_id.is_some()
-                || self.peer_url.is_some()
-                || self.shards.is_some()
-                || self.replicas.is_some()
-                || self.lease_ms.is_some()
-                || self.gateway
-            {
-                return Err("--node-id, --peer-url and --cluster-* need cluster mode: give --cluster nats://HOST:PORT".into());
-            }
-            return Ok(());
-        };
-        if config.durability.is_some() {
-            return Err("--cluster keeps state in JetStream; it does not take --data-dir".into());
-        }
-        if config.localstack.is_some() {
-            return Err("--cluster and --compat localstack cannot be combined".into());
-        }
-        let node_id = self.node_id.unwrap_or_else(|| {
-            format!("{}-{}", config.host, config.port)
-                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
-        });
-        if node_id.is_empty()
-            || !node_id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(format!(
-                "--node-id must be letters, digits, '-' and '_', got {node_id:?}"
-            ));
-        }
-        let mut cluster = Cluster::new(nats, node_id);
-        cluster.peer_url = self.peer_url;
-        if let Some(n) = self.shards {
-            if !(1..=1024).contains(&n) {
-                return Err(format!("--cluster-shards must be 1 to 1024, got {n}"));
-            }
-            cluster.shards = n;
-        }
-        if let Some(r) = self.replicas {
-            if !(1..=5).contains(&r) {
-                return Err(format!("--cluster-replicas must be 1 to 5, got {r}"));
-            }
-            cluster.replicas = r;
-        }
-        if let Some(ms) = self.lease_ms {
-            if !(500..=60_000).contains(&ms) {
-                return Err(format!("--cluster-lease must be 500 to 60000 ms, got {ms}"));
-            }
-            cluster.lease = std::time::Duration::from_millis(ms);
-        }
-        cluster.gateway = self.gateway;
-        config.cluster = Some(cluster);
-        Ok(())
-    }
-}
-
-impl Flags {
-    /// Applies the flags over `config` (which already holds the config file's settings);
-    /// `file_keys` are the keys the file declares, used when the flags turn verification on
-    /// over a file that left it off. The error is a one-line message for the command line.
-    pub fn apply(
-        self,
-        config: &mut Config,
-        file_keys: HashMap<String, Credential>,
-    ) -> Result<(), String> {
-        macro_rules! set {
-            ($($field:ident),*) => {$(if let Some(v) = self.$field { config.$field = v; })*};
-        }
-        set!(
-            host,
-            port,
-            region,
-            account_id,
-            url_style,
-            metrics_queue_limit
-        );
-        if let Some(v) = self.advertised_url {
-            config.advertised_url = Some(v);
-        }
-        config.limits.apply(
-            self.max_connections,
-            self.read_timeout_secs,
-            self.idle_timeout_secs,
-        )?;
-        if let Some(v) = &self.max_stored_bytes {
-            config.engine.max_stored_bytes =
-                parse_size(v).map_err(|e| format!("--max-stored-bytes: {e}"))?;
-        }
-        if let Some(v) = self.max_long_polls {
-            config.engine.set_max_long_polls(v)?;
-        }
-        if let Some(spec) = &self.realism {
-            config.engine.realism = crate::engine::Realism::parse(spec)?;
-        }
-        if let Some(seed) = self.seed {
-            config.engine.seed = Some(seed);
-        }
-        if let Some(dir) = self.data_dir {
-            let sync = config
-                .durability
-                .as_ref()
-                .map(|d| d.sync)
-                .unwrap_or_default();
-            config.durability = Some(Durability {
-                sync,
-                ..Durability::new(dir)
-            });
-        }
-        let cluster = ClusterFlags {
-            nats: self.cluster,
-            node_id: self.node_id,
-            peer_url: self.peer_url,
-            shards: self.cluster_shards,
-            replicas: self.cluster_replicas,
-            lease_ms: self.cluster_lease_ms,
-            gateway: self.cluster_gateway,
-        };
-        cluster.apply(config)?;
-        match &mut config.durability {
-            Some(d) => {
-                d.sync = self.sync.unwrap_or(d.sync);
-                d.salvage |= self.salvage;
-                d.compact_after_bytes = self.compact_after_bytes.unwrap_or(d.compact_after_bytes);
-            }
-            None if self.sync.is_some() || self.salvage || self.compact_after_bytes.is_some() => {
-                return Err(
-                    "--sync, --salvage and --compact-after need durable mode: give --data-dir DIR"
-                        .into(),
-                );
-            }
-            None => {}
-        }
-        let file_verifies = matches!(config.auth, AuthMode::Verify(_));
-        let mut keys = match std::mem::take(&mut config.auth) {
-            AuthMode::Verify(keys) => keys,
-            AuthMode::Off => file_keys,
-        };
-        for c in &self.credentials {
-            let cred = Credential::parse(c).ok_or_else(|| {
-                format!(
-                    "--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (12 digits), got {c:?}"
-                )
-            })?;
-            keys.insert(cred.access_key.clone(), cred);
-        }
-        if let Some(path) = &self.credentials_file {
-            for cred in Credential::read_file(path)? {
-                keys.insert(cred.access_key.clone(), cred);
-            }
-        }
-        let security = &mut config.security;
-        for o in &self.allowed_origins {
-            let o = o.trim().trim_end_matches('/');
-            if o == "*" || !(o.starts_with("http://") || o.starts_with("https://")) {
-                return Err(format!(
-                    "--allowed-origins takes origins such as http://localhost:3000 (no wildcard), got {o:?}"
-                ));
-            }
-            security.allowed_origins.push(o.to_ascii_lowercase());
-        }
-        for h in &self.allowed_hosts {
-            let h = h.trim();
-            if h.is_empty() || h == "*" || h.contains('/') {
-                return Err(format!(
-                    "--allowed-hosts takes host names such as sqs.internal (no wildcard), got {h:?}"
-                ));
-            }
-            security.allowed_hosts.push(h.to_ascii_lowercase());
-        }
-        if let Some(t) = &self.admin_token {
-            if t.len() < 16 {
-                return Err("--admin-token must be at least 16 characters".into());
-            }
-            security.admin_token = Some(t.clone());
-        }
-        if let Some(on) = self.admin {
-            security.admin = on;
-        }
-        let verify = self.verify.unwrap_or(file_verifies);
-        if verify && keys.is_empty() {
-            return Err("--auth verify needs at least one key (--credentials or [[credentials]] in the config file)".into());
-        }
-        config.auth = if verify {
-            AuthMode::Verify(keys)
-        } else {
-            AuthMode::Off
-        };
-        if !is_account_id(&config.account_id) {
-            return Err(format!(
-                "the account id must be 12 digits, got {:?}",
-                config.account_id
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// A byte size: a number with an optional `K`, `M`, `G` (powers of 1000) or `KiB`, `MiB`,
 /// `GiB` (powers of 1024) suffix.
 pub fn parse_size(v: &str) -> Result<u64, String> {
@@ -772,6 +500,37 @@ pub fn parse_size(v: &str) -> Result<u64, String> {
     };
     n.checked_mul(scale)
         .ok_or_else(|| format!("{v:?} is too large"))
+}
+
+/// Constant-time comparison of two secrets (signatures, tokens): a mismatch takes as long
+/// wherever it starts.
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The port when none is given: LocalStack's with `--compat localstack`, else 9324.
+pub fn default_port(compat: Option<&str>) -> u16 {
+    match compat {
+        Some("localstack") => LOCALSTACK_PORT,
+        _ => DEFAULT_PORT,
+    }
+}
+
+/// LocalStack's own environment variables for SQS queue URLs, so that a docker-compose file
+/// written for LocalStack keeps its meaning.
+pub(crate) fn localstack_settings() -> Result<LocalStack, String> {
+    let strategy = match std::env::var("SQS_ENDPOINT_STRATEGY") {
+        Ok(s) if !s.is_empty() => s.parse()?,
+        _ => Default::default(),
+    };
+    let host = std::env::var("LOCALSTACK_HOST")
+        .ok()
+        .filter(|h| !h.is_empty());
+    Ok(LocalStack { strategy, host })
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! body, so signatures and queue URLs hold) to the node that does; listings ask every node.
 //! Nodes talk over the same HTTP port, under `/_sqsim/cluster`.
 
+use crate::control::error::ControlError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,18 +16,15 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 
-use super::admin::{read_json, reply};
-use super::limits::RequestBody;
-use super::AppState;
 use crate::api::context::{Directory, Listing, Lookup, QueueFilter};
 use crate::api::target::Target;
 use crate::cluster::{Cluster, Place, OWNER_WAIT};
+use crate::control::error::{read_json, reply};
+use crate::control::Plane;
 use crate::engine::{Engine, QueueId};
 use crate::error::{ErrorCode, SqsError};
+use crate::http::{RequestBody, FORWARDED, PEER_SECRET};
 
-/// Marks a request one node sent another: the receiver answers it itself or says it does
-/// not serve the shard (421), never forwards it again.
-pub(super) const FORWARDED: &str = "x-sqsim-forwarded";
 /// How long a forwarded request may take: more than the longest long poll.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(40);
 
@@ -40,7 +38,7 @@ pub(crate) struct Link {
 impl Link {
     /// Joins the cluster described in `state.config`; each shard this node takes gets its
     /// compactor and resumes its move tasks.
-    pub(super) async fn join(state: &AppState) -> Result<Option<Link>, String> {
+    pub(crate) async fn join(state: &Plane) -> Result<Option<Link>, String> {
         let Some(config) = state.config.cluster.clone() else {
             return Ok(None);
         };
@@ -52,7 +50,7 @@ impl Link {
         let cell: Arc<std::sync::OnceLock<Link>> = Arc::default();
         let for_couriers = Arc::clone(&cell);
         let on_open = Box::new(move |engine: &Arc<Engine>| {
-            super::spawn_compactor(Arc::downgrade(engine), COMPACT_AFTER);
+            crate::engine::spawn_compactor(Arc::downgrade(engine), COMPACT_AFTER);
             crate::engine::move_task::resume(engine);
             super::courier::spawn(Arc::clone(&for_couriers), Arc::downgrade(engine));
         });
@@ -132,7 +130,7 @@ impl Link {
             .peer_secret()
             .and_then(|s| HeaderValue::from_str(s).ok())
         {
-            headers.insert(super::guard::PEER_SECRET, v);
+            headers.insert(PEER_SECRET, v);
         }
     }
 
@@ -197,7 +195,7 @@ impl Link {
 const COMPACT_AFTER: u64 = 4 << 20;
 
 /// Where an SQS request is answered.
-pub(super) enum Routed {
+pub(crate) enum Routed {
     /// Here, by this engine.
     Here(Arc<Engine>),
     /// By another node: its answer.
@@ -209,7 +207,7 @@ pub(super) enum Routed {
 
 /// Routes a request about `target`: `body` is the raw body, for forwarding.
 /// `node` is this node's own engine (no queues): it answers what addresses no queue.
-pub(super) async fn route(
+pub(crate) async fn route(
     link: &Link,
     parts: &Parts,
     body: &Bytes,
@@ -224,7 +222,7 @@ pub(super) async fn route(
 }
 
 /// Routes a request about a queue of `shard` (see [`route`]).
-pub(super) async fn route_to_shard(link: &Link, parts: &Parts, body: &Bytes, shard: u32) -> Routed {
+pub(crate) async fn route_to_shard(link: &Link, parts: &Parts, body: &Bytes, shard: u32) -> Routed {
     let forwarded = parts.headers.contains_key(FORWARDED);
     let deadline = Instant::now() + OWNER_WAIT;
     loop {
@@ -328,8 +326,8 @@ fn local_queues(cluster: &Cluster, filter: &QueueFilter) -> Vec<QueueId> {
 /// `/_sqsim/cluster/queues` (a peer's listing), reset across every node; health, faults and
 /// reading the clock act on this node as in one process (given back as `Err`); the rest of
 /// the test controls act on one process's engine and are refused.
-pub(super) async fn admin(
-    state: &AppState,
+pub(crate) async fn admin(
+    state: &Plane,
     link: &Link,
     req: Request<RequestBody>,
 ) -> Result<Response<Full<Bytes>>, Request<RequestBody>> {
@@ -340,7 +338,7 @@ pub(super) async fn admin(
         (Method::GET, "/_sqsim/cluster/locate") => locate(state, link, req.uri().query()),
         (Method::POST, "/_sqsim/cluster/queues") => match read_json::<QueueFilter>(req).await {
             Ok(f) => reply(StatusCode::OK, json!(local_queues(&link.cluster, &f))),
-            Err(resp) => resp,
+            Err(e) => e.reply(),
         },
         (Method::POST, "/_sqsim/cluster/arrive") => super::courier::arrive(link, req).await,
         (Method::POST, "/_sqsim/cluster/describe") => super::courier::describe(link, req).await,
@@ -348,12 +346,12 @@ pub(super) async fn admin(
         (Method::GET, "/_sqsim/peek") => {
             let query = req.uri().query().unwrap_or_default().to_string();
             // Without a queue, the one-process handler gives the error.
-            let Some(id) = super::admin::peek_target(state, &query) else {
+            let Some(id) = crate::control::admin::peek_target(state, &query) else {
                 return Err(req);
             };
             let (parts, _) = req.into_parts();
             match on_owner(state, link, &parts, &Bytes::new(), &id).await {
-                Ok(engine) => super::admin::peek(state, &engine, &query),
+                Ok(engine) => crate::control::admin::peek(state, &engine, &query),
                 Err(resp) => resp,
             }
         }
@@ -364,12 +362,12 @@ pub(super) async fn admin(
         }
         (Method::POST, "/_sqsim/console/delete-message") => console_delete(state, link, req).await,
         // The console's page, script and style.
-        (Method::GET, p) if p.starts_with(super::console::PREFIX) => return Err(req),
+        (Method::GET, p) if p.starts_with(crate::control::console::PREFIX) => return Err(req),
         (Method::POST, "/_sqsim/cluster/stats") => reply(StatusCode::OK, local_stats(link)),
         // The clock is the cluster's: moved here, then on every node (and kept in JetStream
         // for nodes that join later).
         (Method::POST, "/_sqsim/clock") => {
-            let resp = super::admin::handle(state, req).await;
+            let resp = crate::control::admin::handle(state, req).await;
             if resp.status() == StatusCode::OK {
                 if let Err(e) = spread_clock(link).await {
                     return Ok(reply(
@@ -386,7 +384,7 @@ pub(super) async fn admin(
                     .apply_clock(c.offset_ms, c.frozen_at, c.revision);
                 reply(StatusCode::OK, json!({}))
             }
-            Err(resp) => resp,
+            Err(e) => e.reply(),
         },
         (Method::GET, "/_sqsim/health" | "/_sqsim/faults" | "/_sqsim/clock")
         | (Method::POST | Method::DELETE, "/_sqsim/faults") => return Err(req),
@@ -399,19 +397,16 @@ pub(super) async fn admin(
 }
 
 /// `GET /_sqsim/cluster/locate?queue_url=URL`: the queue's shard and who serves it.
-fn locate(state: &AppState, link: &Link, query: Option<&str>) -> Response<Full<Bytes>> {
+fn locate(state: &Plane, link: &Link, query: Option<&str>) -> Response<Full<Bytes>> {
     let url = query
         .and_then(|q| serde_urlencoded::from_str::<Vec<(String, String)>>(q).ok())
         .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "queue_url"))
         .map(|(_, v)| v);
     let Some(id) = url
         .as_deref()
-        .and_then(|u| super::admin::queue_id_of(state, u, None))
+        .and_then(|u| crate::control::admin::queue_id_of(state, u, None))
     else {
-        return reply(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "give queue_url=<a queue URL>"}),
-        );
+        return ControlError::bad_request("give queue_url=<a queue URL>").reply();
     };
     let shard = link.cluster.shard_of(&id);
     reply(
@@ -447,7 +442,7 @@ async fn spread_clock(link: &Link) -> Result<(), String> {
 
 /// Where a request about queue `id` runs (see [`on_owner_of`]).
 async fn on_owner(
-    state: &AppState,
+    state: &Plane,
     link: &Link,
     parts: &Parts,
     body: &Bytes,
@@ -459,7 +454,7 @@ async fn on_owner(
 /// Where an admin request about `target` runs: `Ok` with the engine when this node serves
 /// it, else the answer of the node that does (or the refusal when none does in time).
 async fn on_owner_of(
-    state: &AppState,
+    state: &Plane,
     link: &Link,
     parts: &Parts,
     body: &Bytes,
@@ -475,19 +470,22 @@ async fn on_owner_of(
 /// A console's SQS action, run where its queue is served (a listing: here, asking every
 /// node).
 async fn console_action(
-    state: &AppState,
+    state: &Plane,
     link: &Link,
     req: Request<RequestBody>,
     action: String,
 ) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let call =
-        match super::console::Call::read(state, Request::from_parts(parts.clone(), body), action)
-            .await
-        {
-            Ok(c) => c,
-            Err(resp) => return resp,
-        };
+    let call = match crate::control::console::Call::read(
+        state,
+        Request::from_parts(parts.clone(), body),
+        action,
+    )
+    .await
+    {
+        Ok(c) => c,
+        Err(e) => return e.reply(),
+    };
     let probe = call.context(state, Arc::clone(&state.engine), None);
     let params = crate::protocol::Params::Json(call.body.clone());
     let target = crate::api::target::target(&probe, &call.action, &params);
@@ -495,7 +493,7 @@ async fn console_action(
         Ok(engine) => {
             let directory: Arc<dyn Directory> = Arc::new(ClusterDirectory(link.clone()));
             let ctx = call.context(state, Arc::clone(&engine), Some(directory));
-            super::service::kept_on(super::console::run(state, &ctx, call)).await
+            crate::control::kept_on(crate::control::console::run(state, &ctx, call)).await
         }
         Err(resp) => resp,
     }
@@ -503,22 +501,25 @@ async fn console_action(
 
 /// The console's delete of one message by id, where its queue is served.
 async fn console_delete(
-    state: &AppState,
+    state: &Plane,
     link: &Link,
     req: Request<RequestBody>,
 ) -> Response<Full<Bytes>> {
     let (parts, bytes, d) =
-        match super::admin::read_json_keeping::<super::console::DeleteById>(req).await {
+        match crate::control::error::read_json_keeping::<crate::control::console::DeleteById>(req)
+            .await
+        {
             Ok(read) => read,
-            Err(resp) => return resp,
+            Err(e) => return e.reply(),
         };
-    let Some(id) = super::admin::queue_id_of(state, &d.queue_url, d.region.as_deref()) else {
-        return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+    let Some(id) = crate::control::admin::queue_id_of(state, &d.queue_url, d.region.as_deref())
+    else {
+        return ControlError::not_found("no such queue").reply();
     };
     match on_owner(state, link, &parts, &bytes, &id).await {
         Ok(engine) => {
-            let delete = async { super::console::delete_by_id(state, &engine, d) };
-            super::service::kept_on(delete).await
+            let delete = async { crate::control::console::delete_by_id(state, &engine, d) };
+            crate::control::kept_on(delete).await
         }
         Err(resp) => resp,
     }
@@ -529,7 +530,7 @@ fn local_stats(link: &Link) -> serde_json::Value {
     let engines = link.cluster.engines();
     let queues: Vec<serde_json::Value> = engines
         .iter()
-        .flat_map(|e| super::admin::queue_stats(e))
+        .flat_map(|e| crate::control::admin::queue_stats(e))
         .collect();
     let stores: Vec<_> = engines
         .iter()
@@ -539,7 +540,7 @@ fn local_stats(link: &Link) -> serde_json::Value {
 }
 
 /// `/_sqsim/stats` in cluster mode: every node's queues; the stores of every node's shards.
-async fn stats(state: &AppState, link: &Link) -> Response<Full<Bytes>> {
+async fn stats(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
     let mut queues = Vec::new();
     let mut stores = Vec::new();
     let answers = link.ask_peers("/_sqsim/cluster/stats", &json!({})).await;
@@ -561,35 +562,37 @@ async fn stats(state: &AppState, link: &Link) -> Response<Full<Bytes>> {
             }
         }
     }
-    super::admin::stats_of(state, queues, Some(json!(stores)))
+    crate::control::admin::stats_of(state, queues, Some(json!(stores)))
 }
 
 /// Resets on every node: the local shards, then (unless a peer asked) the others; or one
 /// queue, where it is served.
 async fn reset(
-    state: &AppState,
+    state: &Plane,
     link: &Link,
     req: Request<RequestBody>,
     forwarded: bool,
 ) -> Response<Full<Bytes>> {
     let (parts, bytes, r) =
-        match super::admin::read_json_keeping::<super::admin::ResetRequest>(req).await {
+        match crate::control::error::read_json_keeping::<crate::control::admin::ResetRequest>(req)
+            .await
+        {
             Ok(read) => read,
-            Err(resp) => return resp,
+            Err(e) => return e.reply(),
         };
     if let Some(url) = &r.queue_url {
-        let Some(id) = super::admin::queue_id_of(state, url, r.region.as_deref()) else {
-            return reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"}));
+        let Some(id) = crate::control::admin::queue_id_of(state, url, r.region.as_deref()) else {
+            return ControlError::not_found("no such queue").reply();
         };
         return match on_owner(state, link, &parts, &bytes, &id).await {
             Ok(engine) if engine.reset_queue(&id) => {
                 let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
                 if let Ok(Err(e)) = compacted {
-                    return super::admin::store_failed(&e);
+                    return crate::control::error::ControlError::not_kept(e).reply();
                 }
                 reply(StatusCode::OK, json!({"reset": "queue", "queue_url": url}))
             }
-            Ok(_) => reply(StatusCode::NOT_FOUND, json!({"error": "no such queue"})),
+            Ok(_) => ControlError::not_found("no such queue").reply(),
             Err(resp) => resp,
         };
     }
@@ -598,9 +601,9 @@ async fn reset(
 
 /// Resets every queue, or one namespace, on every node.
 async fn reset_nodes(
-    state: &AppState,
+    state: &Plane,
     link: &Link,
-    r: super::admin::ResetRequest,
+    r: crate::control::admin::ResetRequest,
     forwarded: bool,
 ) -> Response<Full<Bytes>> {
     let namespace = r.namespace(state);
@@ -609,7 +612,7 @@ async fn reset_nodes(
         // The snapshot waits for JetStream: off the runtime's async threads.
         let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
         if let Ok(Err(e)) = compacted {
-            return super::admin::store_failed(&e);
+            return crate::control::error::ControlError::not_kept(e).reply();
         }
     }
     if namespace.is_none() {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 
-use super::AppState;
 use crate::api::ACTIONS;
+use crate::control::Plane;
 
 mod scrape;
 
@@ -179,12 +179,15 @@ pub(crate) fn is_scrape<B>(req: &hyper::Request<B>) -> bool {
         && !req.uri().query().is_some_and(|q| q.contains("Action="))
 }
 
-/// The answer to a scrape, in the text format's content type.
+/// The answer to a scrape, in the text format's content type: the figures of `engines`
+/// (this process's queues; in cluster mode, the shards this node serves).
 pub(crate) fn response(
-    state: &std::sync::Arc<AppState>,
+    state: &std::sync::Arc<Plane>,
+    engines: Vec<std::sync::Arc<crate::engine::Engine>>,
 ) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
-    let mut resp =
-        hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(render(state))));
+    let mut resp = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(render(
+        state, engines,
+    ))));
     resp.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
@@ -193,13 +196,41 @@ pub(crate) fn response(
 }
 
 /// The whole exposition, as `GET /metrics` answers it.
-pub(crate) fn render(state: &std::sync::Arc<AppState>) -> String {
+fn render(
+    state: &std::sync::Arc<Plane>,
+    engines: Vec<std::sync::Arc<crate::engine::Engine>>,
+) -> String {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(scrape::Scrape(std::sync::Arc::clone(state))));
+    registry.register_collector(Box::new(scrape::Scrape(
+        std::sync::Arc::clone(state),
+        engines,
+    )));
     let mut out = String::with_capacity(16 << 10);
     if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
         // Writing to a String cannot fail; keep what was written.
         let _ = writeln!(out, "# sqsim: encoding stopped early");
     }
     out
+}
+
+/// Counts an SQS request in `/metrics` and writes its log line: `encoded` is its answer, or
+/// `None` when a fault rule dropped the connection. One place for every way an SQS action
+/// arrives (the service, the console's action endpoint).
+pub(crate) fn count_and_log(
+    state: &Plane,
+    slot: usize,
+    answered: super::request_log::Answered<'_>,
+    encoded: Option<&crate::protocol::Encoded>,
+) {
+    let took = answered.took;
+    match encoded {
+        Some(encoded) => {
+            state.metrics.observe(slot, encoded.status, took);
+            super::request_log::write(answered, encoded);
+        }
+        None => {
+            state.metrics.observe(slot, DROPPED, took);
+            super::request_log::dropped(answered);
+        }
+    }
 }

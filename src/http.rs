@@ -1,0 +1,183 @@
+//! The HTTP pieces every room shares, below all of them: the request body with its read
+//! deadline, header lookup, a request's credential scope, JSON in and out of the control
+//! plane's endpoints, and an encoded SQS answer turned into a response.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+
+use crate::protocol::Encoded;
+
+/// The header a node sends its peers, carrying the cluster's secret.
+pub(crate) const PEER_SECRET: &str = "x-sqsim-cluster-secret";
+/// Marks a request one node sent another: the receiver answers it itself or says it does
+/// not serve the shard (421), never forwards it again.
+pub(crate) const FORWARDED: &str = "x-sqsim-forwarded";
+
+/// A request body that must arrive whole by a deadline (`read_timeout` after its head):
+/// a client sending a byte a second gets an error instead of holding a request open. The
+/// timer is only set once the body makes the reader wait; an SDK's body arrives with its
+/// head, so a request usually costs no timer at all.
+#[derive(Debug)]
+pub(crate) struct RequestBody {
+    inner: Source,
+    deadline: tokio::time::Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// Where a body's bytes come from.
+#[derive(Debug)]
+enum Source {
+    /// Still arriving from the connection.
+    Stream(Incoming),
+    /// Already read whole (a control request whose signature covered it).
+    Ready(Option<Bytes>),
+}
+
+impl RequestBody {
+    pub(crate) fn new(inner: Incoming, read_timeout: std::time::Duration) -> RequestBody {
+        RequestBody {
+            inner: Source::Stream(inner),
+            deadline: tokio::time::Instant::now() + read_timeout,
+            timer: None,
+        }
+    }
+
+    /// A body already read.
+    pub(crate) fn ready(bytes: Bytes) -> RequestBody {
+        RequestBody {
+            inner: Source::Ready(Some(bytes)),
+            deadline: tokio::time::Instant::now(),
+            timer: None,
+        }
+    }
+}
+
+/// The body did not arrive in time.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within the read timeout")]
+pub(crate) struct BodyTimedOut;
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let stream = match &mut self.inner {
+            Source::Stream(s) => s,
+            Source::Ready(b) => return Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+        };
+        if let Poll::Ready(frame) = Pin::new(stream).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        let deadline = self.deadline;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.inner {
+            Source::Stream(s) => s.is_end_stream(),
+            Source::Ready(b) => b.is_none(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.inner {
+            Source::Stream(s) => s.size_hint(),
+            Source::Ready(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+        }
+    }
+}
+
+/// A header's value, when it is text.
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// What a SigV4 credential scope (`AKID/date/region/service/aws4_request`) names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Scope<'a> {
+    pub access_key: &'a str,
+    pub region: &'a str,
+    /// The signing name: `sqs` for every SQS client.
+    pub service: Option<&'a str>,
+}
+
+/// The credential scope of a SigV4-signed request, from the `Authorization` header or a
+/// presigned URL's `X-Amz-Credential`.
+pub(crate) fn credential_scope<'a>(
+    headers: &'a HeaderMap,
+    query: Option<&'a str>,
+) -> Option<Scope<'a>> {
+    let credential = match header(headers, "authorization") {
+        Some(a) => &a[a.find("Credential=")? + "Credential=".len()..],
+        None => {
+            let q = query?;
+            &q[q.find("X-Amz-Credential=")? + "X-Amz-Credential=".len()..]
+        }
+    };
+    let credential = credential.split([',', '&', ' ']).next()?;
+    // In a query string the slashes are usually percent-encoded.
+    let separator = if credential.contains('/') { "/" } else { "%2F" };
+    let mut parts = credential.split(separator);
+    let access_key = parts.next()?;
+    let _date = parts.next()?;
+    let region = parts.next().filter(|r| !r.is_empty())?;
+    let service = parts.next().filter(|s| !s.is_empty());
+    Some(Scope {
+        access_key,
+        region,
+        service,
+    })
+}
+
+/// Whether the request announces a body above `max` bytes, so it can be refused before any
+/// of the body is read.
+pub(crate) fn declared_too_large(headers: &HeaderMap, max: usize) -> bool {
+    header(headers, CONTENT_LENGTH.as_str())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|len| len > max as u64)
+}
+
+/// The base URL a local client reaches this server on (loopback when bound to all addresses).
+pub(crate) fn loopback_url(addr: SocketAddr) -> String {
+    let ip = if addr.ip().is_unspecified() {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    } else {
+        addr.ip()
+    };
+    format!("http://{}", SocketAddr::new(ip, addr.port()))
+}
+
+/// Turns an encoded reply into an HTTP response with SQS's headers.
+pub(crate) fn respond(e: Encoded, request_id: &str) -> Response<Full<Bytes>> {
+    let len = e.body.len();
+    let mut resp = Response::new(Full::new(Bytes::from(e.body)));
+    *resp.status_mut() = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(e.content_type));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        h.insert("x-amzn-requestid", v);
+    }
+    if let Some(q) = e.query_error.and_then(|q| HeaderValue::from_str(&q).ok()) {
+        h.insert("x-amzn-query-error", q);
+    }
+    resp
+}
