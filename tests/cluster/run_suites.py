@@ -41,7 +41,7 @@ def suites(pytest_args):
         ("JavaScript v2 and v3", ["node", "--test", "v2.test.mjs", "v3.test.mjs"], {}, REPO / "tests" / "node"),
         (
             "Rust",
-            ["cargo", "test", "--test", "it", "--", "--test-threads=1", "sdk::", "fifo::", "redrive::", "visibility::"],
+            ["cargo", "test", "--features", "tools", "--test", "it", "--", "--test-threads=1", "sdk::", "fifo::", "redrive::", "visibility::"],
             {},
             REPO,
         ),
