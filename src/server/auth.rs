@@ -73,7 +73,7 @@ fn encode(s: &str, keep_slash: bool) -> String {
 }
 
 fn claims(req: &SignedRequest<'_>) -> Result<Claims, SqsError> {
-    let header = |n: &str| req.headers.get(n).and_then(|v| v.to_str().ok());
+    let header = |n: &str| crate::http::header(req.headers, n);
     if let Some(auth) = header("authorization") {
         let rest = auth.strip_prefix("AWS4-HMAC-SHA256").ok_or_else(|| {
             error(
@@ -280,11 +280,7 @@ fn check_scope(req: &SignedRequest<'_>, c: &Claims) -> Result<(), SqsError> {
             "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.",
         ));
     }
-    let host = req
-        .headers
-        .get(hyper::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let host = crate::http::header(req.headers, hyper::header::HOST.as_str()).unwrap_or_default();
     if let Some(region) = host
         .strip_prefix("sqs.")
         .and_then(|rest| rest.split('.').next())

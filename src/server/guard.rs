@@ -27,7 +27,7 @@ use super::AppState;
 use crate::config::{same_secret, AuthMode};
 use crate::control::console::login::{self, cookie_name};
 use crate::control::{console, localstack, metrics};
-use crate::http::{RequestBody, FORWARDED, PEER_SECRET};
+use crate::http::{header, RequestBody, FORWARDED, PEER_SECRET};
 
 /// Which part of sqsim a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,10 +77,6 @@ pub(super) enum Verdict {
     Answer(Response<Full<Bytes>>),
     /// Refused: the status and why (the caller renders it for its area).
     Refuse(StatusCode, String),
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// The host a request names: its `Host`, or (HTTP/2) its URI's authority.

@@ -109,8 +109,7 @@ enum Stop {
 
 /// The answer another node gave, as this node sends it on.
 fn encoded_of(head: &hyper::http::response::Parts, body: Bytes) -> Encoded {
-    let header = |name| head.headers.get(name).and_then(|v| v.to_str().ok());
-    let content_type = match header(CONTENT_TYPE.as_str()) {
+    let content_type = match header(&head.headers, CONTENT_TYPE.as_str()) {
         Some(t) if t.starts_with("application/x-amz-json-1.0") => "application/x-amz-json-1.0",
         Some(t) if t.starts_with("application/json") => "application/json",
         _ => "text/xml",
@@ -118,7 +117,7 @@ fn encoded_of(head: &hyper::http::response::Parts, body: Bytes) -> Encoded {
     Encoded {
         status: head.status.as_u16(),
         content_type,
-        query_error: header("x-amzn-query-error").map(str::to_string),
+        query_error: header(&head.headers, "x-amzn-query-error").map(str::to_string),
         error: None,
         body: body.to_vec(),
     }
@@ -442,10 +441,7 @@ async fn route(
         }
         Routed::There(resp) => {
             let (head, body) = resp.into_parts();
-            let id = head
-                .headers
-                .get("x-amzn-requestid")
-                .and_then(|v| v.to_str().ok())
+            let id = header(&head.headers, "x-amzn-requestid")
                 .unwrap_or(&ctx.request_id)
                 .to_string();
             Err(Stop::Relayed(encoded_of(&head, body), id))

@@ -50,10 +50,7 @@ pub(crate) fn is_browser_root<B>(req: &Request<B>) -> bool {
     req.method() == Method::GET
         && req.uri().path() == "/"
         && req.uri().query().is_none()
-        && req
-            .headers()
-            .get(hyper::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
+        && crate::http::header(req.headers(), hyper::header::ACCEPT.as_str())
             .is_some_and(|a| a.contains("text/html"))
 }
 
@@ -143,7 +140,7 @@ impl Call {
         let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         let account = get("account").unwrap_or_else(|| state.config.account_id.clone());
         let region = get("region").unwrap_or_else(|| state.config.region.clone());
-        let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+        let host = crate::http::header(req.headers(), HOST.as_str());
         let base_url = state.config.queue_base_url(host, &region, state.local_addr);
         let started = std::time::Instant::now();
         let body = read_body_up_to(req, state.config.max_body_bytes).await?;

@@ -33,7 +33,7 @@ enum Asked {
 pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response<Full<Bytes>> {
     let request_id = uuid::Uuid::new_v4().to_string();
     let (parts, body) = req.into_parts();
-    let header = |n: &str| parts.headers.get(n).and_then(|v| v.to_str().ok());
+    let header = |n: &str| crate::http::header(&parts.headers, n);
     let body = match Limited::new(body, state.config.max_body_bytes)
         .collect()
         .await
