@@ -157,11 +157,7 @@ async fn join(cluster: &Cluster) -> Result<(async_nats::Client, kv::Store, kv::S
         }
     }
     // The first node makes up the peer secret; every node reads the one that won.
-    let made = format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    );
+    let made = crate::config::new_secret();
     let _ = leases.create(PEER_SECRET, Bytes::from(made)).await;
     let secret = leases
         .get(PEER_SECRET)

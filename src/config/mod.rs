@@ -502,6 +502,16 @@ pub fn parse_size(v: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{v:?} is too large"))
 }
 
+/// A new secret (an admin token, a console session, the cluster's peer secret): 244 random
+/// bits from the OS's generator (two v4 UUIDs), as 64 hex digits.
+pub(crate) fn new_secret() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
 /// Constant-time comparison of two secrets (signatures, tokens): a mismatch takes as long
 /// wherever it starts.
 pub(crate) fn same_secret(a: &str, b: &str) -> bool {

@@ -93,15 +93,11 @@ impl Plane {
         }
         let generated = config.security.admin_token.is_none()
             && matches!(config.auth, crate::config::AuthMode::Verify(_));
-        let admin_token = config.security.admin_token.clone().or_else(|| {
-            generated.then(|| {
-                format!(
-                    "{}{}",
-                    uuid::Uuid::new_v4().simple(),
-                    uuid::Uuid::new_v4().simple()
-                )
-            })
-        });
+        let admin_token = config
+            .security
+            .admin_token
+            .clone()
+            .or_else(|| generated.then(crate::config::new_secret));
         Ok(Plane {
             engine,
             faults: faults::FaultSet::default(),

@@ -89,11 +89,7 @@ pub(crate) struct Sessions(Mutex<HashMap<String, Instant>>);
 impl Sessions {
     /// A new session, as the cookie value.
     pub(crate) fn open(&self) -> String {
-        let id = format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
+        let id = crate::config::new_secret();
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         s.retain(|_, until| *until > now);
