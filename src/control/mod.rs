@@ -143,9 +143,8 @@ impl Plane {
 pub(crate) async fn kept_on(
     work: impl Future<Output = Response<Full<Bytes>>>,
 ) -> Response<Full<Bytes>> {
-    let (resp, depends) = journal::tracking(work).await;
-    match journal::kept(depends).await {
-        Ok(()) => resp,
-        Err(e) => error::ControlError::not_kept(e).reply(),
+    match journal::once_kept(work).await {
+        (resp, Ok(())) => resp,
+        (_, Err(e)) => error::ControlError::not_kept(e).reply(),
     }
 }

@@ -54,13 +54,20 @@ pub(crate) async fn tracking<F: Future>(f: F) -> (F::Output, Depends) {
         .await
 }
 
-/// Waits until every record in `depends` (what a request's answer relies on, in each store
-/// it touched) is kept.
-pub(crate) async fn kept(depends: Depends) -> Result<(), crate::store::StoreError> {
+/// Runs `work` (one request) and waits until every record its answer relies on is kept,
+/// in each store it touched: what it appended, and what made the state it read. The one
+/// way an answer is acknowledged in durable mode (the SQS API, the control plane, a
+/// parcel between shards); without a store it only runs `work`.
+pub(crate) async fn once_kept<F: Future>(
+    work: F,
+) -> (F::Output, Result<(), crate::store::StoreError>) {
+    let (out, depends) = tracking(work).await;
     for (store, lsn) in depends {
-        crate::store::durable(store.as_ref(), lsn).await?;
+        if let Err(e) = crate::store::durable(store.as_ref(), lsn).await {
+            return (out, Err(e));
+        }
     }
-    Ok(())
+    (out, Ok(()))
 }
 
 /// Notes `lsn` of `store` for the current request (the newest per store); false outside a

@@ -223,7 +223,9 @@ where
         let body = read_body(&state, &parts, body, &request_id).await?;
         let signer = authenticate(&state, &parts, &body, &request_id)?;
         let kept_body = counted.then(|| body.clone());
-        let raw_body = state.in_cluster().then(|| body.clone());
+        // Cluster mode forwards the request as it came, so its body is kept.
+        #[cfg(feature = "cluster")]
+        let raw_body = state.link.is_some().then(|| body.clone());
         let decoded = decode(&parts, body, &request_id)?;
         if let Some(kept_body) = kept_body {
             slot = RequestMetrics::slot_of(&decoded.action);
@@ -236,8 +238,6 @@ where
         if let (Some(link), Some(raw)) = (&state.link, raw_body) {
             route(link, &mut ctx, &parts, raw, &decoded, &state.engine).await?;
         }
-        #[cfg(not(feature = "cluster"))]
-        let _ = raw_body;
         Ok::<_, Stop>(dispatch(&ctx, decoded).await)
     };
     let outcome = stages.await;
@@ -456,12 +456,11 @@ async fn route(
 
 /// Stage 6: the action, its reply or error encoded in the request's protocol.
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
-    let (result, depends) =
-        journal::tracking(api::dispatch(ctx, &decoded.action, decoded.params)).await;
     // Acknowledged means durable: the answer waits until what it relies on is kept.
-    let result = match journal::kept(depends).await {
-        Ok(()) => result,
-        Err(e) => {
+    let result = match journal::once_kept(api::dispatch(ctx, &decoded.action, decoded.params)).await
+    {
+        (result, Ok(())) => result,
+        (_, Err(e)) => {
             tracing::error!(error = %e, action = %decoded.action, "change not kept");
             Err(SqsError::internal())
         }
