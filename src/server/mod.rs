@@ -298,9 +298,9 @@ async fn serve_with<H, F>(
     }
 }
 
-#[cfg(feature = "worker")]
 /// Starts workers that push this server's queues to applications; they stop when `stop`
 /// turns true. Their counters show in `/_sqsim/stats`.
+#[cfg(feature = "worker")]
 pub(crate) fn start_workers(
     state: &Arc<AppState>,
     workers: Vec<(String, crate::worker::WorkerOptions)>,
@@ -394,14 +394,11 @@ pub async fn run(
     #[cfg(feature = "worker")]
     let worker_tasks = start_workers(&state, workers, stop_rx);
     #[cfg(not(feature = "worker"))]
-    let worker_tasks: Vec<JoinHandle<()>> = match workers.is_empty() {
-        true => {
-            drop(stop_rx);
-            Vec::new()
-        }
-        false => {
-            return Err("config error: [workers] need the worker (cargo feature `worker`), which this sqsim was built without".into())
-        }
+    let worker_tasks: Vec<JoinHandle<()>> = if workers.is_empty() {
+        drop(stop_rx);
+        Vec::new()
+    } else {
+        return Err("config error: [workers] need the worker (cargo feature `worker`), which this sqsim was built without".into());
     };
     // Tests and scripts read this line to find the port.
     println!("sqsim listening on http://{local_addr}");
