@@ -12,7 +12,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: strace cluster-test cluster-suites cluster-bench nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: test-minimal strace cluster-test cluster-suites cluster-bench nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up).
@@ -27,13 +27,19 @@ build:
 
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node,
 ## and the cluster (three JetStream servers, three sqsim nodes, processes killed and stalled).
-test: test-rust test-fuzz test-soak test-python test-query test-cli test-node cluster-test cluster-suites
+test: test-rust test-minimal test-fuzz test-soak test-python test-query test-cli test-node cluster-test cluster-suites
 
 test-rust: nats
 	cargo test $(FEATURES)
-	@# The single-node server without cluster mode and the worker (issue 29: it must keep
-	@# building; `cargo build --no-default-features` makes the binary).
-	cargo check --no-default-features --bin sqsim
+
+## The single-node server without cluster mode and the worker (`--no-default-features`: no
+## NATS client, no AWS SDK), built apart in target/minimal: it serves SQS (boto3's send,
+## receive and queue suites against it) and refuses --cluster and [workers] with the reason.
+MINIMAL_BIN := $(CURDIR)/target/minimal/debug/sqsim
+test-minimal: $(VENV)/.installed
+	cargo build --no-default-features --bin sqsim --target-dir target/minimal
+	SQSIM_BIN=$(MINIMAL_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q -p no:cacheprovider \
+	  tests/minimal tests/python/test_send.py tests/python/test_receive.py tests/python/test_queues.py
 
 ## Cluster mode on loopback: a 3-server JetStream cluster (R3) and 3 sqsim nodes under SDK
 ## traffic; kill -9 of a node and of a JetStream server, an owner stalled past its lease
