@@ -217,6 +217,22 @@ def running(*flags, env=None, token=None):
     assert proc.returncode == 0, f"sqsim exited with {proc.returncode} (log: {log.name})"
 
 
+def send_until_refused(client, url, prefix, pad, limit, refused=Exception):
+    """Sends `prefix`0-, `prefix`1-, … (each padded with `pad` bytes) until one is refused
+    (an exception of type `refused`) or `limit` were sent. Returns the acknowledged
+    prefixes and the refusal (None if every send was acknowledged): what the durable-mode
+    fault tests check was kept."""
+    acked = []
+    for i in range(limit):
+        tag = f"{prefix}{i:05d}-"
+        try:
+            client.send_message(QueueUrl=url, MessageBody=tag + "x" * pad)
+        except refused as e:  # noqa: BLE001 - the caller says what a refusal is
+            return acked, e
+        acked.append(tag)
+    return acked, None
+
+
 def run_to_exit(*flags, timeout=20):
     """Runs sqsim expecting it to stop on its own (a startup error); returns CompletedProcess.
     A server that starts anyway is killed and reported."""

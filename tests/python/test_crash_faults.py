@@ -257,23 +257,17 @@ def test_sqsim_starts_on_a_nearly_full_disk_and_serves(small_disk):
     srv = Durable(small_disk, "--compact-after", "1048576")
     c = srv.client()
     url = c.create_queue(QueueName="q")["QueueUrl"]
-    acked = []
-    for i in range(400):
-        try:
-            c.send_message(QueueUrl=url, MessageBody=f"n{i:03d}-" + "y" * 3000)
-            acked.append(f"n{i:03d}-")
-        except ClientError:
-            break
+    acked, _ = sqsim_process.send_until_refused(c, url, "n", 3000, 400, refused=ClientError)
     srv.kill9()
     # Some room back, far less than the state: no start-up snapshot fits, yet it starts.
     sqsim_process.resize(small_disk, "360k")
     srv = Durable(small_disk, "--compact-after", "1048576")
     assert srv.endpoint is not None, srv.text()
     c = srv.client()
-    got = {m["body"][:5] for m in srv.peek(url)}
+    got = {m["body"][:7] for m in srv.peek(url)}
     assert all(a in got for a in acked), "acknowledged sends lost"
     m = c.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"][0]
-    assert m["Body"][:5] in got
+    assert m["Body"][:7] in got
     srv.kill9()
 
 
@@ -294,13 +288,8 @@ def test_kill_9_at_each_step_of_segment_and_snapshot_creation(tmp_path, point, n
     srv = Durable(tmp_path, *flags, env={"SQSIM_CRASH_AT": f"{point}:{n}"})
     c = srv.client(connect_timeout=2, read_timeout=10)
     url = c.create_queue(QueueName="q")["QueueUrl"]
-    acked = []
-    for i in range(5000):
-        try:
-            c.send_message(QueueUrl=url, MessageBody=f"c{i:05d}-" + "z" * 2000)
-            acked.append(f"c{i:05d}-")
-        except Exception:  # noqa: BLE001 - the crash point ended the process
-            break
+    # Any exception: the crash point ends the process mid-request.
+    acked, _ = sqsim_process.send_until_refused(c, url, "c", 2000, 5000)
     srv.proc.wait(timeout=10)
     assert srv.proc.returncode != 0
     assert f"crash point {point} reached" in srv.text(), srv.text()[-2000:]

@@ -30,18 +30,12 @@ def wait_healthy(srv, want, timeout=10):
 
 def test_a_full_disk_fails_requests_keeps_acknowledged_ones_and_recovers(small_disk):
     flags = ("--data-dir", str(small_disk), "--sync", "fsync")
-    acked = []
     with sqsim_process.running(*flags) as srv:
         sqs = srv.client()
         url = sqs.create_queue(QueueName="full")["QueueUrl"]
-        failure = None
-        for i in range(2000):
-            try:
-                sqs.send_message(QueueUrl=url, MessageBody=f"m{i}-" + "x" * 2000)
-                acked.append(f"m{i}-")
-            except ClientError as e:
-                failure = e
-                break
+        acked, failure = sqsim_process.send_until_refused(
+            sqs, url, "m", 2000, 2000, refused=ClientError
+        )
         assert failure is not None, "the disk never filled"
         assert failure.response["ResponseMetadata"]["HTTPStatusCode"] == 500
         # AWS's code for a 500 (the SQS API reference's common errors).
