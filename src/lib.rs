@@ -47,8 +47,8 @@
 //!   `queue_url`, `target` (which queue a request is about, for cluster routing).
 //! - `http` (uses: protocol) — the HTTP pieces every room shares: the request body with
 //!   its read deadline, headers, a credential scope, an encoded answer as a response.
-//! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `form` (form
-//!   decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
+//! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `action` (the
+//!   SQS actions as one enum, read off the wire once), `form` (form decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
 //!   rendered as JSON when asked), `xml` (the XML writer).
 //! - `config` (uses: engine, store) — one [`Config`] from code, the config file and `flags`
 //!   (one struct: every command-line flag with its environment variable, `--help` from its

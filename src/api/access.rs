@@ -10,31 +10,36 @@
 use serde_json::Value;
 
 use crate::error::{ErrorCode, SqsError};
+use crate::protocol::Action;
 
-/// Actions another account can never be granted (the AddPermission reference: "cross-account
-/// permissions don't apply to" these).
-const OWNER_ONLY: &[&str] = &[
-    "AddPermission",
-    "CancelMessageMoveTask",
-    "CreateQueue",
-    "DeleteQueue",
-    "ListMessageMoveTasks",
-    "ListQueues",
-    "ListQueueTags",
-    "RemovePermission",
-    "SetQueueAttributes",
-    "StartMessageMoveTask",
-    "TagQueue",
-    "UntagQueue",
-];
+/// Whether another account can never be granted `action` (the AddPermission reference:
+/// "cross-account permissions don't apply to" these).
+fn owner_only(action: Action) -> bool {
+    use Action::*;
+    matches!(
+        action,
+        AddPermission
+            | CancelMessageMoveTask
+            | CreateQueue
+            | DeleteQueue
+            | ListMessageMoveTasks
+            | ListQueues
+            | ListQueueTags
+            | RemovePermission
+            | SetQueueAttributes
+            | StartMessageMoveTask
+            | TagQueue
+            | UntagQueue
+    )
+}
 
 /// The permission `action` needs ("Amazon SQS API permissions": a batch needs its single
 /// action's permission).
-pub(crate) fn permission(action: &str) -> &str {
+pub(crate) fn permission(action: Action) -> Action {
     match action {
-        "SendMessageBatch" => "SendMessage",
-        "DeleteMessageBatch" => "DeleteMessage",
-        "ChangeMessageVisibilityBatch" => "ChangeMessageVisibility",
+        Action::SendMessageBatch => Action::SendMessage,
+        Action::DeleteMessageBatch => Action::DeleteMessage,
+        Action::ChangeMessageVisibilityBatch => Action::ChangeMessageVisibility,
         other => other,
     }
 }
@@ -54,15 +59,15 @@ pub(crate) enum Decision {
 pub(crate) struct Request<'a> {
     /// The caller's account.
     pub account: &'a str,
-    /// The action's name (`SendMessageBatch`), mapped to its permission here.
-    pub action: &'a str,
+    /// The action (`SendMessageBatch`), mapped to its permission here.
+    pub action: Action,
     /// The queue's ARN.
     pub resource: &'a str,
 }
 
 /// Whether `req` may go ahead on a queue with `policy` (a JSON document, or none).
 pub(crate) fn decide(policy: Option<&str>, req: &Request<'_>) -> Decision {
-    if OWNER_ONLY.contains(&req.action) {
+    if owner_only(req.action) {
         return Decision::NoAllow;
     }
     let Some(doc) = policy.and_then(|p| serde_json::from_str::<Value>(p).ok()) else {
@@ -77,7 +82,7 @@ pub(crate) fn decide(policy: Option<&str>, req: &Request<'_>) -> Decision {
     for s in statements {
         let effect = s.get("Effect").and_then(Value::as_str).unwrap_or_default();
         let applies = principal_matches(s, req.account)
-            && action_matches(s, permission(req.action))
+            && action_matches(s, permission(req.action).name())
             && resource_matches(s, req.resource);
         if !applies {
             continue;
@@ -97,7 +102,7 @@ pub(crate) fn decide(policy: Option<&str>, req: &Request<'_>) -> Decision {
 
 /// The error AWS answers a denied request with.
 pub(crate) fn denied(req: &Request<'_>, decision: Decision) -> SqsError {
-    let permission = format!("sqs:{}", permission(req.action).to_ascii_lowercase());
+    let permission = format!("sqs:{}", permission(req.action).name().to_ascii_lowercase());
     let why = match decision {
         Decision::Deny => "with an explicit deny in a resource-based policy".to_string(),
         _ => format!("because no resource-based policy allows the {permission} action"),
@@ -267,7 +272,7 @@ pub(crate) fn unevaluated(policy: &str) -> Vec<String> {
     };
     let probe = Request {
         account: "000000000000",
-        action: "SendMessage",
+        action: Action::SendMessage,
         resource: "",
     };
     let mut out = Vec::new();
@@ -296,7 +301,7 @@ mod tests {
     fn req<'a>(account: &'a str, action: &'a str) -> Request<'a> {
         Request {
             account,
-            action,
+            action: Action::from_name(action).expect("an SQS action"),
             resource: ARN,
         }
     }
@@ -379,9 +384,11 @@ mod tests {
             decide(Some(&p), &req("333333333333", "DeleteMessage")),
             Decision::Allow
         );
-        for a in OWNER_ONLY {
+        let owners: Vec<_> = Action::ALL.iter().filter(|a| owner_only(**a)).collect();
+        assert_eq!(owners.len(), 12);
+        for a in owners {
             assert_eq!(
-                decide(Some(&p), &req("222222222222", a)),
+                decide(Some(&p), &req("222222222222", a.name())),
                 Decision::NoAllow,
                 "{a}"
             );

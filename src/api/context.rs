@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::engine::{Engine, Queue, QueueId, QueueSettings};
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::Protocol;
+use crate::protocol::{Action, Protocol};
 
 use super::attributes::check_redrive_against;
 use super::queue_url;
@@ -35,7 +35,7 @@ pub(crate) struct Context {
     /// all.
     pub directory: Option<Arc<dyn Directory>>,
     /// The action being run (`SendMessageBatch`): what another account's queue must grant.
-    pub action: String,
+    pub action: Action,
     /// Whether `account` was proven by a signature (`--auth verify`): then another
     /// account's queue answers only what its Policy grants ([`super::access`]).
     pub verified: bool,
@@ -146,7 +146,7 @@ impl Context {
         }
         let req = super::access::Request {
             account: &self.account,
-            action: &self.action,
+            action: self.action,
             resource: &queue.arn,
         };
         let decision = queue.with_settings(|s| super::access::decide(s.policy.as_deref(), &req));
@@ -200,11 +200,11 @@ impl Context {
     }
 
     /// The query protocol refuses queue-less actions sent to a queue URL.
-    pub(crate) fn require_service_endpoint(&self, action: &str) -> Result<(), SqsError> {
+    pub(crate) fn require_service_endpoint(&self) -> Result<(), SqsError> {
         if self.protocol == Protocol::Query && self.path_names_queue() {
             return Err(SqsError::new(
                 ErrorCode::InvalidAction,
-                format!("The action {action} is not valid for this endpoint."),
+                format!("The action {} is not valid for this endpoint.", self.action),
             ));
         }
         Ok(())

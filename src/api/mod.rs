@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{Params, Reply, Shape, XmlResult, XmlWriter};
+use crate::protocol::{Action, Params, Reply, Shape, XmlResult, XmlWriter};
 pub(crate) use context::Context;
 
 /// The reply of actions that return nothing: `{}` in JSON, no `Result` element in XML.
@@ -31,76 +31,43 @@ fn boxed<T: Reply + 'static>(r: Result<T, SqsError>) -> Result<Box<dyn Reply>, S
     r.map(|v| Box::new(v) as Box<dyn Reply>)
 }
 
-/// Every action [`dispatch`] runs, in the order metrics list them.
-pub(crate) const ACTIONS: [&str; 23] = [
-    "CreateQueue",
-    "GetQueueUrl",
-    "ListQueues",
-    "DeleteQueue",
-    "GetQueueAttributes",
-    "SetQueueAttributes",
-    "PurgeQueue",
-    "SendMessage",
-    "SendMessageBatch",
-    "ReceiveMessage",
-    "DeleteMessage",
-    "DeleteMessageBatch",
-    "ChangeMessageVisibility",
-    "ChangeMessageVisibilityBatch",
-    "TagQueue",
-    "UntagQueue",
-    "ListQueueTags",
-    "ListDeadLetterSourceQueues",
-    "StartMessageMoveTask",
-    "ListMessageMoveTasks",
-    "CancelMessageMoveTask",
-    "AddPermission",
-    "RemovePermission",
-];
-
 /// Runs one action.
 pub(crate) async fn dispatch(
     ctx: &Context,
-    action: &str,
+    action: Action,
     params: Params,
 ) -> Result<Box<dyn Reply>, SqsError> {
     use actions::*;
+    use Action::*;
     match action {
-        "CreateQueue" => boxed(create_queue::handle(ctx, params.parse()?).await),
-        "GetQueueUrl" => boxed(get_queue_url::handle(ctx, params.parse()?)),
-        "ListQueues" => boxed(list_queues::handle(ctx, params.parse()?).await),
-        "DeleteQueue" => boxed(delete_queue::handle(ctx, params.parse()?)),
-        "GetQueueAttributes" => boxed(get_queue_attributes::handle(ctx, params.parse()?)),
-        "SetQueueAttributes" => boxed(set_queue_attributes::handle(ctx, params.parse()?).await),
-        "PurgeQueue" => boxed(purge_queue::handle(ctx, params.parse()?)),
-        "SendMessage" => boxed(send_message::handle(ctx, params.parse()?)),
-        "SendMessageBatch" => boxed(send_message_batch::handle(ctx, params.parse()?)),
-        "ReceiveMessage" => boxed(receive_message::handle(ctx, params.parse()?).await),
-        "DeleteMessage" => boxed(delete_message::handle(ctx, params.parse()?)),
-        "DeleteMessageBatch" => boxed(delete_message_batch::handle(ctx, params.parse()?)),
-        "ChangeMessageVisibility" => boxed(change_message_visibility::handle(ctx, params.parse()?)),
-        "ChangeMessageVisibilityBatch" => boxed(change_message_visibility_batch::handle(
+        CreateQueue => boxed(create_queue::handle(ctx, params.parse()?).await),
+        GetQueueUrl => boxed(get_queue_url::handle(ctx, params.parse()?)),
+        ListQueues => boxed(list_queues::handle(ctx, params.parse()?).await),
+        DeleteQueue => boxed(delete_queue::handle(ctx, params.parse()?)),
+        GetQueueAttributes => boxed(get_queue_attributes::handle(ctx, params.parse()?)),
+        SetQueueAttributes => boxed(set_queue_attributes::handle(ctx, params.parse()?).await),
+        PurgeQueue => boxed(purge_queue::handle(ctx, params.parse()?)),
+        SendMessage => boxed(send_message::handle(ctx, params.parse()?)),
+        SendMessageBatch => boxed(send_message_batch::handle(ctx, params.parse()?)),
+        ReceiveMessage => boxed(receive_message::handle(ctx, params.parse()?).await),
+        DeleteMessage => boxed(delete_message::handle(ctx, params.parse()?)),
+        DeleteMessageBatch => boxed(delete_message_batch::handle(ctx, params.parse()?)),
+        ChangeMessageVisibility => boxed(change_message_visibility::handle(ctx, params.parse()?)),
+        ChangeMessageVisibilityBatch => boxed(change_message_visibility_batch::handle(
             ctx,
             params.parse()?,
         )),
-        "TagQueue" => boxed(tags::tag(ctx, params.parse()?)),
-        "UntagQueue" => boxed(tags::untag(ctx, params.parse()?)),
-        "ListQueueTags" => boxed(tags::list(ctx, params.parse()?)),
-        "ListDeadLetterSourceQueues" => {
+        TagQueue => boxed(tags::tag(ctx, params.parse()?)),
+        UntagQueue => boxed(tags::untag(ctx, params.parse()?)),
+        ListQueueTags => boxed(tags::list(ctx, params.parse()?)),
+        ListDeadLetterSourceQueues => {
             boxed(list_dead_letter_source_queues::handle(ctx, params.parse()?).await)
         }
-        "StartMessageMoveTask" => boxed(message_move_tasks::start(ctx, params.parse()?).await),
-        "ListMessageMoveTasks" => boxed(message_move_tasks::list(ctx, params.parse()?)),
-        "CancelMessageMoveTask" => boxed(message_move_tasks::cancel(ctx, params.parse()?)),
-        "AddPermission" => boxed(permissions::add(ctx, params.parse()?)),
-        "RemovePermission" => boxed(permissions::remove(ctx, params.parse()?)),
-        a => Err(match ctx.protocol {
-            crate::protocol::Protocol::Query => SqsError::new(
-                ErrorCode::InvalidAction,
-                format!("The action {a} is not valid for this endpoint."),
-            ),
-            crate::protocol::Protocol::Json => SqsError::new(ErrorCode::UnknownOperation, ""),
-        }),
+        StartMessageMoveTask => boxed(message_move_tasks::start(ctx, params.parse()?).await),
+        ListMessageMoveTasks => boxed(message_move_tasks::list(ctx, params.parse()?)),
+        CancelMessageMoveTask => boxed(message_move_tasks::cancel(ctx, params.parse()?)),
+        AddPermission => boxed(permissions::add(ctx, params.parse()?)),
+        RemovePermission => boxed(permissions::remove(ctx, params.parse()?)),
     }
 }
 

@@ -5,7 +5,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
 use crate::engine::QueueId;
-use crate::protocol::Params;
+use crate::protocol::{Action, Params};
 
 use super::Context;
 
@@ -22,23 +22,23 @@ pub(crate) enum Target {
 }
 
 /// The queue `action` with `params` addresses, as `ctx` resolves names.
-pub(crate) fn target(ctx: &Context, action: &str, params: &Params) -> Target {
+pub(crate) fn target(ctx: &Context, action: Action, params: &Params) -> Target {
     let id = match action {
-        "ListQueues" => return Target::Everywhere,
-        "CreateQueue" => params
+        Action::ListQueues => return Target::Everywhere,
+        Action::CreateQueue => params
             .string_member("QueueName")
             .map(|name| ctx.own_queue_id(&name)),
-        "GetQueueUrl" => params.string_member("QueueName").map(|name| QueueId {
+        Action::GetQueueUrl => params.string_member("QueueName").map(|name| QueueId {
             account: params
                 .string_member("QueueOwnerAWSAccountId")
                 .filter(|a| !a.is_empty())
                 .unwrap_or_else(|| ctx.account.clone()),
             ..ctx.own_queue_id(&name)
         }),
-        "StartMessageMoveTask" | "ListMessageMoveTasks" => params
+        Action::StartMessageMoveTask | Action::ListMessageMoveTasks => params
             .string_member("SourceArn")
             .and_then(|arn| QueueId::from_arn(&arn)),
-        "CancelMessageMoveTask" => params
+        Action::CancelMessageMoveTask => params
             .string_member("TaskHandle")
             .and_then(|h| STANDARD.decode(h).ok())
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())

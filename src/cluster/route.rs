@@ -358,7 +358,7 @@ pub(crate) async fn admin(
         (Method::GET, "/_sqsim/stats") => stats(state, link).await,
         (Method::POST, p) if p.starts_with("/_sqsim/console/sqs/") => {
             let action = p["/_sqsim/console/sqs/".len()..].to_string();
-            console_action(state, link, req, action).await
+            console_action(state, link, req, &action).await
         }
         (Method::POST, "/_sqsim/console/delete-message") => console_delete(state, link, req).await,
         // The console's page, script and style.
@@ -473,7 +473,7 @@ async fn console_action(
     state: &Plane,
     link: &Link,
     req: Request<RequestBody>,
-    action: String,
+    action: &str,
 ) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let call = match crate::control::console::Call::read(
@@ -484,11 +484,11 @@ async fn console_action(
     .await
     {
         Ok(c) => c,
-        Err(e) => return e.reply(),
+        Err(refused) => return refused,
     };
     let probe = call.context(state, Arc::clone(&state.engine), None);
     let params = crate::protocol::Params::Json(call.body.clone());
-    let target = crate::api::target::target(&probe, &call.action, &params);
+    let target = crate::api::target::target(&probe, call.action, &params);
     match on_owner_of(state, link, &parts, &call.body, &target).await {
         Ok(engine) => {
             let directory: Arc<dyn Directory> = Arc::new(ClusterDirectory(link.clone()));

@@ -1,6 +1,7 @@
 //! Bytes in, bytes out, for both SQS wire protocols: AWS JSON 1.0 (`X-Amz-Target`) and the
 //! query protocol (form-encoded `Action=`, XML replies). No queue logic lives here.
 
+pub(crate) mod action;
 pub(crate) mod form;
 pub(crate) mod query;
 pub(crate) mod query_json;
@@ -11,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{ErrorCode, SqsError};
+pub(crate) use action::Action;
 pub(crate) use query_json::{Empty, Member, Shape};
 pub(crate) use xml::XmlWriter;
 
@@ -111,7 +113,7 @@ impl Params {
 pub(crate) struct Decoded {
     pub protocol: Protocol,
     pub render: Render,
-    pub action: String,
+    pub action: Action,
     pub params: Params,
 }
 
@@ -134,7 +136,8 @@ pub(crate) struct RawRequest<'a> {
     pub body: Bytes,
 }
 
-/// Works out the protocol and action of a request.
+/// Works out the protocol and action of a request. An action SQS does not have is refused
+/// here, once its parameters are known to be well-formed (as SQS orders the two checks).
 pub(crate) fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
     if let Some(target) = req.target {
         let action = target
@@ -146,10 +149,12 @@ pub(crate) fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
                     SqsError::new(ErrorCode::UnknownOperation, String::new()),
                 )
             })?;
+        let action = Action::parse(action, Protocol::Json)
+            .map_err(|e| DecodeError::Error(Render::Json, e))?;
         return Ok(Decoded {
             protocol: Protocol::Json,
             render: Render::Json,
-            action: action.to_string(),
+            action,
             params: Params::Json(req.body),
         });
     }
@@ -168,10 +173,12 @@ pub(crate) fn decode(req: RawRequest<'_>) -> Result<Decoded, DecodeError> {
     let param = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v);
     let render = Render::of_query(req.accept, param("ContentType").map(|v| &**v));
     query::check_bounds(&pairs).map_err(|e| DecodeError::Error(render, e))?;
-    let Some(action) = param("Action").map(|v| v.to_string()) else {
+    let Some(name) = param("Action").map(|v| v.to_string()) else {
         return Err(DecodeError::NoAction);
     };
     let shaped = query::shape_input(pairs).map_err(|e| DecodeError::Error(render, e))?;
+    let action =
+        Action::parse(&name, Protocol::Query).map_err(|e| DecodeError::Error(render, e))?;
     Ok(Decoded {
         protocol: Protocol::Query,
         render,
@@ -249,7 +256,7 @@ pub(crate) struct Encoded {
 /// Renders a successful reply.
 pub(crate) fn encode_reply(
     render: Render,
-    action: &str,
+    action: Action,
     request_id: &str,
     reply: &dyn Reply,
 ) -> Encoded {
@@ -278,20 +285,20 @@ pub(crate) fn encode_reply(
                 content_type: QUERY_JSON_CONTENT_TYPE,
                 query_error: None,
                 error: None,
-                body: query_json::reply(action, request_id, result),
+                body: query_json::reply(action.name(), request_id, result),
             }
         }
         Render::Xml => {
             let mut w = XmlWriter::with_capacity(4096);
             w.raw("<?xml version=\"1.0\"?><");
-            w.raw(action);
+            w.raw(action.name());
             w.raw("Response xmlns=\"");
             w.raw(XML_NAMESPACE);
             w.raw("\">");
             if reply.shape().is_some() {
                 // Written in place; an empty result becomes `<{Action}Result/>` afterwards.
                 w.raw("<");
-                w.raw(action);
+                w.raw(action.name());
                 w.raw("Result>");
                 let start = w.len();
                 reply.write_xml(&mut w);
@@ -300,14 +307,14 @@ pub(crate) fn encode_reply(
                     w.raw("/>");
                 } else {
                     w.raw("</");
-                    w.raw(action);
+                    w.raw(action.name());
                     w.raw("Result>");
                 }
             }
             w.raw("<ResponseMetadata><RequestId>");
             w.raw(request_id);
             w.raw("</RequestId></ResponseMetadata></");
-            w.raw(action);
+            w.raw(action.name());
             w.raw("Response>");
             Encoded {
                 status: 200,

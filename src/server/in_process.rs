@@ -12,7 +12,7 @@ use super::AppState;
 use crate::Config;
 
 /// Every SQS action name.
-pub const ACTIONS: &[&str] = &crate::api::ACTIONS;
+pub const ACTIONS: &[&str] = crate::protocol::Action::NAMES;
 
 /// One request of a `fixtures/wire` file.
 #[derive(Debug, Clone)]

@@ -216,7 +216,7 @@ async fn serve_with<H, F>(
         .timer(TokioTimer::new())
         // Pipelined requests are answered in order either way. hyper's `pipeline_flush`
         // would batch their replies, but it also loses the 431 hyper writes before closing
-        // on an oversized head (tests/it/robustness.rs found it), so it stays off.
+        // on an oversized head (tests/it/malformed.rs found it), so it stays off.
         .header_read_timeout(limits.read_timeout);
     builder
         .http2()

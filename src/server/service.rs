@@ -217,7 +217,7 @@ where
     // Filled in once the request is decoded, for the metrics and the log line (unless
     // `SQSIM_NO_METRICS` switched both off, for the bench's ablation).
     let counted = metrics::per_request();
-    let mut slot = RequestMetrics::slot_of("");
+    let mut slot = RequestMetrics::slot_of(None);
     let mut queue = QueueSource::default();
     let stages = async {
         let body = read_body(&state, &parts, body, &request_id).await?;
@@ -228,7 +228,7 @@ where
         let raw_body = state.link.is_some().then(|| body.clone());
         let decoded = decode(&parts, body, &request_id)?;
         if let Some(kept_body) = kept_body {
-            slot = RequestMetrics::slot_of(&decoded.action);
+            slot = RequestMetrics::slot_of(Some(decoded.action));
             queue = QueueSource::of(&kept_body, decoded.protocol);
         }
         apply_faults(&state, &parts, &decoded, &request_id).await?;
@@ -361,7 +361,7 @@ async fn apply_faults(
         .as_deref()
         .and_then(crate::api::queue_url::parse)
         .map(|r| r.name.to_string());
-    match state.faults.check(&decoded.action, name.as_deref()) {
+    match state.faults.check(decoded.action.name(), name.as_deref()) {
         Some(FaultEffect::Drop) => Err(Stop::Drop),
         Some(FaultEffect::Latency { ms }) => {
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
@@ -411,12 +411,7 @@ fn context(
         request_id: request_id.to_string(),
         single_region: state.config.single_region,
         directory: None,
-        // Only access control reads it (no allocation per request otherwise).
-        action: if verified {
-            decoded.action.to_string()
-        } else {
-            String::new()
-        },
+        action: decoded.action,
         verified,
     }
 }
@@ -432,7 +427,7 @@ async fn route(
     decoded: &Decoded,
     node: &Arc<Engine>,
 ) -> Result<(), Stop> {
-    let target = api::target::target(ctx, &decoded.action, &decoded.params);
+    let target = api::target::target(ctx, decoded.action, &decoded.params);
     match route::route(link, parts, &raw, &target, node).await {
         Routed::Here(engine) => {
             ctx.engine = engine;
@@ -457,7 +452,7 @@ async fn route(
 /// Stage 6: the action, its reply or error encoded in the request's protocol.
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
     // Acknowledged means durable: the answer waits until what it relies on is kept.
-    let result = match journal::once_kept(api::dispatch(ctx, &decoded.action, decoded.params)).await
+    let result = match journal::once_kept(api::dispatch(ctx, decoded.action, decoded.params)).await
     {
         (result, Ok(())) => result,
         (_, Err(e)) => {
@@ -468,7 +463,7 @@ async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
     match result {
         Ok(reply) => protocol::encode_reply(
             decoded.render,
-            &decoded.action,
+            decoded.action,
             &ctx.request_id,
             reply.as_ref(),
         ),

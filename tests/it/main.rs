@@ -4,19 +4,19 @@
 
 mod common;
 
+mod abusive_clients;
 mod auth;
 mod config_file;
+mod controls;
 mod durable;
 mod errors;
 mod fifo;
 mod golden;
-mod hardening;
+mod malformed;
 mod readme;
 mod readme_example;
 mod redrive;
-mod robustness;
 mod sdk;
 mod shutdown;
-mod test_double;
 mod visibility;
 mod worker;

@@ -1,10 +1,12 @@
 //! The binary shuts down gracefully on SIGTERM and SIGINT: waiting long polls return an empty
 //! result at once and the process exits 0.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use crate::common;
 
 fn request(addr: &str, target: &str, body: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -21,16 +23,8 @@ fn request(addr: &str, target: &str, body: &str) -> String {
 }
 
 fn graceful(signal: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sqsim"))
-        .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().rsplit("http://").next().unwrap().to_string();
+    let mut server = common::Process::start();
+    let addr = server.addr.to_string();
     let created = request(&addr, "CreateQueue", r#"{"QueueName":"q"}"#);
     assert!(created.starts_with("HTTP/1.1 200"), "{created}");
 
@@ -49,7 +43,7 @@ fn graceful(signal: &str) {
     };
     std::thread::sleep(Duration::from_millis(300));
     let status = Command::new("kill")
-        .args([signal, &child.id().to_string()])
+        .args([signal, &server.child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -60,7 +54,7 @@ fn graceful(signal: &str) {
         waited < Duration::from_secs(5),
         "the long poll was released, not timed out: {waited:?}"
     );
-    let exit = child.wait().unwrap();
+    let exit = server.child.wait().unwrap();
     assert!(exit.success(), "{exit:?}");
 }
 

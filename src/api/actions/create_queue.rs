@@ -60,7 +60,7 @@ pub(crate) fn check_queue_name(name: &str, fifo: bool) -> Result<(), SqsError> {
 }
 
 pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput, SqsError> {
-    ctx.require_service_endpoint("CreateQueue")?;
+    ctx.require_service_endpoint()?;
     let name = required(&input.queue_name, "QueueName")?;
     let attrs = input.attributes.unwrap_or_default();
     let fifo = match attrs.get("FifoQueue") {

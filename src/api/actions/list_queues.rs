@@ -113,7 +113,7 @@ pub(crate) fn paginate(
 }
 
 pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsError> {
-    ctx.require_service_endpoint("ListQueues")?;
+    ctx.require_service_endpoint()?;
     let max = check_max_results(input.max_results)?;
     let queues = ctx
         .list(QueueFilter {

@@ -6,22 +6,30 @@ use serde_json::{Map, Value};
 
 use crate::api::{required, Context, Empty};
 use crate::error::{ErrorCode, SqsError};
+use crate::protocol::Action;
 
 /// Most actions one AddPermission may grant.
 const MAX_ACTIONS: usize = 7;
 
-/// Actions a queue owner may share with other accounts (`*` shares them all).
-const SHAREABLE: &[&str] = &[
-    "*",
-    "ChangeMessageVisibility",
-    "DeleteMessage",
-    "GetQueueAttributes",
-    "GetQueueUrl",
-    "ListDeadLetterSourceQueues",
-    "PurgeQueue",
-    "ReceiveMessage",
-    "SendMessage",
-];
+/// Whether a queue owner may share the action named `name` with other accounts (`*`
+/// shares them all).
+fn shareable(name: &str) -> bool {
+    use Action::*;
+    name == "*"
+        || matches!(
+            Action::from_name(name),
+            Some(
+                ChangeMessageVisibility
+                    | DeleteMessage
+                    | GetQueueAttributes
+                    | GetQueueUrl
+                    | ListDeadLetterSourceQueues
+                    | PurgeQueue
+                    | ReceiveMessage
+                    | SendMessage
+            )
+        )
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct PolicyDocument {
@@ -111,7 +119,7 @@ pub(crate) fn add(ctx: &Context, input: AddInput) -> Result<Empty, SqsError> {
             ),
         ));
     }
-    if let Some(bad) = actions.iter().find(|a| !SHAREABLE.contains(&a.as_str())) {
+    if let Some(bad) = actions.iter().find(|a| !shareable(a)) {
         return Err(SqsError::invalid_value(
             format!("SQS:{bad}"),
             "ActionName",

@@ -27,7 +27,7 @@ use crate::api::context::Directory;
 use crate::api::{self, Context};
 use crate::control::Plane;
 use crate::engine::Engine;
-use crate::protocol::{self, Params, Protocol, Render};
+use crate::protocol::{self, Action, Params, Protocol, Render};
 
 /// Where the console lives.
 pub(crate) const PREFIX: &str = "/_sqsim/console";
@@ -76,13 +76,13 @@ pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response
             Err(e) => e.reply(),
         },
         (&Method::POST, r) if r.starts_with("/sqs/") => {
-            let action = r["/sqs/".len()..].to_string();
-            match Call::read(state, req, action).await {
+            let name = r["/sqs/".len()..].to_string();
+            match Call::read(state, req, &name).await {
                 Ok(call) => {
                     let ctx = call.context(state, Arc::clone(&state.engine), None);
                     run(state, &ctx, call).await
                 }
-                Err(e) => e.reply(),
+                Err(refused) => refused,
             }
         }
         _ => ControlError::not_found("no such console endpoint").reply(),
@@ -120,7 +120,7 @@ pub(crate) fn delete_by_id(state: &Plane, engine: &Engine, d: DeleteById) -> Res
 /// shapes, in the namespace its query string names (`account`, `region`; the server's
 /// defaults otherwise).
 pub(crate) struct Call {
-    pub action: String,
+    pub action: Action,
     account: String,
     region: String,
     base_url: String,
@@ -129,12 +129,17 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// Reads the call off its request.
+    /// Reads the call to the action named `name` off its request; refused with the answer
+    /// to give (SQS's, in JSON, for an action it does not have).
     pub(crate) async fn read(
         state: &Plane,
         req: Request<RequestBody>,
-        action: String,
-    ) -> Result<Call, super::error::ControlError> {
+        name: &str,
+    ) -> Result<Call, Response<Full<Bytes>>> {
+        let action = Action::parse(name, Protocol::Json).map_err(|err| {
+            let id = uuid::Uuid::new_v4().to_string();
+            crate::http::respond(protocol::encode_error(Render::Json, &id, &err), &id)
+        })?;
         let params: Vec<(String, String)> =
             serde_urlencoded::from_str(req.uri().query().unwrap_or_default()).unwrap_or_default();
         let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
@@ -143,7 +148,9 @@ impl Call {
         let host = crate::http::header(req.headers(), HOST.as_str());
         let base_url = state.config.queue_base_url(host, &region, state.local_addr);
         let started = std::time::Instant::now();
-        let body = read_body_up_to(req, state.config.max_body_bytes).await?;
+        let body = read_body_up_to(req, state.config.max_body_bytes)
+            .await
+            .map_err(|e| e.reply())?;
         Ok(Call {
             action,
             account,
@@ -173,7 +180,7 @@ impl Call {
             request_id: uuid::Uuid::new_v4().to_string(),
             single_region: state.config.single_region,
             directory,
-            action: self.action.clone(),
+            action: self.action,
             // The console is the operator's (the control plane's credentials opened it):
             // it acts in whichever account it names.
             verified: false,
@@ -196,13 +203,13 @@ pub(crate) async fn run(state: &Plane, ctx: &Context, call: Call) -> Response<Fu
     } else {
         QueueSource::default()
     };
-    let encoded = match api::dispatch(ctx, &action, Params::Json(body)).await {
-        Ok(reply) => protocol::encode_reply(Render::Json, &action, &request_id, reply.as_ref()),
+    let encoded = match api::dispatch(ctx, action, Params::Json(body)).await {
+        Ok(reply) => protocol::encode_reply(Render::Json, action, &request_id, reply.as_ref()),
         Err(err) => protocol::encode_error(Render::Json, &request_id, &err),
     };
     // Counted and logged like any SQS request, under the action's own label.
     if counted {
-        let slot = RequestMetrics::slot_of(&action);
+        let slot = RequestMetrics::slot_of(Some(action));
         let answered = Answered {
             request_id: &request_id,
             action: RequestMetrics::action_label(slot),

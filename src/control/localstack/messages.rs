@@ -79,7 +79,7 @@ pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response
                 return respond(protocol::encode_error(render, &request_id, &e), &request_id)
             }
         };
-        if decoded.action != "ReceiveMessage" {
+        if decoded.action != protocol::Action::ReceiveMessage {
             return foreign(
                 Asked::Sdk(decoded.render),
                 &request_id,
@@ -165,11 +165,21 @@ pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response
     }));
     match asked {
         Asked::Sdk(render) => respond(
-            protocol::encode_reply(render, "ReceiveMessage", &request_id, &output),
+            protocol::encode_reply(
+                render,
+                protocol::Action::ReceiveMessage,
+                &request_id,
+                &output,
+            ),
             &request_id,
         ),
         Asked::Plain { json: false } => respond(
-            protocol::encode_reply(Render::Xml, "ReceiveMessage", &request_id, &output),
+            protocol::encode_reply(
+                Render::Xml,
+                protocol::Action::ReceiveMessage,
+                &request_id,
+                &output,
+            ),
             &request_id,
         ),
         Asked::Plain { json: true } => {

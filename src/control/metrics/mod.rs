@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 
-use crate::api::ACTIONS;
 use crate::control::Plane;
+use crate::protocol::Action;
 
 mod scrape;
 
@@ -40,10 +40,9 @@ const BOUNDS: [f64; 14] = [
 ];
 
 /// Slots per shard: the actions and "none".
-const SLOTS: usize = ACTIONS.len() + 1;
+const SLOTS: usize = Action::COUNT + 1;
 
-/// The action label of a request whose action is not one of [`ACTIONS`] (not decoded, or
-/// unknown).
+/// The action label of a request without an [`Action`] (not decoded, or unknown).
 const NO_ACTION: &str = "none";
 
 /// Copies of every counter, one per group of threads, so that two runtime workers answering
@@ -79,8 +78,8 @@ struct ActionTotals {
 /// Request counters and connection gauges, shared by every connection.
 #[derive(Debug)]
 pub(crate) struct RequestMetrics {
-    /// Per shard, one slot per entry of [`ACTIONS`], then one for requests without a known
-    /// action.
+    /// Per shard, one slot per [`Action`] (its index), then one for requests without a
+    /// known action.
     slots: Box<[ActionSlot]>,
     connections: AtomicI64,
     /// Connections closed on arrival because `max_connections` were open.
@@ -107,17 +106,14 @@ impl Drop for ConnectionGuard<'_> {
 }
 
 impl RequestMetrics {
-    /// The slot of an action name ([`ACTIONS`] order; the last slot for anything else).
-    pub(crate) fn slot_of(action: &str) -> usize {
-        ACTIONS
-            .iter()
-            .position(|a| *a == action)
-            .unwrap_or(ACTIONS.len())
+    /// The slot of an action (its index; the last slot for none).
+    pub(crate) fn slot_of(action: Option<Action>) -> usize {
+        action.map_or(Action::COUNT, Action::index)
     }
 
     /// The label of a slot.
     pub(crate) fn action_label(slot: usize) -> &'static str {
-        ACTIONS.get(slot).copied().unwrap_or(NO_ACTION)
+        Action::NAMES.get(slot).copied().unwrap_or(NO_ACTION)
     }
 
     /// Counts one answered request.

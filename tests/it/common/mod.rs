@@ -439,3 +439,44 @@ pub(crate) async fn start_move_task(
         .await
         .unwrap()
 }
+
+/// The `sqsim` binary in its own process, for what an in-process server cannot show (signals,
+/// a process's open-file limit): killed when dropped unless it already exited.
+pub(crate) struct Process {
+    pub child: std::process::Child,
+    /// Where it listens (`127.0.0.1:port`).
+    pub addr: std::net::SocketAddr,
+}
+
+impl Process {
+    /// Starts `sqsim --host 127.0.0.1 --port 0 --log-level warn` and reads its address off
+    /// the first line it prints.
+    pub(crate) fn start() -> Process {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sqsim"))
+            .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start sqsim");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("sqsim's listen line");
+        let addr = line
+            .trim()
+            .rsplit("http://")
+            .next()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        Process { child, addr }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

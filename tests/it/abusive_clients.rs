@@ -10,7 +10,7 @@ use sqsim::{Config, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::common::{create, json, sdk, start_with};
+use crate::common::{self, create, json, sdk, start_with};
 
 /// A generous bound on one request's latency on a loaded 2-core CI machine in debug: the
 /// point is that a well-behaved client is not held up for seconds, not a speed figure.
@@ -140,16 +140,6 @@ async fn slowloris_clients_are_cut_off_at_the_read_timeout_and_others_are_served
     }
 }
 
-/// Kills the server process however the test ends.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn ten_thousand_idle_connections_do_not_stop_service() {
     // This process holds the 10,000 client sockets: it needs that many files too.
@@ -165,21 +155,8 @@ fn ten_thousand_idle_connections_do_not_stop_service() {
     );
     // A separate server process: 10,000 sockets on each side would not fit one process's
     // open-file limit. Default limits, as a user runs it.
-    let mut child = Child(
-        std::process::Command::new(env!("CARGO_BIN_EXE_sqsim"))
-            .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.0.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let endpoint = line.trim().rsplit(' ').next().unwrap().to_string();
-    let addr: std::net::SocketAddr = endpoint.trim_start_matches("http://").parse().unwrap();
+    let server = common::Process::start();
+    let addr = server.addr;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -190,7 +167,7 @@ fn ten_thousand_idle_connections_do_not_stop_service() {
         for _ in 0..10_000 {
             idle.push(TcpStream::connect(addr).await.expect("connect"));
         }
-        let client = crate::common::sdk_for(&endpoint, "us-east-1");
+        let client = crate::common::sdk_for(&format!("http://{addr}"), "us-east-1");
         let url = create(&client, "busy").await;
         for _ in 0..20 {
             let t = Instant::now();
@@ -216,7 +193,7 @@ fn ten_thousand_idle_connections_do_not_stop_service() {
         drop(idle);
         open
     });
-    drop(child);
+    drop(server);
     assert!(outcome >= 10_000.0, "{outcome} connections open");
 }
 
