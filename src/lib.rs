@@ -60,7 +60,9 @@
 //!   `ids`, `message`, `attribute`, `digest` and `md5_lanes` (MD5s), `receipt` (handles),
 //!   `realism` (AWS-realism mode: its settings and seeded draws in `mod`, what it does to a
 //!   queue in `apply`),
-//!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`; for
+//!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`, `wait`
+//!   (every wait: long polls, outbox delivery, a rate-limited move task — woken by what they
+//!   wait for, never polling); for
 //!   durable mode `compactor` (snapshots a grown log), `change` (the recorded changes), `journal` (handing them to the store, and
 //!   which records an answer relies on), `replay` and `restore` (recovery and snapshots),
 //!   `durable_answers` (tests: no answer before what it relies on is kept); for cluster mode `outbox` (messages

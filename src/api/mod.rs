@@ -123,6 +123,10 @@ pub(crate) fn engine_error(err: EngineError) -> SqsError {
                 "Service is unable to handle request: the stored messages reached sqsim's memory limit ({limit} bytes, --max-stored-bytes). Receive and delete messages, or raise the limit."
             ),
         ),
+        EngineError::TooManyLongPolls { max } => SqsError::new(
+            ErrorCode::ServiceUnavailable,
+            format!("Too many long polls are waiting ({max}); retry later."),
+        ),
         other => SqsError::new(ErrorCode::InternalFailure, other.to_string()),
     }
 }

@@ -25,4 +25,7 @@ pub(crate) enum EngineError {
     /// Stored messages would pass `--max-stored-bytes`.
     #[error("the stored messages reached the memory limit ({limit} bytes)")]
     StoreFull { limit: u64 },
+    /// `max` long polls are waiting already (`EngineSettings::max_long_polls`).
+    #[error("too many long polls are waiting ({max})")]
+    TooManyLongPolls { max: usize },
 }

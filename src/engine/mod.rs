@@ -30,6 +30,7 @@ pub(crate) mod settings;
 pub(crate) mod slab;
 mod state;
 pub(crate) mod view;
+pub(crate) mod wait;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -524,6 +525,10 @@ impl Engine {
             self.clock.unfreeze();
         }
         self.record_clock();
+        if !frozen {
+            // Waits on a frozen clock have no real-time deadline: they look again now.
+            self.wake_all();
+        }
     }
 
     /// The clock this engine shares was set from elsewhere (cluster mode: another node moved

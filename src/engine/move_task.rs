@@ -9,15 +9,15 @@ use std::time::Duration;
 use super::change::{Change, TaskRecord};
 use super::ids::QueueId;
 use super::journal::MoveCount;
-use super::outbox::{self, Destination, Via};
+use tokio::sync::Notify;
+
+use super::outbox::{Destination, Via};
 use super::queue::Queue;
 use super::receive::Transfer;
-use super::Engine;
+use super::{wait, Engine};
 
 /// How many messages one step moves at most when no rate is set.
 const UNLIMITED_STEP: usize = 500;
-/// How often a rate-limited task looks at the clock again.
-const POLL: Duration = Duration::from_millis(5);
 /// How long a finished task waits for what it sent through outboxes to arrive.
 const OUTBOX_WAIT: Duration = Duration::from_secs(30);
 
@@ -50,6 +50,8 @@ pub(crate) struct MoveTask {
     pub to_move: u64,
     moved: AtomicU64,
     cancel: AtomicBool,
+    /// Wakes the task's runner when it is cancelled.
+    woken: Notify,
     state: Mutex<(TaskStatus, Option<TaskFailure>)>,
 }
 
@@ -120,6 +122,7 @@ impl MoveTask {
             to_move: r.to_move,
             moved: AtomicU64::new(r.moved),
             cancel: AtomicBool::new(status == TaskStatus::Cancelling),
+            woken: Notify::new(),
             state: Mutex::new((status, r.queue_gone.then_some(TaskFailure::QueueGone))),
         }
     }
@@ -162,6 +165,7 @@ impl MoveTask {
         }
         st.0 = TaskStatus::Cancelling;
         self.cancel.store(true, Ordering::Release);
+        self.woken.notify_one();
         true
     }
 }
@@ -201,6 +205,7 @@ pub(crate) fn start(
             to_move: source.stored(now) as u64,
             moved: AtomicU64::new(0),
             cancel: AtomicBool::new(false),
+            woken: Notify::new(),
             state: Mutex::new((TaskStatus::Running, None)),
         });
         tasks.push(Arc::clone(&task));
@@ -291,7 +296,10 @@ async fn run(
         };
         let allowance = allowance.min((task.to_move - moved) as usize);
         if allowance == 0 {
-            tokio::time::sleep(POLL).await;
+            // The next message is due once the clock shows `moved` of them allowed.
+            let rate = task.max_per_second.unwrap_or(1).max(1) as u64;
+            let due = task.started_ms + (moved * 1000).div_ceil(rate);
+            wait::until_clock(&engine, &source, &task.woken, due).await;
             continue;
         }
         let batch = source.take_for_move(allowance, now);
@@ -316,7 +324,7 @@ async fn run(
 /// the count includes them). A task that failed meanwhile stays failed.
 async fn complete(engine: &Engine, task: &MoveTask, outboxes: &[Arc<Queue>]) {
     for o in outboxes {
-        outbox::delivered(o, o.last_seq(), OUTBOX_WAIT).await;
+        wait::delivered(o, o.last_seq(), OUTBOX_WAIT).await;
     }
     task.transition(engine, |status| match status {
         TaskStatus::Running => Some((TaskStatus::Completed, None)),

@@ -274,6 +274,8 @@ impl Engine {
             .task_of(&parcel.route)
             .map(|t| t as Arc<dyn super::journal::MoveCount>);
         outbox.remove_keys(&parcel.keys, task, self.now_ms());
+        // Whoever waits for these to arrive ([`super::wait::delivered`]) looks again.
+        outbox.wake_waiters();
     }
 
     /// The move task whose messages travel `route`, if any.
@@ -315,6 +317,7 @@ impl Engine {
                 let _ = outbox.purge(now, false);
             }
         }
+        outbox.wake_waiters();
     }
 
     /// Takes in a parcel another engine's outbox sent (see the module documentation).
@@ -341,19 +344,6 @@ impl Engine {
             .map(|(seq, r)| (seq, r.into_stored()))
             .collect();
         Ok(target.arrive(&parcel.source, entries, transfer, self.now_ms()))
-    }
-}
-
-/// Waits until `outbox` holds no entry at or below `seq` (delivered), for at most `max`
-/// of real time: a receive that dead-lettered messages across shards answers once they are
-/// in their dead-letter queue, as on one node.
-pub(crate) async fn delivered(outbox: &Queue, seq: u64, max: Duration) {
-    let give_up = tokio::time::Instant::now() + max;
-    while outbox.holds_up_to(seq) && !outbox.is_deleted() {
-        if tokio::time::Instant::now() >= give_up {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

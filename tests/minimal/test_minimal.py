@@ -3,7 +3,6 @@
 says plainly what it was built without. `make test-minimal` builds it into target/minimal and
 runs this file, and a few of tests/python's files, against it."""
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,9 +40,7 @@ def test_cluster_mode_is_refused_with_the_reason():
 
 
 def test_the_worker_command_is_absent():
-    done = subprocess.run(
-        [sqsim_process.binary(), "worker", "--help"], capture_output=True, text=True, timeout=20
-    )
+    done = sqsim_process.run_to_exit("worker", "--help", host=None, port=None)
     assert done.returncode == 2
     assert "unrecognized subcommand 'worker'" in done.stderr, done.stderr
 

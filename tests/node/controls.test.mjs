@@ -3,83 +3,11 @@
 // long poll, reset and peek. Each describe block starts its own sqsim with the flags it needs.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
 import * as sqs from '@aws-sdk/client-sqs';
 
-import { ACCOUNT, REGION, awsV2, binaryPath } from './helpers.mjs';
-
-const SERVER_ENV = [
-  'SQSIM_CONFIG',
-  'SQSIM_HOST',
-  'SQSIM_PORT',
-  'SQSIM_REGION',
-  'SQSIM_ACCOUNT_ID',
-  'SQSIM_ADVERTISED_URL',
-  'SQSIM_URL_STYLE',
-  'SQSIM_AUTH',
-  'SQSIM_CREDENTIALS',
-];
-
-/** Starts `sqsim --host 127.0.0.1 --port 0 ...flags`; resolves to { endpoint, admin, stop }. */
-function startWith(flags = []) {
-  const env = { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' };
-  for (const k of SERVER_ENV) delete env[k];
-  const child = spawn(binaryPath(), ['--host', '127.0.0.1', '--port', '0', ...flags], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env,
-  });
-  let stderr = '';
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  const exited = new Promise((r) => child.once('exit', r));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`sqsim did not start in 15 s; stdout=${out} stderr=${stderr}`));
-    }, 15_000);
-    const early = (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`sqsim exited early (${code ?? signal}); stderr=${stderr}`));
-    };
-    child.once('exit', early);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/sqsim listening on (http:\/\/\S+)/);
-      if (!m) return;
-      clearTimeout(timer);
-      child.off('exit', early);
-      child.stdout.removeAllListeners('data');
-      child.stdout.resume();
-      const endpoint = m[1];
-      resolve({
-        endpoint,
-        /** An admin call; asserts the status and returns the JSON reply. */
-        async admin(method, path, body, status = 200) {
-          const res = await fetch(endpoint + path, {
-            method,
-            headers: body === undefined ? {} : { 'content-type': 'application/json' },
-            body: body === undefined ? undefined : JSON.stringify(body),
-          });
-          const text = await res.text();
-          assert.equal(res.status, status, `${method} ${path}: ${text}`);
-          return JSON.parse(text);
-        },
-        async stop() {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          child.kill('SIGTERM');
-          const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          const code = await exited;
-          clearTimeout(t);
-          assert.equal(code, 0, `sqsim exited with ${code}; stderr=${stderr}`);
-        },
-      });
-    });
-  });
-}
+import { ACCOUNT, REGION, awsV2, startServer } from './helpers.mjs';
 
 function v3(endpoint, { key = 'AKIDTEST', secret = 'test-secret', maxAttempts = 1 } = {}) {
   return new sqs.SQSClient({
@@ -122,7 +50,9 @@ async function stateAfter(promise, ms) {
 describe('--auth verify', () => {
   let server;
   before(async () => {
-    server = await startWith(['--auth', 'verify', '--credentials', 'AKIDTEST:test-secret:123456789012']);
+    server = await startServer(['--auth', 'verify', '--credentials', 'AKIDTEST:test-secret:123456789012'], {
+      isolated: true,
+    });
   });
   after(async () => {
     await server?.stop();
@@ -183,7 +113,7 @@ describe('--auth verify', () => {
 describe('test controls', () => {
   let server;
   before(async () => {
-    server = await startWith();
+    server = await startServer([], { isolated: true });
   });
   after(async () => {
     await server?.stop();

@@ -1,7 +1,10 @@
-// Shared helpers for the Node client tests: start/stop one sqsim per test file, build
-// v3 and v2 SDK clients against it, drive the admin clock, and compute the SQS digests
-// independently of the server (neither SDK checks MD5OfMessageAttributes, so the tests do).
+// Shared helpers for the Node client tests and the one launcher of sqsim for them
+// (startServer; only the README's Jest examples, readme*.jest.cjs, start sqsim themselves,
+// being the README's code blocks verbatim): start/stop sqsim, build v3 and v2 SDK clients
+// against it, drive the admin clock, and compute the SQS digests independently of the
+// server (neither SDK checks MD5OfMessageAttributes, so the tests do).
 
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -25,18 +28,32 @@ export function binaryPath() {
   return process.env.SQSIM_BIN || path.resolve(here, '../../target/debug/sqsim');
 }
 
+// Settings sqsim reads from the environment, dropped for an isolated server (its flags are
+// the whole story): every SQSIM_* variable, and LocalStack's, which --compat localstack
+// reads; the same rule as tests/python/sqsim_process.py's.
+const LOCALSTACK_ENV = ['SQS_ENDPOINT_STRATEGY', 'LOCALSTACK_HOST', 'PERSISTENCE'];
+const isSetting = (name) => name.startsWith('SQSIM_') || LOCALSTACK_ENV.includes(name);
+
 /**
- * Starts sqsim on a free port. Resolves to { endpoint, stop(), advanceClock(s), clock() }.
- * Rejects if the server does not announce its port within 15 s. With $SQSIM_TEST_ENDPOINT
- * set, resolves to that running sqsim instead (make cluster-suites points it at a cluster's
- * gateway node); stop() then leaves it running.
+ * Starts `sqsim --host 127.0.0.1 --port 0 ...flags`. Resolves to { endpoint, queueUrl(name),
+ * admin(method, path, body, status), stop(), advanceClock(s), clock(), freezeClock(f),
+ * health() }. Rejects if the server does not announce its port within 15 s.
+ *
+ * By default sqsim gets this process's environment (SQSIM_CONFIG set there is its --config),
+ * and with $SQSIM_TEST_ENDPOINT set this resolves to that running sqsim instead (make
+ * cluster-suites points it at a cluster's gateway node; stop() then leaves it running).
+ * `{ isolated: true }` is a server of the test's own, as its flags say: always started, even
+ * with $SQSIM_TEST_ENDPOINT set, without sqsim's settings (isSetting) in its environment,
+ * and stop() asserts it exited 0 on SIGTERM.
  */
-export function startServer(flags = []) {
+export function startServer(flags = [], { isolated = false } = {}) {
   const external = process.env.SQSIM_TEST_ENDPOINT;
-  if (external) return Promise.resolve(makeServer(null, external.replace(/\/+$/, '')));
+  if (external && !isolated) return Promise.resolve(makeServer(null, external.replace(/\/+$/, '')));
+  const env = { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' };
+  if (isolated) for (const k of Object.keys(env)) if (isSetting(k)) delete env[k];
   const child = spawn(binaryPath(), ['--host', '127.0.0.1', '--port', '0', ...flags], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
+    env,
   });
   let stderr = '';
   child.stderr.on('data', (d) => {
@@ -65,22 +82,35 @@ export function startServer(flags = []) {
       child.stdout.removeAllListeners('data');
       child.stdout.resume();
       const endpoint = m[1];
-      resolve(makeServer(child, endpoint));
+      resolve(makeServer(child, endpoint, isolated && (() => stderr)));
     });
   });
 }
 
-function makeServer(child, endpoint) {
+/** The server object of startServer; `stderr` (a getter) makes stop() assert exit code 0. */
+function makeServer(child, endpoint, stderr) {
   const exited = child && new Promise((r) => child.once('exit', r));
   return {
     endpoint,
     queueUrl: (name) => `${endpoint}/${ACCOUNT}/${name}`,
+    /** An admin call; asserts the status and returns the JSON reply. */
+    async admin(method, path, body, status = 200) {
+      const res = await fetch(endpoint + path, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      assert.equal(res.status, status, `${method} ${path}: ${text}`);
+      return JSON.parse(text);
+    },
     async stop() {
       if (!child || child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
+      const code = await exited;
       clearTimeout(t);
+      if (stderr) assert.equal(code, 0, `sqsim exited with ${code}; stderr=${stderr()}`);
     },
     /** Moves the server's virtual clock forward. */
     async advanceClock(seconds) {

@@ -50,12 +50,11 @@ class Server:
         self.proc = sqsim_process.spawn(
             "--data-dir", data_dir, "--sync", sync, "--compact-after", "65536"
         )
-        self.endpoint = sqsim_process._read_listen_line(self.proc)
+        self.endpoint = sqsim_process.wait_ready(self.proc)
         if self.endpoint is None:
             self.proc.kill()
             _, err = self.proc.communicate()
             raise AssertionError(f"sqsim did not start: {err.decode(errors='replace')}")
-        sqsim_process._wait_healthy(self.endpoint, self.proc)
 
     def client(self):
         return boto3.client(

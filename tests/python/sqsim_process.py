@@ -1,6 +1,10 @@
 """The one launcher of sqsim for the Python suites: the session server of conftest.py (no
-flags) and the servers tests start with flags of their own (--auth verify, --config,
---url-style, or a private server for tests that reset, inject faults or move the clock)."""
+flags), the servers tests start with flags of their own (--auth verify, --config,
+--url-style, or a private server for tests that reset, inject faults or move the clock), the
+durable servers the crash tests kill (spawn + wait_ready), startup errors (run_to_exit) and
+the `sqsim worker` subcommand (spawn with host=None, port=None). Only the README's examples
+(test_readme_example.py, test_readme_realism.py) start sqsim themselves: they are the
+README's code blocks verbatim."""
 
 import contextlib
 import json
@@ -21,36 +25,14 @@ REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_S = 20
 LISTEN_LINE = re.compile(r"sqsim listening on (http://\S+)")
 
-# Settings sqsim reads from the environment; a test's flags must be the whole story.
-_SERVER_ENV = (
-    "SQSIM_CONFIG",
-    "SQSIM_HOST",
-    "SQSIM_PORT",
-    "SQSIM_REGION",
-    "SQSIM_ACCOUNT_ID",
-    "SQSIM_ADVERTISED_URL",
-    "SQSIM_URL_STYLE",
-    "SQSIM_AUTH",
-    "SQSIM_CREDENTIALS",
-    "SQSIM_DATA_DIR",
-    "SQSIM_SYNC",
-    "SQSIM_SALVAGE",
-    "SQSIM_COMPACT_AFTER",
-    "SQSIM_METRICS_QUEUE_LIMIT",
-    "SQSIM_MAX_CONNECTIONS",
-    "SQSIM_READ_TIMEOUT",
-    "SQSIM_IDLE_TIMEOUT",
-    "SQSIM_MAX_LONG_POLLS",
-    "SQSIM_MAX_STORED_BYTES",
-    "SQSIM_LOG_FORMAT",
-    "SQSIM_LOG_LEVEL",
-    "SQSIM_COMPAT",
-    "SQSIM_INIT_DIR",
-    # LocalStack's settings, which --compat localstack reads.
-    "SQS_ENDPOINT_STRATEGY",
-    "LOCALSTACK_HOST",
-    "PERSISTENCE",
-)
+# Settings sqsim reads from the environment, dropped so that a test's flags are the whole
+# story: every SQSIM_* variable (a prefix, so a setting added later is covered too), and
+# LocalStack's, which --compat localstack reads.
+_LOCALSTACK_ENV = ("SQS_ENDPOINT_STRATEGY", "LOCALSTACK_HOST", "PERSISTENCE")
+
+
+def _is_setting(name):
+    return name.startswith("SQSIM_") or name in _LOCALSTACK_ENV
 
 
 def binary():
@@ -60,7 +42,7 @@ def binary():
 def _env(extra=None):
     """The server's environment: ours without sqsim's settings, plus `extra` (a value of None
     removes that variable)."""
-    env = {k: v for k, v in os.environ.items() if k not in _SERVER_ENV}
+    env = {k: v for k, v in os.environ.items() if not _is_setting(k)}
     env.setdefault("RUST_LOG", "warn")
     for key, value in (extra or {}).items():
         if value is None:
@@ -154,13 +136,38 @@ def _wait_healthy(endpoint, proc):
     raise RuntimeError("sqsim did not become healthy")
 
 
-def spawn(*flags, env=None, stderr=subprocess.PIPE):
-    """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…` (flags may name another --host),
-    with `env` added to its environment (see _env); returns the Popen."""
-    host = [] if "--host" in flags else ["--host", "127.0.0.1"]
+def wait_ready(proc):
+    """Waits for a spawned server's listen line (on its stdout, which must be a pipe), then for
+    /_sqsim/health to say ok; returns the endpoint, or None if no listen line came (sqsim
+    exited or hung at startup: the caller decides what that means). Raises if it exits or
+    stays unhealthy after announcing itself."""
+    endpoint = _read_listen_line(proc)
+    if endpoint is not None:
+        _wait_healthy(endpoint, proc)
+    return endpoint
+
+
+def spawn(
+    *flags,
+    env=None,
+    host="127.0.0.1",
+    port=0,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+):
+    """Starts `sqsim --host HOST --port PORT FLAGS…` with `env` added to its environment (see
+    _env); returns the Popen. `host` is left out if the flags name a --host, and `host=None`
+    or `port=None` leave out that flag (sqsim's default, or a subcommand: `spawn("worker",
+    …, host=None, port=None)`). `stdout`/`stderr` are Popen's (None: this process's own);
+    wait_ready needs stdout piped."""
+    listen = []
+    if host is not None and "--host" not in flags:
+        listen += ["--host", host]
+    if port is not None:
+        listen += ["--port", str(port)]
     return subprocess.Popen(
-        [binary(), *host, "--port", "0", *flags],
-        stdout=subprocess.PIPE,
+        [binary(), *listen, *flags],
+        stdout=stdout,
         stderr=stderr,
         stdin=subprocess.DEVNULL,
         env=_env(env),
@@ -196,13 +203,12 @@ def running(*flags, env=None, token=None):
     log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False)
     proc = spawn(*flags, env=env, stderr=log)
     try:
-        endpoint = _read_listen_line(proc)
+        endpoint = wait_ready(proc)
         if endpoint is None:
             raise RuntimeError(
                 f"sqsim {' '.join(flags)} printed no listen line: "
                 f"{Path(log.name).read_text(errors='replace')}"
             )
-        _wait_healthy(endpoint, proc)
         yield Process(proc, endpoint, log.name, token=token)
     finally:
         proc.terminate()
@@ -233,10 +239,11 @@ def send_until_refused(client, url, prefix, pad, limit, refused=Exception):
     return acked, None
 
 
-def run_to_exit(*flags, timeout=20):
-    """Runs sqsim expecting it to stop on its own (a startup error); returns CompletedProcess.
-    A server that starts anyway is killed and reported."""
-    proc = spawn(*flags)
+def run_to_exit(*flags, timeout=20, **spawn_args):
+    """Runs sqsim expecting it to stop on its own (a startup error, or a subcommand such as
+    `worker --help` with host=None, port=None); returns CompletedProcess with text output.
+    `spawn_args` go to spawn. A server that starts anyway is killed and reported."""
+    proc = spawn(*flags, **spawn_args)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

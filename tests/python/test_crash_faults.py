@@ -39,12 +39,11 @@ class Durable:
         self.proc = sqsim_process.spawn(
             "--data-dir", str(data_dir), "--sync", "fsync", *flags, env=env, stderr=self.log
         )
-        self.endpoint = sqsim_process._read_listen_line(self.proc)
+        self.endpoint = sqsim_process.wait_ready(self.proc)
         self.strace = None
         if self.endpoint is None:
             self.proc.wait(timeout=10)
             return
-        sqsim_process._wait_healthy(self.endpoint, self.proc)
         self.http = sqsim_process.Process(self.proc, self.endpoint, self.log.name).http
 
     def client(self, **config):

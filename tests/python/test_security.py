@@ -54,17 +54,12 @@ def srv():
 
 
 def test_it_listens_on_loopback_only_by_default():
-    proc = subprocess.Popen(
-        [sqsim_process.binary(), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=sqsim_process._env(),
-    )
+    # No --host: sqsim's own default is under test.
+    proc = sqsim_process.spawn(host=None)
     try:
-        endpoint = sqsim_process._read_listen_line(proc)
+        endpoint = sqsim_process.wait_ready(proc)
         assert endpoint.startswith("http://127.0.0.1:"), endpoint
         port = int(endpoint.rsplit(":", 1)[1])
-        sqsim_process._wait_healthy(endpoint, proc)
         listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
         mine = [l.split()[3] for l in listening.splitlines() if l.split()[3].endswith(f":{port}")]
         assert "127.0.0.1:%d" % port in mine, mine

@@ -2,16 +2,14 @@
 server itself from a `[[workers]]` config section (its counters in /_sqsim/stats)."""
 
 import json
-import os
 import signal
-import subprocess
 import threading
 import time
 
 import pytest
 
 from sqsim_helpers import AppServer, config_file
-from sqsim_process import binary, running
+from sqsim_process import running, spawn
 
 
 class App(AppServer):
@@ -54,10 +52,11 @@ def test_sqsim_worker_posts_to_a_python_app_and_stops_on_sigterm(app):
             MessageBody='{"job": 1}',
             MessageAttributes={"kind": {"DataType": "String", "StringValue": "resize"}},
         )
-        env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", RUST_LOG="warn")
-        worker = subprocess.Popen(
-            [binary(), "worker", "--queue-url", url, "--http-url", app.url, "--http-connections", "2"],
-            env=env,
+        # `sqsim worker` takes no --host/--port; its output goes where pytest's does.
+        worker = spawn(
+            "worker", "--queue-url", url, "--http-url", app.url, "--http-connections", "2",
+            env={"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "RUST_LOG": "warn"},
+            host=None, port=None, stdout=None, stderr=None,
         )
         try:
             path, headers, body = app.wait_for(1)[0]

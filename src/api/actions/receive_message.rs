@@ -1,7 +1,5 @@
-//! ReceiveMessage: short and long polls. A long poll registers interest in its queue before
-//! looking, then sleeps until a send or visibility change wakes it, until the next message
-//! deadline, until its wait time ends (on the engine clock or in real time, whichever comes
-//! first), or until the server shuts down.
+//! ReceiveMessage: validates a short or long poll, has the engine run it (the wait itself
+//! is `engine::wait`), and renders the messages with the attributes asked for.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,15 +14,9 @@ use crate::api::{check_range, engine_error, Context};
 use crate::engine::digest::{md5_of_attributes, Digest16};
 use crate::engine::message::Payload;
 use crate::engine::realism::Family;
-use crate::engine::{
-    AttributeData, AttributeValue, EngineError, Queue, ReceiveRequest, ReceivedMessage,
-};
-use crate::error::{ErrorCode, SqsError};
+use crate::engine::{AttributeData, AttributeValue, ReceiveRequest, ReceivedMessage};
+use crate::error::SqsError;
 use crate::protocol::{AsStr, Empty, Member, Shape, XmlResult, XmlWriter};
-
-/// How long a receive that dead-lettered messages to another shard waits for them to
-/// arrive there before it answers.
-const FORWARD_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -332,102 +324,15 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Output, SqsErr
         attempt_id,
         short_poll: wait_s == 0,
     };
-    let mut forwarded = None;
-    let received = poll(
-        ctx,
-        &queue,
-        req,
-        Duration::from_secs(wait_s),
-        &mut forwarded,
-    )
-    .await?;
-    if let Some((seq, outbox)) = forwarded {
-        // Cluster mode: the dead letters this receive moved go to another shard. Answer once
-        // they are there (as on one node), unless that takes long; they arrive regardless.
-        crate::engine::outbox::delivered(&outbox, seq, FORWARD_WAIT).await;
-    }
+    let received = ctx
+        .engine
+        .receive_waiting(&queue, req, Duration::from_secs(wait_s))
+        .await
+        .map_err(engine_error)?;
     Ok(Output {
         messages: received
             .into_iter()
             .map(|m| OutMessage::build(m, &system, &names))
             .collect(),
     })
-}
-
-/// Receives, waiting up to `wait` for messages to become available. The wait runs on the
-/// engine's clock and on real time, and ends with whichever is done first: a test that
-/// moves the clock forward ends a long poll at once, and a frozen clock still lets it end.
-///
-/// `forwarded`: where dead letters it moved went, when that is an outbox (cluster mode).
-async fn poll(
-    ctx: &Context,
-    queue: &Queue,
-    req: ReceiveRequest,
-    wait: Duration,
-    forwarded: &mut Option<(u64, Arc<Queue>)>,
-) -> Result<Vec<ReceivedMessage>, SqsError> {
-    let engine = &ctx.engine;
-    let mut receive = |now_ms| {
-        let mut outcome = engine.receive(queue, req.clone(), now_ms);
-        if let Ok(o) = &mut outcome {
-            if let Some(f) = o.forwarded.take() {
-                *forwarded = Some(f);
-            }
-        }
-        outcome
-    };
-    if wait.is_zero() {
-        return receive(engine.now_ms())
-            .map(|o| o.messages)
-            .map_err(engine_error);
-    }
-    // A place under the long-poll cap, taken only once the poll has to wait: a receive
-    // that finds messages at once is never refused.
-    let mut slot = None;
-    let give_up = tokio::time::Instant::now() + wait;
-    let give_up_ms = engine.now_ms().saturating_add(wait.as_millis() as u64);
-    let mut shutdown = engine.shutdown_signal();
-    let _waiter = queue.register_waiter();
-    loop {
-        let changed = queue.changed().notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        let now_ms = engine.now_ms();
-        let next_deadline = match receive(now_ms) {
-            Ok(o) if !o.messages.is_empty() => return Ok(o.messages),
-            Ok(o) => o.next_deadline_ms,
-            // A long poll over the in-flight quota waits instead of failing.
-            Err(EngineError::OverLimit) => None,
-            Err(e) => return Err(engine_error(e)),
-        };
-        if queue.is_deleted() || *shutdown.borrow() {
-            return Ok(Vec::new());
-        }
-        let now = tokio::time::Instant::now();
-        if now >= give_up || now_ms >= give_up_ms {
-            return Ok(Vec::new());
-        }
-        let mut wake_at = give_up;
-        if !engine.clock().is_frozen() {
-            // The clock may have been moved: its deadlines are due after this much real time.
-            let due_ms = next_deadline.map_or(give_up_ms, |d| d.min(give_up_ms));
-            wake_at = wake_at.min(now + Duration::from_millis(due_ms.saturating_sub(now_ms)));
-        }
-        if slot.is_none() {
-            slot = Some(engine.begin_long_poll().ok_or_else(|| {
-                SqsError::new(
-                    ErrorCode::ServiceUnavailable,
-                    format!(
-                        "Too many long polls are waiting ({}); retry later.",
-                        engine.settings().max_long_polls
-                    ),
-                )
-            })?);
-        }
-        tokio::select! {
-            _ = &mut changed => {}
-            _ = tokio::time::sleep_until(wake_at) => {}
-            _ = shutdown.changed() => {}
-        }
-    }
 }
