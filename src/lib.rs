@@ -9,9 +9,10 @@
 //! without sockets that the fuzzer drives), [`config`] with [`Durability`], [`Clock`] and
 //! [`EngineSettings`], [`config_file`] and [`worker`].
 //! - `server` (uses: api, cluster, control, config_file, worker, http, protocol, config, engine, error) —
-//!   only HTTP: the accept loop and the embeddable [`Server`] (`mod`), `service` (the
-//!   request path in stages: body, signature, decoding, faults, context, routing, dispatch,
-//!   the durability wait), `guard` (browsers, host names and the control plane's
+//!   only HTTP: the accept loop and the embeddable [`Server`] (`mod`), `router` (the guard,
+//!   then by path to the control plane or the SQS path; the panic fence), `service` (the SQS
+//!   path in stages: body, signature, decoding, faults, context, routing, dispatch, the
+//!   durability wait), `guard` (browsers, host names and the control plane's
 //!   credentials, checked before anything else), `auth` (SigV4), `limits` (connection cap,
 //!   idle connections, the open-file limit), `in_process` (the service driven without a
 //!   socket), `probe` (`sqsim health`). It never touches the store: an answer waits on what
@@ -56,17 +57,18 @@
 //!   in constant time).
 //! - `engine` (uses: store, simd) — queue semantics, no HTTP, time only from its clock: `mod`
 //!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters), `state`
-//!   (what is under that lock), `slab` (stored messages), `fair` and `fifo` (delivery order),
-//!   `ids`, `message`, `attribute`, `digest` and `md5_lanes` (MD5s), `receipt` (handles),
-//!   `realism` (AWS-realism mode: its settings and seeded draws in `mod`, what it does to a
-//!   queue in `apply`),
-//!   `receive`, `view`, `settings`, `redrive`, `move_task`, `clock`, `random`, `error`, `wait`
-//!   (every wait: long polls, outbox delivery, a rate-limited move task — woken by what they
-//!   wait for, never polling); for
-//!   durable mode `compactor` (snapshots a grown log), `change` (the recorded changes), `journal` (handing them to the store, and
-//!   which records an answer relies on), `replay` and `restore` (recovery and snapshots),
-//!   `durable_answers` (tests: no answer before what it relies on is kept); for cluster mode `outbox` (messages
-//!   bound for a queue another shard serves).
+//!   (what is under that lock; `transfer`: messages crossing between queues), `slab` (stored
+//!   messages), `fair` and `fifo` (delivery order), `ids`, `message`, `attribute`, `digest`
+//!   and `md5_lanes` (MD5s), `receipt` (handles), `realism` (AWS-realism mode: which
+//!   behaviours are on in `mode`, a leaf the settings hold; seeded draws in `mod`; what it
+//!   does to a queue in `apply`), `receive`, `view`,
+//!   `settings`, `redrive`, `clock`, `random`, `error`, `wait` (every wait: long polls, outbox
+//!   delivery, a rate-limited move task — woken by what they wait for, never polling);
+//!   `durable` (durable mode: `change`, the recorded changes; `journal`, handing them to the
+//!   store and which records an answer relies on; `replay` with its `tests`, and `restore`:
+//!   recovery and snapshots; `compactor`, snapshots of a grown log; `durable_answers`, tests
+//!   that no answer goes out before what it relies on is kept); `moves` (`task`: message move
+//!   tasks; `outbox`: messages bound for a queue another shard serves, in cluster mode).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
 //!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
 //!   JetStream stream, fenced by expected sequences), `memory` (tests), `suite` (the one

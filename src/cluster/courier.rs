@@ -1,6 +1,6 @@
 //! Cluster mode: what shards send one another through their nodes. Outbox parcels carry
 //! dead letters and move-task messages to a queue another shard serves (see
-//! `engine::outbox`). A queue's settings are asked for when a RedrivePolicy or a move task
+//! `engine::moves::outbox`). A queue's settings are asked for when a RedrivePolicy or a move task
 //! names a queue another shard serves.
 //!
 //! Each served shard has a courier: a task that takes each non-empty outbox's oldest
@@ -20,7 +20,7 @@ use serde_json::json;
 use super::route::{route_to_shard, Link, Routed};
 use crate::cluster::Place;
 use crate::control::error::{read_body_up_to, read_json, reply};
-use crate::engine::outbox::{Outgoing, Parcel, Refusal};
+use crate::engine::moves::outbox::{Outgoing, Parcel, Refusal};
 use crate::engine::{Engine, Queue, QueueId, QueueSettings};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::RequestBody;

@@ -51,7 +51,7 @@ impl Link {
         let for_couriers = Arc::clone(&cell);
         let on_open = Box::new(move |engine: &Arc<Engine>| {
             crate::engine::spawn_compactor(Arc::downgrade(engine), COMPACT_AFTER);
-            crate::engine::move_task::resume(engine);
+            crate::engine::moves::task::resume(engine);
             super::courier::spawn(Arc::clone(&for_couriers), Arc::downgrade(engine));
         });
         let cluster = Cluster::start(

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::config;
-use crate::engine::outbox::Home;
+use crate::engine::moves::outbox::Home;
 use crate::engine::{Clock, Engine, EngineSettings};
 
 use super::placement;

@@ -24,7 +24,8 @@ use http_body_util::Full;
 use hyper::Response;
 
 use crate::config::Config;
-use crate::engine::{journal, Clock, Engine};
+use crate::engine::durable::journal;
+use crate::engine::{Clock, Engine};
 
 /// What the control plane and the SQS path share: the engine, the settings, injected
 /// faults, the request counters, and the operator's credentials.
@@ -89,7 +90,7 @@ impl Plane {
         let engine = Arc::new(engine);
         if let Some(d) = &config.durability {
             crate::engine::spawn_compactor(Arc::downgrade(&engine), d.compact_after_bytes);
-            crate::engine::move_task::resume(&engine);
+            crate::engine::moves::task::resume(&engine);
         }
         let generated = config.security.admin_token.is_none()
             && matches!(config.auth, crate::config::AuthMode::Verify(_));

@@ -3,29 +3,22 @@
 //! Everything here is synchronous except waiting for a queue to change, which long polls use.
 
 pub(crate) mod attribute;
-pub(crate) mod change;
 pub(crate) mod clock;
-mod compactor;
 pub(crate) mod digest;
-#[cfg(test)]
-mod durable_answers;
+pub(crate) mod durable;
 pub(crate) mod error;
 pub(crate) mod fair;
 pub(crate) mod fifo;
 pub(crate) mod ids;
-pub(crate) mod journal;
 pub(crate) mod md5_lanes;
 pub(crate) mod message;
-pub(crate) mod move_task;
-pub(crate) mod outbox;
+pub(crate) mod moves;
 pub(crate) mod queue;
 pub(crate) mod random;
 pub(crate) mod realism;
 pub(crate) mod receipt;
 pub(crate) mod receive;
 pub(crate) mod redrive;
-mod replay;
-mod restore;
 pub(crate) mod settings;
 pub(crate) mod slab;
 mod state;
@@ -43,7 +36,7 @@ use tokio::sync::watch;
 use crate::store;
 
 pub use clock::Clock;
-pub(crate) use compactor::spawn_compactor;
+pub(crate) use durable::compactor::spawn_compactor;
 pub(crate) use error::EngineError;
 pub(crate) use ids::QueueId;
 pub(crate) use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
@@ -63,11 +56,11 @@ pub(crate) struct Engine {
     /// When each recently deleted queue name was deleted, for the 60-second cooldown.
     deleted: Mutex<HashMap<QueueId, u64>>,
     /// Every message move task, oldest first.
-    pub(crate) move_tasks: Mutex<Vec<Arc<move_task::MoveTask>>>,
+    pub(crate) move_tasks: Mutex<Vec<Arc<moves::task::MoveTask>>>,
     next_uid: AtomicU64,
     shutdown: watch::Sender<bool>,
     /// Where changes are recorded (nowhere in the in-memory default).
-    journal: journal::Journal,
+    journal: durable::journal::Journal,
     /// AWS-realism mode for queues created from now on (and every queue, when set through
     /// [`Engine::set_realism`]), with the seed their draws start from.
     realism: RwLock<realism::Realism>,
@@ -75,12 +68,12 @@ pub(crate) struct Engine {
     /// Long polls waiting now, over all queues (capped by `settings.max_long_polls`).
     long_polls: AtomicUsize,
     /// Cluster mode: which queues this engine (one shard) serves.
-    home: std::sync::OnceLock<outbox::Home>,
+    home: std::sync::OnceLock<moves::outbox::Home>,
     /// Signals the courier that an outbox took entries.
     outbox_ready: tokio::sync::Notify,
     /// The newest record of the registry, the clock or the move tasks (durable mode):
     /// an answer that reads them (a queue not found, a listing, the time) waits for it.
-    registry_lsn: journal::LastLsn,
+    registry_lsn: durable::journal::LastLsn,
 }
 
 /// A long poll's place under [`EngineSettings::max_long_polls`], given back when dropped.
@@ -114,11 +107,11 @@ impl Engine {
             move_tasks: Mutex::new(Vec::new()),
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
-            journal: journal::Journal::default(),
+            journal: durable::journal::Journal::default(),
             long_polls: AtomicUsize::new(0),
             home: std::sync::OnceLock::new(),
             outbox_ready: tokio::sync::Notify::new(),
-            registry_lsn: journal::LastLsn::default(),
+            registry_lsn: durable::journal::LastLsn::default(),
         }
     }
 
@@ -167,7 +160,7 @@ impl Engine {
     }
 
     /// The engine's journal (its durable store, if any).
-    pub(crate) fn journal(&self) -> &journal::Journal {
+    pub(crate) fn journal(&self) -> &durable::journal::Journal {
         &self.journal
     }
 
@@ -214,12 +207,14 @@ impl Engine {
         let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
         let now = self.now_ms();
         // Recorded under the registry's lock: before any change to the new queue.
-        let created = self.journal.record(&[change::Change::QueueCreated {
-            id: Cow::Borrowed(&id),
-            uid,
-            created_ms: now,
-            settings: Cow::Borrowed(&settings),
-        }]);
+        let created = self
+            .journal
+            .record(&[durable::change::Change::QueueCreated {
+                id: Cow::Borrowed(&id),
+                uid,
+                created_ms: now,
+                settings: Cow::Borrowed(&settings),
+            }]);
         self.registry_lsn.raise(created);
         let q = Arc::new(Queue::new(
             id.clone(),
@@ -267,7 +262,7 @@ impl Engine {
     /// The queue with this id. Outboxes (cluster mode's hidden queues) are nobody's: no
     /// request, listing or test control finds one.
     pub(crate) fn queue(&self, id: &QueueId) -> Option<Arc<Queue>> {
-        if outbox::is_hidden(&id.name) {
+        if moves::outbox::is_hidden(&id.name) {
             return None;
         }
         self.registered(id)
@@ -314,7 +309,7 @@ impl Engine {
                 q.id.region == region
                     && q.id.account == account
                     && q.id.name.starts_with(prefix)
-                    && !outbox::is_hidden(&q.id.name)
+                    && !moves::outbox::is_hidden(&q.id.name)
             })
             .cloned()
             .collect();
@@ -332,7 +327,7 @@ impl Engine {
     ) -> Result<ReceiveOutcome, EngineError> {
         let mut outcome = queue.receive(req, now_ms)?;
         if let Some(dead) = outcome.dead_letters.take() {
-            use outbox::{Destination, Via};
+            use moves::outbox::{Destination, Via};
             match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
                 Destination::Local(dlq) => {
                     dlq.accept(
@@ -374,18 +369,18 @@ impl Engine {
 
     /// Records a move task's current state (under the task list's lock, which a snapshot
     /// copies the tasks under).
-    pub(crate) fn record_task(&self, task: &move_task::MoveTask) {
+    pub(crate) fn record_task(&self, task: &moves::task::MoveTask) {
         if self.journal.is_on() {
             let _tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
             let lsn = self
                 .journal
-                .record(&[change::Change::MoveTask(task.record())]);
+                .record(&[durable::change::Change::MoveTask(task.record())]);
             self.registry_lsn.raise(lsn);
         }
     }
 
     /// Move tasks of one source queue, newest first.
-    pub(crate) fn move_tasks_of(&self, source_arn: &str) -> Vec<Arc<move_task::MoveTask>> {
+    pub(crate) fn move_tasks_of(&self, source_arn: &str) -> Vec<Arc<moves::task::MoveTask>> {
         self.depend_on_registry();
         self.move_tasks
             .lock()
@@ -408,7 +403,7 @@ impl Engine {
         let removed: Vec<Arc<Queue>> = {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
             if record {
-                let lsn = self.journal.record(&[change::Change::Reset {
+                let lsn = self.journal.record(&[durable::change::Change::Reset {
                     namespace: namespace.map(|(r, a)| (r.into(), a.into())),
                 }]);
                 self.registry_lsn.raise(lsn);
@@ -457,7 +452,7 @@ impl Engine {
     }
 
     fn remove_queue(&self, id: &QueueId, cooldown_from: Option<u64>) -> bool {
-        if outbox::is_hidden(&id.name) {
+        if moves::outbox::is_hidden(&id.name) {
             // An outbox goes only with a reset of its namespace (its entries with it).
             return false;
         }
@@ -465,10 +460,12 @@ impl Engine {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
             let removed = queues.remove(id);
             if let Some(q) = &removed {
-                let lsn = self.journal.record(&[change::Change::QueueDeleted {
-                    uid: q.uid,
-                    cooldown_from,
-                }]);
+                let lsn = self
+                    .journal
+                    .record(&[durable::change::Change::QueueDeleted {
+                        uid: q.uid,
+                        cooldown_from,
+                    }]);
                 self.registry_lsn.raise(lsn);
                 // Under the registry's lock, with the record: a snapshot sees both or neither.
                 if let Some(at) = cooldown_from {
@@ -497,7 +494,7 @@ impl Engine {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .values()
-            .filter(|q| !outbox::is_hidden(&q.id.name))
+            .filter(|q| !moves::outbox::is_hidden(&q.id.name))
             .cloned()
             .collect();
         all.sort_by(|a, b| {
@@ -540,7 +537,7 @@ impl Engine {
 
     fn record_clock(&self) {
         let (offset_ms, frozen_at) = self.clock.virtual_state();
-        let lsn = self.journal.record(&[change::Change::Clock {
+        let lsn = self.journal.record(&[durable::change::Change::Clock {
             offset_ms,
             frozen_at,
         }]);

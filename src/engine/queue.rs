@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::change::Change;
+use super::durable::change::Change;
+use super::durable::journal::{Journal, LastLsn};
 use super::error::EngineError;
 use super::ids::{MessageKey, QueueId};
-use super::journal::{Journal, LastLsn};
 use super::message::{NewMessage, SendReceipt, StoredMessage};
 use super::receipt::Receipt;
 use super::receive::{ReceiveOutcome, ReceiveRequest, Taken, Transfer};
@@ -394,13 +394,13 @@ impl Queue {
 
     /// Takes in messages `task` moved here, counting them for it in the same record as
     /// their arrival (so that a restart finds the count and the messages in step).
-    pub(crate) fn accept_moved<T: super::journal::MoveCount + 'static>(
+    pub(crate) fn accept_moved<T: super::durable::journal::MoveCount + 'static>(
         &self,
         messages: Vec<Taken>,
         task: &Arc<T>,
         now_ms: u64,
     ) {
-        let task: Arc<dyn super::journal::MoveCount> = Arc::clone(task) as _;
+        let task: Arc<dyn super::durable::journal::MoveCount> = Arc::clone(task) as _;
         self.with_state(now_ms, |st, now, _| {
             let n = messages.len() as u64;
             for m in messages {
@@ -431,7 +431,7 @@ impl Queue {
     pub(crate) fn remove_keys(
         &self,
         keys: &[MessageKey],
-        task: Option<Arc<dyn super::journal::MoveCount>>,
+        task: Option<Arc<dyn super::durable::journal::MoveCount>>,
         now_ms: u64,
     ) {
         self.with_state(now_ms, |st, _, uid| {

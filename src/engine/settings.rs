@@ -85,7 +85,7 @@ pub struct EngineSettings {
     pub max_long_polls: usize,
     /// AWS-realism mode for every queue at start (off by default); a queue may have its own.
     /// The engine takes it over: it changes at run time (`/_sqsim/realism`).
-    pub realism: super::realism::Realism,
+    pub realism: super::realism::mode::Realism,
     /// The seed realism draws from; `None` picks one from the time.
     pub seed: Option<u64>,
     /// Bytes of messages (body, attributes and a fixed overhead each) the process may
@@ -139,7 +139,7 @@ impl Default for EngineSettings {
             purge_cooldown: true,
             deleted_queue_cooldown: true,
             max_long_polls: DEFAULT_MAX_LONG_POLLS,
-            realism: super::realism::Realism::default(),
+            realism: super::realism::mode::Realism::default(),
             seed: None,
             max_stored_bytes: default_max_stored_bytes(),
         }

@@ -7,6 +7,7 @@ pub(crate) mod guard;
 pub mod in_process;
 pub(crate) mod limits;
 pub mod probe;
+mod router;
 mod service;
 
 use std::future::Future;
@@ -185,7 +186,7 @@ pub(crate) async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()>,
 ) {
-    serve_with(listener.into(), state, shutdown, service::handle).await
+    serve_with(listener.into(), state, shutdown, router::handle).await
 }
 
 /// [`serve`] with the request handler given (tests swap in one that can misbehave).
@@ -258,7 +259,7 @@ async fn serve_with<H, F>(
                     let req = req.map(|b| crate::http::RequestBody::new(b, read_timeout));
                     let handling = handler(Arc::clone(&state), req);
                     async move {
-                        let answer = service::guarded(render, handling).await;
+                        let answer = router::guarded(render, handling).await;
                         drop(running);
                         answer
                     }
@@ -605,7 +606,7 @@ mod tests {
                         q.update_tags(|_| -> () { panic!("a bug while holding the lock") });
                     }
                 }
-                service::handle(state, req).await
+                router::handle(state, req).await
             },
         ));
         let json = |action: &str| {

@@ -1,5 +1,6 @@
-//! The hyper service: body limit, request id, protocol detection, context, dispatch and
-//! encoding. Every outcome, including undecodable input, becomes a proper SQS response.
+//! The SQS request path, in stages: read the body (within its limit), authenticate, decode,
+//! apply fault rules, build the context, route to the shard (cluster mode), dispatch, and
+//! encode. Every outcome, including undecodable input, becomes a proper SQS response.
 
 use std::sync::Arc;
 
@@ -15,12 +16,11 @@ use crate::cluster::route::{self, ClusterDirectory, Link, Routed};
 use crate::control::faults::FaultEffect;
 use crate::control::metrics::{self, count_and_log, RequestMetrics};
 use crate::control::request_log::{Answered, QueueSource};
-use crate::control::{admin, console, kept_on, localstack};
-use crate::engine::journal;
+use crate::engine::durable::journal;
 #[cfg(feature = "cluster")]
 use crate::engine::Engine;
 use crate::error::{ErrorCode, SqsError};
-use crate::http::{credential_scope, declared_too_large, header, respond, RequestBody};
+use crate::http::{credential_scope, declared_too_large, header, respond};
 use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
 
 use super::auth::{self, SignedRequest};
@@ -68,36 +68,6 @@ fn too_large(state: &AppState) -> SqsError {
     )
 }
 
-/// Runs a request's handling so that a panic in it (a bug) ends only that request: it is
-/// logged and answered with a 500 `InternalFailure` in the request's protocol, and the
-/// connection and every other request go on. The engine's locks ignore poisoning, so a
-/// panic while one was held leaves it usable.
-pub(super) async fn guarded<F>(
-    render: Render,
-    handling: F,
-) -> Result<Response<Full<Bytes>>, DroppedConnection>
-where
-    F: std::future::Future<Output = Result<Response<Full<Bytes>>, DroppedConnection>>,
-{
-    use futures_util::FutureExt;
-    match std::panic::AssertUnwindSafe(handling).catch_unwind().await {
-        Ok(outcome) => outcome,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("a panic");
-            tracing::error!(panic = what, "request handling panicked; answered 500");
-            let request_id = uuid::Uuid::new_v4().to_string();
-            Ok(respond(
-                protocol::encode_error(render, &request_id, &SqsError::internal()),
-                &request_id,
-            ))
-        }
-    }
-}
-
 /// Why a request stops before reaching its action: an answer to send now, or (an injected
 /// fault) no answer at all.
 enum Stop {
@@ -129,78 +99,9 @@ impl Stop {
     }
 }
 
-/// Handles one HTTP request: the guard's checks (browsers, host names, the control plane's
-/// credentials), then the endpoint, with CORS headers for a page of an allowed origin.
-pub(super) async fn handle(
-    state: Arc<AppState>,
-    req: Request<RequestBody>,
-) -> Result<Response<Full<Bytes>>, DroppedConnection> {
-    use super::guard::{self, Area, Verdict};
-    let area = guard::area_of(&state, req.method(), req.uri().path(), req.uri().query());
-    let render = render_of(req.headers(), req.uri().query());
-    let (req, cors) = match guard::check(&state, area, req).await {
-        Verdict::Pass(req, cors) => (req, cors),
-        Verdict::Answer(resp) => return Ok(resp),
-        Verdict::Refuse(status, why) => {
-            return Ok(match area {
-                Area::Sqs => {
-                    let request_id = uuid::Uuid::new_v4().to_string();
-                    let err = SqsError::new(ErrorCode::AccessDenied, why);
-                    let mut encoded = protocol::encode_error(render, &request_id, &err);
-                    encoded.status = status.as_u16();
-                    respond(encoded, &request_id)
-                }
-                _ => guard::control_refusal(status, &why),
-            })
-        }
-    };
-    let mut resp = endpoint(state, req).await?;
-    guard::allow_origin(&mut resp, cors);
-    Ok(resp)
-}
-
-/// Handles one HTTP request the guard let through, in stages: read the body,
-/// authenticate, decode, build the context, apply fault rules, dispatch. Each stage can
-/// stop the request with its answer.
-async fn endpoint(
-    state: Arc<AppState>,
-    req: Request<RequestBody>,
-) -> Result<Response<Full<Bytes>>, DroppedConnection> {
-    if metrics::is_scrape(&req) {
-        return Ok(metrics::response(&state.plane, state.engines()));
-    }
-    if console::is_browser_root(&req) {
-        return Ok(console::redirect());
-    }
-    if state.config.localstack.is_some() {
-        if localstack::is_internal(req.uri().path()) {
-            // Its message listing reads state: answered once what it shows is kept.
-            return Ok(kept_on(localstack::handle(&state.plane, req)).await);
-        }
-        if let Some(service) = localstack::other_service(req.headers(), req.uri().query()) {
-            return Ok(localstack::not_sqs(&service, req.headers()));
-        }
-    }
-    #[cfg(feature = "cluster")]
-    let req = match &state.link {
-        Some(link) if req.uri().path().starts_with(admin::PREFIX) => {
-            match route::admin(&state.plane, link, req).await {
-                Ok(resp) => return Ok(resp),
-                Err(req) => req,
-            }
-        }
-        _ => req,
-    };
-    if req.uri().path().starts_with(admin::PREFIX) {
-        // Admin changes (reset, clock) are acknowledged like any other: once kept.
-        return Ok(kept_on(admin::handle(&state.plane, req)).await);
-    }
-    answer(state, req).await
-}
-
 /// Answers an SQS request (anything not under sqsim's own paths), whatever carries its body:
 /// the server passes hyper's, the in-process fuzzer a buffer.
-pub(crate) async fn answer<B>(
+pub(super) async fn answer<B>(
     state: Arc<AppState>,
     req: Request<B>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection>

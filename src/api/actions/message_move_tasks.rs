@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::context::QueueFilter;
 use crate::api::{check_range, required, Context};
-use crate::engine::move_task::{self, MoveTask, StartError, TaskFailure, TaskStatus};
+use crate::engine::moves::task::{self, MoveTask, StartError, TaskFailure, TaskStatus};
 use crate::engine::{Queue, QueueId};
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{Empty, Member, Shape, XmlResult, XmlWriter};
@@ -90,7 +90,7 @@ pub(crate) async fn start(ctx: &Context, input: StartInput) -> Result<StartOutpu
         "Must be between 1 and 500.",
     )?
     .map(|r| r as u32);
-    let task = move_task::start(&ctx.engine, source, destination, rate).map_err(|e| match e {
+    let task = task::start(&ctx.engine, source, destination, rate).map_err(|e| match e {
         StartError::AlreadyRunning => SqsError::invalid(
             "There is already a task running. Only one active task is allowed for a source queue arn at a given time.",
         ),

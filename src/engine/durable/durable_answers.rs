@@ -5,7 +5,7 @@
 //! [`journal::tracking`](super::journal::tracking), as the server runs one.
 
 use super::replay::tests::{engine_on, id};
-use super::{NewMessage, QueueSettings, ReceiveRequest};
+use crate::engine::{NewMessage, QueueSettings, ReceiveRequest};
 use crate::store::memory::MemoryStore;
 use crate::store::{self, Lsn, Store};
 
@@ -149,8 +149,8 @@ async fn a_dead_letters_source_is_read_only_once_its_arrival_is_kept() {
         .unwrap()
         .0;
     let settings = QueueSettings {
-        redrive_policy: Some(super::redrive::RedrivePolicy {
-            raw: super::redrive::RedrivePolicy::document(&dlq.arn, 1),
+        redrive_policy: Some(crate::engine::redrive::RedrivePolicy {
+            raw: crate::engine::redrive::RedrivePolicy::document(&dlq.arn, 1),
             dead_letter_target: id("dlq"),
             max_receive_count: 1,
         }),

@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::attribute::AttributeValue;
-use super::digest::Digest16;
-use super::ids::{MessageKey, QueueId};
-use super::message::{Delivery, Payload, PayloadExtra, StoredMessage};
-use super::settings::QueueSettings;
+use crate::engine::attribute::AttributeValue;
+use crate::engine::digest::Digest16;
+use crate::engine::ids::{MessageKey, QueueId};
+use crate::engine::message::{Delivery, Payload, PayloadExtra, StoredMessage};
+use crate::engine::settings::QueueSettings;
 
 /// Where a message is in its life, as recorded.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -356,7 +356,7 @@ mod tests {
             "a".to_string(),
             AttributeValue {
                 data_type: "Binary".into(),
-                data: super::super::attribute::AttributeData::Binary(vec![0, 255]),
+                data: crate::engine::attribute::AttributeData::Binary(vec![0, 255]),
             },
         )];
         let mut payload = Payload::new(

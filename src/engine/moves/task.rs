@@ -6,15 +6,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::change::{Change, TaskRecord};
-use super::ids::QueueId;
-use super::journal::MoveCount;
+use crate::engine::durable::change::{Change, TaskRecord};
+use crate::engine::durable::journal::MoveCount;
+use crate::engine::ids::QueueId;
 use tokio::sync::Notify;
 
 use super::outbox::{Destination, Via};
-use super::queue::Queue;
-use super::receive::Transfer;
-use super::{wait, Engine};
+use crate::engine::queue::Queue;
+use crate::engine::receive::Transfer;
+use crate::engine::{wait, Engine};
 
 /// How many messages one step moves at most when no rate is set.
 const UNLIMITED_STEP: usize = 500;
@@ -342,12 +342,12 @@ fn deliver(
     task: &Arc<MoveTask>,
     source: &Queue,
     destination: Option<&QueueId>,
-    batch: Vec<super::receive::Taken>,
+    batch: Vec<crate::engine::receive::Taken>,
     now: u64,
     outboxes: &mut Vec<Arc<Queue>>,
 ) -> Option<TaskFailure> {
     // Each message's destination: the task's, or the queue it was dead-lettered from.
-    let mut by_target: Vec<(QueueId, Vec<super::receive::Taken>)> = Vec::new();
+    let mut by_target: Vec<(QueueId, Vec<crate::engine::receive::Taken>)> = Vec::new();
     let mut failed = Vec::new();
     for m in batch {
         let target = match destination {

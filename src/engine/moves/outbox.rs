@@ -22,12 +22,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::change::MessageRecord;
-use super::ids::QueueId;
-use super::queue::Queue;
-use super::receive::Transfer;
-use super::settings::QueueSettings;
-use super::Engine;
+use crate::engine::durable::change::MessageRecord;
+use crate::engine::ids::QueueId;
+use crate::engine::queue::Queue;
+use crate::engine::receive::Transfer;
+use crate::engine::settings::QueueSettings;
+use crate::engine::Engine;
 
 /// Starts every outbox's name; no client-given queue name contains it.
 const HIDDEN: char = '~';
@@ -165,7 +165,7 @@ pub(crate) enum Refusal {
 pub(crate) struct Outgoing {
     pub route: Route,
     pub body: Vec<u8>,
-    keys: Vec<super::ids::MessageKey>,
+    keys: Vec<crate::engine::ids::MessageKey>,
 }
 
 impl Engine {
@@ -272,14 +272,14 @@ impl Engine {
     pub(crate) fn parcel_delivered(&self, outbox: &Queue, parcel: &Outgoing) {
         let task = self
             .task_of(&parcel.route)
-            .map(|t| t as Arc<dyn super::journal::MoveCount>);
+            .map(|t| t as Arc<dyn crate::engine::durable::journal::MoveCount>);
         outbox.remove_keys(&parcel.keys, task, self.now_ms());
-        // Whoever waits for these to arrive ([`super::wait::delivered`]) looks again.
+        // Whoever waits for these to arrive ([`crate::engine::wait::delivered`]) looks again.
         outbox.wake_waiters();
     }
 
     /// The move task whose messages travel `route`, if any.
-    fn task_of(&self, route: &Route) -> Option<Arc<super::move_task::MoveTask>> {
+    fn task_of(&self, route: &Route) -> Option<Arc<super::task::MoveTask>> {
         let Via::Move { task } = &route.via else {
             return None;
         };

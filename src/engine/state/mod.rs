@@ -8,18 +8,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
-use super::change::{self, Change, MessageRecord, Progress};
+use super::durable::change::{self, Change, MessageRecord, Progress};
+use super::durable::journal::Recorder;
 use super::error::EngineError;
 use super::fair::FairIndex;
 use super::fifo::{FifoIndex, Original};
 use super::ids::{MessageKey, QueueId};
-use super::journal::Recorder;
 use super::message::{Delivery, PreparedMessage, ReceivedMessage, SendReceipt, StoredMessage};
 use super::receipt::Receipt;
-use super::receive::{DeadLetters, ReceiveOutcome, ReceiveRequest, Taken, Transfer};
+use super::receive::{DeadLetters, ReceiveOutcome, ReceiveRequest, Taken};
 use super::settings::{DeduplicationScope, QueueSettings, MAX_VISIBILITY_TIMEOUT_S};
 use super::slab::MessageSlab;
 use super::view::Traffic;
+
+mod transfer;
 
 /// Delivery order: fair rotation for standard queues, groups for FIFO queues.
 #[derive(Debug)]
@@ -479,109 +481,6 @@ impl QueueState {
         self.traffic.received += 1;
         self.record_progress(key);
         received
-    }
-
-    /// Takes messages out for a move; the receiving queue records their removal (in transit
-    /// until then).
-    pub(super) fn take_for_move(&mut self, n: usize) -> Vec<Taken> {
-        let mut out = Vec::new();
-        while out.len() < n {
-            let keys = self.pick(n - out.len());
-            if keys.is_empty() {
-                break;
-            }
-            for key in keys {
-                if let Some(message) = self.remove(&key) {
-                    self.rec.depart(self.uid, key, &message);
-                    out.push(Taken {
-                        from: self.uid,
-                        key,
-                        message,
-                    });
-                }
-            }
-        }
-        out
-    }
-
-    /// Takes in a message from another queue (or back into this one), recording its
-    /// removal there with its arrival here.
-    pub(super) fn accept(&mut self, taken: Taken, transfer: Transfer<'_>, now: u64) {
-        let Taken {
-            from,
-            key: old_key,
-            message,
-        } = taken;
-        self.rec.add(&Change::Removed {
-            uid: from,
-            key: old_key,
-        });
-        self.rec.arrive(from, old_key);
-        self.take_in(message, transfer, now);
-    }
-
-    /// Takes in entries an outbox of another engine delivers (cluster mode), skipping those
-    /// at or below the outbox's mark (delivered before), and records the new mark with
-    /// them. Returns how many were new.
-    pub(super) fn arrive(
-        &mut self,
-        source: &str,
-        entries: Vec<(u64, StoredMessage)>,
-        transfer: Transfer<'_>,
-        now: u64,
-    ) -> usize {
-        let mark = self.marks.get(source).copied();
-        let mut taken = 0;
-        let mut high = mark;
-        for (seq, m) in entries {
-            if mark.is_some_and(|k| seq <= k) {
-                continue;
-            }
-            self.take_in(m, transfer, now);
-            taken += 1;
-            high = Some(high.map_or(seq, |h| h.max(seq)));
-        }
-        if let Some(seq) = high.filter(|h| Some(*h) != mark) {
-            self.marks.insert(source.to_string(), seq);
-            self.rec.add(&Change::Arrived {
-                uid: self.uid,
-                source: source.into(),
-                seq,
-            });
-        }
-        taken
-    }
-
-    /// Stores a message arriving from elsewhere, as `transfer` says.
-    fn take_in(&mut self, mut m: StoredMessage, transfer: Transfer<'_>, now: u64) {
-        let fifo = matches!(self.order, Order::Fifo(_));
-        match transfer {
-            Transfer::DeadLetter { source_arn } => {
-                m.payload = Arc::new(m.payload.with_dead_letter_source(Some(source_arn.into())));
-            }
-            Transfer::Redrive => {
-                m.payload = Arc::new(m.payload.with_dead_letter_source(None));
-                m.receive_count = 0;
-                m.first_receive_ms = None;
-            }
-            Transfer::Restore => {}
-        }
-        // A standard queue keeps the original enqueue time (retention counts from the first
-        // send); a FIFO queue starts it afresh.
-        let sent_ms = if fifo && !matches!(transfer, Transfer::Restore) {
-            now
-        } else {
-            m.payload.sent_ms
-        };
-        m.delivery = Delivery::Delayed { until_ms: now };
-        let group = fifo_group(m.payload.group_id.as_ref());
-        m.enqueued_ms = sent_ms;
-        let key = self.store(m);
-        self.record_put(key);
-        if let Order::Fifo(f) = &mut self.order {
-            f.insert(key, &group);
-        }
-        self.make_visible(key);
     }
 
     pub(super) fn outcome(&self, messages: Vec<ReceivedMessage>) -> ReceiveOutcome {

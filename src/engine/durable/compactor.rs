@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::Engine;
+use crate::engine::Engine;
 
 /// Snapshots the engine whenever its log has grown past `after` bytes and past the last
 /// snapshot's size (so the snapshots written stay at most about as large as the log they

@@ -5,15 +5,15 @@
 use std::sync::Arc;
 
 use super::change::{MessageRecord, Progress, QueueCounters};
-use super::fifo::Original;
-use super::ids::MessageKey;
-use super::message::Delivery;
-use super::state::{fifo_group, Order, QueueState};
+use crate::engine::fifo::Original;
+use crate::engine::ids::MessageKey;
+use crate::engine::message::Delivery;
+use crate::engine::state::{fifo_group, Order, QueueState};
 
 impl QueueState {
     /// Stores a recorded message under its original key (or, if it is already stored,
     /// takes its recorded delivery state).
-    pub(super) fn restore(&mut self, key: MessageKey, record: MessageRecord<'_>) {
+    pub(in crate::engine) fn restore(&mut self, key: MessageKey, record: MessageRecord<'_>) {
         if self.messages.get(&key).is_some() {
             self.set_progress(key, record.progress);
             return;
@@ -39,7 +39,7 @@ impl QueueState {
     }
 
     /// Sets a stored message's receive count, receive times and delivery state.
-    pub(super) fn set_progress(&mut self, key: MessageKey, p: Progress) {
+    pub(in crate::engine) fn set_progress(&mut self, key: MessageKey, p: Progress) {
         let Some(m) = self.messages.get_mut(&key) else {
             return;
         };
@@ -90,14 +90,19 @@ impl QueueState {
     }
 
     /// Remembers a recorded FIFO deduplication id.
-    pub(super) fn restore_dedup(&mut self, dedup_key: String, original: Original, at_ms: u64) {
+    pub(in crate::engine) fn restore_dedup(
+        &mut self,
+        dedup_key: String,
+        original: Original,
+        at_ms: u64,
+    ) {
         if let Order::Fifo(f) = &mut self.order {
             f.remember(dedup_key, original, at_ms);
         }
     }
 
     /// The counters a snapshot keeps beside the messages.
-    pub(super) fn counters(&self) -> QueueCounters {
+    pub(in crate::engine) fn counters(&self) -> QueueCounters {
         QueueCounters {
             next_seq: self.messages.next_seq(),
             last_sequence: match &self.order {
@@ -110,7 +115,7 @@ impl QueueState {
     }
 
     /// Puts back counters from a snapshot.
-    pub(super) fn restore_counters(&mut self, c: QueueCounters) {
+    pub(in crate::engine) fn restore_counters(&mut self, c: QueueCounters) {
         self.messages.skip_to(c.next_seq);
         if let Order::Fifo(f) = &mut self.order {
             f.observe_sequence(c.last_sequence);

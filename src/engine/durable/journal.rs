@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use crate::store::{Lsn, Store};
 
 use super::change::{self, Change, MessageRecord, TaskRecord};
-use super::ids::MessageKey;
-use super::message::StoredMessage;
+use crate::engine::ids::MessageKey;
+use crate::engine::message::StoredMessage;
 
 /// What the journal needs of a message move task: its count, raised where the arrivals it
 /// counts are recorded, and its record. A trait, so that the journal (below the queue) does
@@ -120,9 +120,9 @@ impl LastLsn {
 /// when a store is attached) and handed over as one frame before the queue's lock is
 /// released ([`Journal::flush`]).
 #[derive(Debug, Default)]
-pub(super) struct Recorder {
-    pub(super) on: bool,
-    pub(super) frame: Vec<u8>,
+pub(in crate::engine) struct Recorder {
+    pub(in crate::engine) on: bool,
+    pub(in crate::engine) frame: Vec<u8>,
     /// Messages this operation took out for another queue, each as the encoded `Put` that
     /// restores it here: in transit until their arrival is logged.
     departed: Vec<(MessageKey, Vec<u8>)>,
@@ -136,21 +136,21 @@ pub(super) struct Recorder {
 
 impl Recorder {
     /// A recorder that encodes (`on`) or does nothing.
-    pub(super) fn new(on: bool) -> Recorder {
+    pub(in crate::engine) fn new(on: bool) -> Recorder {
         Recorder {
             on,
             ..Recorder::default()
         }
     }
 
-    pub(super) fn add(&mut self, c: &Change<'_>) {
+    pub(in crate::engine) fn add(&mut self, c: &Change<'_>) {
         if self.on {
             change::encode(&mut self.frame, c);
         }
     }
 
     /// `m`, stored under `key` in queue `uid`, was just taken out for another queue.
-    pub(super) fn depart(&mut self, uid: u64, key: MessageKey, m: &StoredMessage) {
+    pub(in crate::engine) fn depart(&mut self, uid: u64, key: MessageKey, m: &StoredMessage) {
         if self.on {
             let mut put = Vec::new();
             change::encode(
@@ -167,14 +167,14 @@ impl Recorder {
 
     /// The message under `key` in queue `from` just arrived here; `frame` records its removal
     /// there.
-    pub(super) fn arrive(&mut self, from: u64, key: MessageKey) {
+    pub(in crate::engine) fn arrive(&mut self, from: u64, key: MessageKey) {
         if self.on {
             self.arrived.push((from, key));
         }
     }
 
     /// `task` moved `n` of the messages this operation took in.
-    pub(super) fn count_moved(&mut self, task: &Arc<dyn MoveCount>, n: u64) {
+    pub(in crate::engine) fn count_moved(&mut self, task: &Arc<dyn MoveCount>, n: u64) {
         if self.on {
             self.moved = Some((Arc::clone(task), n));
         } else {
@@ -183,7 +183,7 @@ impl Recorder {
     }
 
     /// Forgets what was recorded (replay re-runs operations that record themselves).
-    pub(super) fn discard(&mut self) {
+    pub(in crate::engine) fn discard(&mut self) {
         self.frame.clear();
         self.departed.clear();
         self.arrived.clear();
@@ -229,7 +229,7 @@ impl Journal {
     /// lock: its frame, the messages it sent on their way (in transit from now), and the
     /// arrivals it logged (no longer in transit, in the same step as their frame is logged).
     /// Returns the frame's position, if one was appended.
-    pub(super) fn flush(&self, uid: u64, rec: &mut Recorder) -> Option<Lsn> {
+    pub(in crate::engine) fn flush(&self, uid: u64, rec: &mut Recorder) -> Option<Lsn> {
         if !rec.departed.is_empty() {
             let mut transit = self.transit();
             for (key, put) in rec.departed.drain(..) {
@@ -263,7 +263,7 @@ impl Journal {
 
     /// Runs `f` while no message arrives from another queue and no move task's count goes
     /// up (a snapshot reading its cut and what these change).
-    pub(super) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+    pub(in crate::engine) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
         let _transit = self.transit();
         f()
     }
@@ -272,7 +272,7 @@ impl Journal {
     /// (read under the transit lock) and the messages in transit from that queue, in
     /// arrival (`seq`) order, as encoded `Put`s. The snapshot holds them in the queue; the arrival, logged at
     /// or after the cut, removes them again on replay.
-    pub(super) fn in_transit(
+    pub(in crate::engine) fn in_transit(
         &self,
         uid: u64,
         cut: impl FnOnce() -> Lsn,
