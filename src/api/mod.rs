@@ -13,6 +13,7 @@ pub(crate) mod target;
 
 use serde::Serialize;
 
+use crate::engine::durable::journal::{self, Pending};
 use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{Action, Params, Reply, Shape, XmlResult, XmlWriter};
@@ -31,25 +32,34 @@ fn boxed<T: Reply + 'static>(r: Result<T, SqsError>) -> Result<Box<dyn Reply>, S
     r.map(|v| Box::new(v) as Box<dyn Reply>)
 }
 
-/// Runs one action.
+/// Runs one action: its reply, which may go out only once what it relies on is kept.
 pub(crate) async fn dispatch(
     ctx: &Context,
     action: Action,
     params: Params,
-) -> Result<Box<dyn Reply>, SqsError> {
+) -> Pending<Result<Box<dyn Reply>, SqsError>> {
+    journal::track(run(ctx, action, params)).await
+}
+
+/// The action's handler. Those that wait (a long poll, another node's answer) run boxed:
+/// inline, the largest would set the size of every request's future, copied each time it
+/// moves.
+async fn run(ctx: &Context, action: Action, params: Params) -> Result<Box<dyn Reply>, SqsError> {
     use actions::*;
     use Action::*;
     match action {
-        CreateQueue => boxed(create_queue::handle(ctx, params.parse()?).await),
+        CreateQueue => boxed(Box::pin(create_queue::handle(ctx, params.parse()?)).await),
         GetQueueUrl => boxed(get_queue_url::handle(ctx, params.parse()?)),
-        ListQueues => boxed(list_queues::handle(ctx, params.parse()?).await),
+        ListQueues => boxed(Box::pin(list_queues::handle(ctx, params.parse()?)).await),
         DeleteQueue => boxed(delete_queue::handle(ctx, params.parse()?)),
         GetQueueAttributes => boxed(get_queue_attributes::handle(ctx, params.parse()?)),
-        SetQueueAttributes => boxed(set_queue_attributes::handle(ctx, params.parse()?).await),
+        SetQueueAttributes => {
+            boxed(Box::pin(set_queue_attributes::handle(ctx, params.parse()?)).await)
+        }
         PurgeQueue => boxed(purge_queue::handle(ctx, params.parse()?)),
         SendMessage => boxed(send_message::handle(ctx, params.parse()?)),
         SendMessageBatch => boxed(send_message_batch::handle(ctx, params.parse()?)),
-        ReceiveMessage => boxed(receive_message::handle(ctx, params.parse()?).await),
+        ReceiveMessage => boxed(Box::pin(receive_message::handle(ctx, params.parse()?)).await),
         DeleteMessage => boxed(delete_message::handle(ctx, params.parse()?)),
         DeleteMessageBatch => boxed(delete_message_batch::handle(ctx, params.parse()?)),
         ChangeMessageVisibility => boxed(change_message_visibility::handle(ctx, params.parse()?)),
@@ -61,9 +71,11 @@ pub(crate) async fn dispatch(
         UntagQueue => boxed(tags::untag(ctx, params.parse()?)),
         ListQueueTags => boxed(tags::list(ctx, params.parse()?)),
         ListDeadLetterSourceQueues => {
-            boxed(list_dead_letter_source_queues::handle(ctx, params.parse()?).await)
+            boxed(Box::pin(list_dead_letter_source_queues::handle(ctx, params.parse()?)).await)
         }
-        StartMessageMoveTask => boxed(message_move_tasks::start(ctx, params.parse()?).await),
+        StartMessageMoveTask => {
+            boxed(Box::pin(message_move_tasks::start(ctx, params.parse()?)).await)
+        }
         ListMessageMoveTasks => boxed(message_move_tasks::list(ctx, params.parse()?)),
         CancelMessageMoveTask => boxed(message_move_tasks::cancel(ctx, params.parse()?)),
         AddPermission => boxed(permissions::add(ctx, params.parse()?)),

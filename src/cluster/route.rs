@@ -493,7 +493,7 @@ async fn console_action(
         Ok(engine) => {
             let directory: Arc<dyn Directory> = Arc::new(ClusterDirectory(link.clone()));
             let ctx = call.context(state, Arc::clone(&engine), Some(directory));
-            crate::control::kept_on(crate::control::console::run(state, &ctx, call)).await
+            crate::control::console::run(state, &ctx, call).await
         }
         Err(resp) => resp,
     }

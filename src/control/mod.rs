@@ -144,7 +144,7 @@ impl Plane {
 pub(crate) async fn kept_on(
     work: impl Future<Output = Response<Full<Bytes>>>,
 ) -> Response<Full<Bytes>> {
-    match journal::once_kept(work).await {
+    match journal::track(work).await.kept().await {
         (resp, Ok(())) => resp,
         (_, Err(e)) => error::ControlError::not_kept(e).reply(),
     }

@@ -16,7 +16,6 @@ use crate::cluster::route::{self, ClusterDirectory, Link, Routed};
 use crate::control::faults::FaultEffect;
 use crate::control::metrics::{self, count_and_log, RequestMetrics};
 use crate::control::request_log::{Answered, QueueSource};
-use crate::engine::durable::journal;
 #[cfg(feature = "cluster")]
 use crate::engine::Engine;
 use crate::error::{ErrorCode, SqsError};
@@ -132,12 +131,16 @@ where
             slot = RequestMetrics::slot_of(Some(decoded.action));
             queue = QueueSource::of(&kept_body, decoded.protocol);
         }
-        apply_faults(&state, &parts, &decoded, &request_id).await?;
+        if state.faults.is_active() {
+            // Boxed: rarely on, and inline its future would grow every request's.
+            Box::pin(apply_faults(&state, &parts, &decoded, &request_id)).await?;
+        }
         #[cfg_attr(not(feature = "cluster"), allow(unused_mut))]
         let mut ctx = context(&state, &parts, &decoded, signer, &request_id);
         #[cfg(feature = "cluster")]
         if let (Some(link), Some(raw)) = (&state.link, raw_body) {
-            route(link, &mut ctx, &parts, raw, &decoded, &state.engine).await?;
+            // Boxed: forwarding holds an HTTP client's future.
+            Box::pin(route(link, &mut ctx, &parts, raw, &decoded, &state.engine)).await?;
         }
         Ok::<_, Stop>(dispatch(&ctx, decoded).await)
     };
@@ -353,7 +356,10 @@ async fn route(
 /// Stage 6: the action, its reply or error encoded in the request's protocol.
 async fn dispatch(ctx: &Context, decoded: Decoded) -> Encoded {
     // Acknowledged means durable: the answer waits until what it relies on is kept.
-    let result = match journal::once_kept(api::dispatch(ctx, decoded.action, decoded.params)).await
+    let result = match api::dispatch(ctx, decoded.action, decoded.params)
+        .await
+        .kept()
+        .await
     {
         (result, Ok(())) => result,
         (_, Err(e)) => {

@@ -203,7 +203,15 @@ pub(crate) async fn run(state: &Plane, ctx: &Context, call: Call) -> Response<Fu
     } else {
         QueueSource::default()
     };
-    let encoded = match api::dispatch(ctx, action, Params::Json(body)).await {
+    let result = match api::dispatch(ctx, action, Params::Json(body))
+        .await
+        .kept()
+        .await
+    {
+        (result, Ok(())) => result,
+        (_, Err(e)) => return super::error::ControlError::not_kept(e).reply(),
+    };
+    let encoded = match result {
         Ok(reply) => protocol::encode_reply(Render::Json, action, &request_id, reply.as_ref()),
         Err(err) => protocol::encode_error(Render::Json, &request_id, &err),
     };

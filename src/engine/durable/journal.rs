@@ -43,31 +43,47 @@ tokio::task_local! {
     static DEPENDS: RefCell<Depends>;
 }
 
-/// Runs `f` (one request), noting the records its answer depends on, to wait for before
-/// the answer goes out.
-pub(crate) async fn tracking<F: Future>(f: F) -> (F::Output, Depends) {
-    DEPENDS
-        .scope(RefCell::new(Vec::new()), async move {
-            let out = f.await;
-            (out, DEPENDS.with(|d| std::mem::take(&mut *d.borrow_mut())))
-        })
-        .await
+/// What one request produced, with the records its answer relies on: it may be
+/// acknowledged only once they are kept ([`Pending::kept`]). The only way to a request's
+/// output is through here, so an answer cannot go out without the wait.
+#[must_use = "an answer may go out only once what it relies on is kept: call `kept()`"]
+pub(crate) struct Pending<T> {
+    value: T,
+    depends: Depends,
 }
 
-/// Runs `work` (one request) and waits until every record its answer relies on is kept,
-/// in each store it touched: what it appended, and what made the state it read. The one
-/// way an answer is acknowledged in durable mode (the SQS API, the control plane, a
-/// parcel between shards); without a store it only runs `work`.
-pub(crate) async fn once_kept<F: Future>(
-    work: F,
-) -> (F::Output, Result<(), crate::store::StoreError>) {
-    let (out, depends) = tracking(work).await;
-    for (store, lsn) in depends {
-        if let Err(e) = crate::store::durable(store.as_ref(), lsn).await {
-            return (out, Err(e));
+impl<T> Pending<T> {
+    /// Waits until every record the value relies on is kept, in each store it touched
+    /// (what it appended, and what made the state it read); without a store, at once.
+    /// The error says a store could not keep one: the value must not be acknowledged.
+    pub(crate) async fn kept(self) -> (T, Result<(), crate::store::StoreError>) {
+        for (store, lsn) in &self.depends {
+            if let Err(e) = crate::store::durable(store.as_ref(), *lsn).await {
+                return (self.value, Err(e));
+            }
         }
+        (self.value, Ok(()))
     }
-    (out, Ok(()))
+
+    /// The value and what it relies on, for tests that look at the positions.
+    #[cfg(test)]
+    pub(crate) fn into_parts(self) -> (T, Depends) {
+        (self.value, self.depends)
+    }
+}
+
+/// Runs `work` (one request: an SQS action, a control-plane change, a parcel between
+/// shards), noting the records its answer relies on as the engine's locks are taken.
+/// Noting at the lock, rather than in a list each handler keeps, is what makes it
+/// impossible to forget: every read and write of a queue or the registry goes through one.
+pub(crate) async fn track<F: Future>(work: F) -> Pending<F::Output> {
+    DEPENDS
+        .scope(RefCell::new(Vec::new()), async move {
+            let value = work.await;
+            let depends = DEPENDS.with(|d| std::mem::take(&mut *d.borrow_mut()));
+            Pending { value, depends }
+        })
+        .await
 }
 
 /// Notes `lsn` of `store` for the current request (the newest per store); false outside a
