@@ -21,14 +21,16 @@ pub(crate) const PEER_SECRET: &str = "x-sqsim-cluster-secret";
 /// not serve the shard (421), never forwards it again.
 pub(crate) const FORWARDED: &str = "x-sqsim-forwarded";
 
-/// A request body that must arrive whole by a deadline (`read_timeout` after its head):
-/// a client sending a byte a second gets an error instead of holding a request open. The
-/// timer is only set once the body makes the reader wait; an SDK's body arrives with its
-/// head, so a request usually costs no timer at all.
+/// A request body that must arrive whole by a deadline (`read_timeout` after it first makes
+/// the reader wait): a client sending a byte a second gets an error instead of holding a
+/// request open. The timer is only set once the body makes the reader wait; an SDK's body
+/// arrives with its head, so a request usually costs no timer and no clock read at all.
 #[derive(Debug)]
 pub(crate) struct RequestBody {
     inner: Source,
-    deadline: tokio::time::Instant,
+    /// How long the body may keep the reader waiting, counted from the first wait (no
+    /// clock read for a body that came with its head).
+    read_timeout: std::time::Duration,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
@@ -45,7 +47,7 @@ impl RequestBody {
     pub(crate) fn new(inner: Incoming, read_timeout: std::time::Duration) -> RequestBody {
         RequestBody {
             inner: Source::Stream(inner),
-            deadline: tokio::time::Instant::now() + read_timeout,
+            read_timeout,
             timer: None,
         }
     }
@@ -54,7 +56,7 @@ impl RequestBody {
     pub(crate) fn ready(bytes: Bytes) -> RequestBody {
         RequestBody {
             inner: Source::Ready(Some(bytes)),
-            deadline: tokio::time::Instant::now(),
+            read_timeout: std::time::Duration::ZERO,
             timer: None,
         }
     }
@@ -80,10 +82,10 @@ impl Body for RequestBody {
         if let Poll::Ready(frame) = Pin::new(stream).poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
-        let deadline = self.deadline;
+        let limit = self.read_timeout;
         let timer = self
             .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
             Poll::Pending => Poll::Pending,

@@ -402,11 +402,20 @@ impl Config {
             return u.trim_end_matches('/').to_string();
         }
         let port = || {
-            host.and_then(|h| h.rsplit_once(':'))
-                .map(|(_, p)| p.to_string())
-                .unwrap_or_else(|| local.port().to_string())
+            host.and_then(|h| host_port(h).1)
+                .map_or_else(|| local.port().to_string(), str::to_string)
         };
-        let request_host = || host.map_or_else(|| local.to_string(), str::to_string);
+        // An address or localhost without a port (the Ruby SDK v1 sends `Host: 127.0.0.1`)
+        // gets the port the request arrived on: a client reached this server directly, and a
+        // URL without the port would reach nothing. A name without one is left alone: that
+        // is a proxy's host on port 80 or 443 (or set --advertised-url).
+        let request_host = || match host {
+            Some(h) if host_port(h).1.is_none() && is_direct(h) && local.port() != 80 => {
+                format!("{h}:{}", local.port())
+            }
+            Some(h) => h.to_string(),
+            None => local.to_string(),
+        };
         if let Some(ls) = &self.localstack {
             let configured = || match &ls.host {
                 Some(h) if h.contains(':') => h.clone(),
@@ -543,6 +552,28 @@ pub(crate) fn localstack_settings() -> Result<LocalStack, String> {
     Ok(LocalStack { strategy, host })
 }
 
+/// Whether a Host (without its port) names this machine directly: an IP address,
+/// `localhost` or a name under `.localhost`.
+fn is_direct(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.parse::<std::net::IpAddr>().is_ok()
+        || h.eq_ignore_ascii_case("localhost")
+        || h.to_ascii_lowercase().ends_with(".localhost")
+}
+
+/// A Host header's host and port, if it names one (`[::1]:9324`, `localhost`, `[::1]`).
+fn host_port(host: &str) -> (&str, Option<&str>) {
+    let split = match host.rfind(']') {
+        // An IPv6 literal: a port may only follow its closing bracket.
+        Some(close) => host[close..].rfind(':').map(|i| close + i),
+        None => host.rfind(':'),
+    };
+    match split {
+        Some(i) if !host[i + 1..].is_empty() => (&host[..i], Some(&host[i + 1..])),
+        _ => (host, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -648,6 +679,34 @@ mod tests {
         let mut c = with(Standard, None);
         c.advertised_url = Some("http://sqs.local:9/".into());
         assert_eq!(base(&c, "x", "us-east-1"), "http://sqs.local:9");
+    }
+
+    #[test]
+    fn a_host_without_a_port_gets_the_port_the_request_arrived_on() {
+        let local: std::net::SocketAddr = "127.0.0.1:9324".parse().unwrap();
+        let c = Config::default();
+        let base = |c: &Config, host| c.queue_base_url(Some(host), "us-east-1", local);
+        assert_eq!(base(&c, "127.0.0.1"), "http://127.0.0.1:9324");
+        assert_eq!(base(&c, "localhost:1234"), "http://localhost:1234");
+        assert_eq!(base(&c, "[::1]"), "http://[::1]:9324");
+        assert_eq!(base(&c, "[::1]:5"), "http://[::1]:5");
+        let region_host = Config {
+            url_style: UrlStyle::RegionHost,
+            ..Config::default()
+        };
+        assert_eq!(
+            base(&region_host, "[::1]"),
+            "http://sqs.us-east-1.localhost:9324"
+        );
+        assert_eq!(base(&c, "localhost"), "http://localhost:9324");
+        // A name without a port is a proxy's (port 80 or 443): left as it is.
+        assert_eq!(base(&c, "sqs.example"), "http://sqs.example");
+        // On port 80 a Host without a port is already right.
+        let on80: std::net::SocketAddr = "0.0.0.0:80".parse().unwrap();
+        assert_eq!(
+            c.queue_base_url(Some("127.0.0.1"), "us-east-1", on80),
+            "http://127.0.0.1"
+        );
     }
 
     #[test]

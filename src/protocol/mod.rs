@@ -77,9 +77,7 @@ impl Params {
                 serde_json::from_slice(body)
                     .map_err(|e| SqsError::new(ErrorCode::Serialization, e.to_string()))
             }
-            Params::Query(shaped) => {
-                T::deserialize(shaped).map_err(|e| SqsError::invalid(e.to_string()))
-            }
+            Params::Query(shaped) => T::deserialize(shaped).map_err(|e| query::decode_error(&e)),
         }
     }
 }

@@ -130,9 +130,10 @@ impl<'de> de::Deserializer<'de> for Shaped {
             Shaped::Str(s) => v.visit_string(s),
             Shaped::Int(i) => v.visit_i64(i),
             Shaped::Seq(items) => v.visit_seq(de::value::SeqDeserializer::new(items.into_iter())),
-            Shaped::Map(entries) => {
-                v.visit_map(de::value::MapDeserializer::new(entries.into_iter()))
-            }
+            Shaped::Map(entries) => v.visit_map(Members {
+                entries: entries.into_iter(),
+                value: None,
+            }),
         }
     }
 
@@ -147,6 +148,61 @@ impl<'de> de::Deserializer<'de> for Shaped {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
         unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
         ignored_any
+    }
+}
+
+/// A map's entries, as serde reads them; a value that does not fit its member fails naming
+/// the member (the outermost, as the client spelled the request).
+struct Members {
+    entries: std::vec::IntoIter<(Cow<'static, str>, Shaped)>,
+    value: Option<(Cow<'static, str>, Shaped)>,
+}
+
+/// Separates the member a decode failure is in from serde's words for it.
+const MEMBER_SEP: char = '\u{1f}';
+
+impl<'de> de::MapAccess<'de> for Members {
+    type Error = de::value::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        let Some((key, value)) = self.entries.next() else {
+            return Ok(None);
+        };
+        let k = seed.deserialize(de::value::StrDeserializer::<Self::Error>::new(&key))?;
+        self.value = Some((key, value));
+        Ok(Some(k))
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        let (key, value) = self
+            .value
+            .take()
+            .unwrap_or((Cow::Borrowed(""), Shaped::Null));
+        seed.deserialize(value).map_err(|e| {
+            let text = e.to_string();
+            let inner = text
+                .split_once(MEMBER_SEP)
+                .map_or(text.as_str(), |(_, r)| r);
+            de::Error::custom(format!("{key}{MEMBER_SEP}{inner}"))
+        })
+    }
+}
+
+/// The error a query input that does not fit its action's shape gets: AWS's words, naming
+/// the member, never serde's (`invalid type: sequence, expected a map`).
+pub(crate) fn decode_error(e: &de::value::Error) -> SqsError {
+    let text = e.to_string();
+    match text.split_once(MEMBER_SEP) {
+        Some((member, _)) => SqsError::invalid(format!(
+            "Value for parameter {member} is invalid. Reason: Malformed input."
+        )),
+        None => SqsError::invalid("The request input is malformed."),
     }
 }
 
@@ -256,16 +312,23 @@ fn shape_object(node: Node<'_>) -> Result<Shaped, SqsError> {
     let mut out: Vec<(Cow<'static, str>, Shaped)> = Vec::with_capacity(fields.len() + 1);
     for (key, child) in fields {
         match key {
+            // Every spelling AWS's SDKs have sent is accepted (docs/query-spellings.md): the
+            // member's locationName, numbered or (boto 2) bare, and for TagQueue also the
+            // model name `Tags.N`, which the Java SDKs v1/v2, Ruby v3 and rusoto send.
             "Attribute" => out.push(("Attributes".into(), pairs_to_map(child, "Name", plain))),
-            "MessageAttribute" => out.push((
-                "MessageAttributes".into(),
-                pairs_to_map(child, "Name", |v| shape_object(v).unwrap_or(Shaped::Null)),
-            )),
+            "MessageAttribute" | "MessageAttributes"
+                if key == "MessageAttribute" || is_entry_list(&child) =>
+            {
+                out.push((
+                    "MessageAttributes".into(),
+                    pairs_to_map(child, "Name", |v| shape_object(v).unwrap_or(Shaped::Null)),
+                ))
+            }
             "MessageSystemAttribute" => out.push((
                 "MessageSystemAttributes".into(),
                 pairs_to_map(child, "Name", |v| shape_object(v).unwrap_or(Shaped::Null)),
             )),
-            "Tag" => {
+            "Tag" | "Tags" if key == "Tag" || is_entry_list(&child) => {
                 let tags = pairs_to_map(child, "Key", plain);
                 out.push(("Tags".into(), tags.clone()));
                 out.push(("tags".into(), tags));
@@ -329,20 +392,37 @@ fn integer(name: &str, node: Node<'_>) -> Result<Shaped, SqsError> {
     }
 }
 
+/// `Name.N` values as a list; a bare `Name=value` (boto 2) is a list of that one value, and
+/// a bare `Name=` (how the Go v1, JS v2, Java v2 and PHP SDKs send an empty list) is empty.
 fn string_list(node: Node<'_>) -> Shaped {
-    Shaped::Seq(
-        node.into_items()
-            .into_iter()
-            .filter_map(Node::into_string)
-            .map(Shaped::Str)
-            .collect(),
-    )
+    match node {
+        Node::Leaf(v) if v.is_empty() => Shaped::Seq(Vec::new()),
+        Node::Leaf(v) => Shaped::Seq(vec![Shaped::Str(v)]),
+        other => Shaped::Seq(
+            other
+                .into_items()
+                .into_iter()
+                .filter_map(Node::into_string)
+                .map(Shaped::Str)
+                .collect(),
+        ),
+    }
 }
 
-/// `Entry.N.<key_tag>` / `Entry.N.Value` lists become a `{key: value}` map.
+/// Whether a member holds numbered entries (`Tags.1.Key=…`), not a bare value (`Tags=`).
+fn is_entry_list(node: &Node<'_>) -> bool {
+    matches!(node, Node::List(_))
+}
+
+/// `Entry.N.<key_tag>` / `Entry.N.Value` lists become a `{key: value}` map; so does one
+/// unnumbered entry (`Attribute.Name=…&Attribute.Value=…`, as boto 2 sends it).
 fn pairs_to_map<'k>(node: Node<'k>, key_tag: &str, value: impl Fn(Node<'k>) -> Shaped) -> Shaped {
     let mut map = Vec::new();
-    for mut item in node.into_items() {
+    let items = match node {
+        one @ Node::Object(_) => vec![one],
+        other => other.into_items(),
+    };
+    for mut item in items {
         let key = item.take_field(key_tag).into_string();
         let val = item.take_field("Value");
         if let Some(key) = key {
@@ -381,6 +461,69 @@ mod tests {
                  "MessageAttributes":{"Foo":{"DataType":"String","StringValue":"Bar"}}},
                 {"Id":"b","MessageBody":"y"}]})
         );
+    }
+
+    #[test]
+    fn every_spelling_an_sdk_sends() {
+        // TagQueue as the Java SDKs v1/v2, Ruby v3 and rusoto send it (docs/query-spellings.md).
+        let v = conv(
+            "Action=TagQueue&QueueUrl=u&Tags.1.Key=a&Tags.1.Value=1&Tags.2.Key=b&Tags.2.Value=2",
+        );
+        assert_eq!(v["Tags"], json!({"a":"1","b":"2"}));
+        // boto 2's unnumbered forms.
+        let v = conv(
+            "AttributeName=All&Attribute.Name=DelaySeconds&Attribute.Value=5\
+             &AWSAccountId=123456789012&ActionName=SendMessage",
+        );
+        assert_eq!(v["AttributeNames"], json!(["All"]));
+        assert_eq!(v["Attributes"], json!({"DelaySeconds":"5"}));
+        assert_eq!(v["AWSAccountIds"], json!(["123456789012"]));
+        assert_eq!(v["Actions"], json!(["SendMessage"]));
+        // Empty lists and maps under their locationName (Go v1, JS v2, Java v2, PHP).
+        let v =
+            conv("TagKey=&AttributeName=&MessageAttributeName=&Tag=&Attribute=&MessageAttribute=");
+        assert_eq!(v["TagKeys"], json!([]));
+        assert_eq!(v["AttributeNames"], json!([]));
+        assert_eq!(v["MessageAttributeNames"], json!([]));
+        assert_eq!(v["Tags"], json!({}));
+        assert_eq!(v["Attributes"], json!({}));
+        assert_eq!(v["MessageAttributes"], json!({}));
+        // Message attributes under their model name, as API Gateway templates send them.
+        let v = conv(
+            "MessageAttributes.1.Name=k&MessageAttributes.1.Value.DataType=String\
+             &MessageAttributes.1.Value.StringValue=v",
+        );
+        assert_eq!(
+            v["MessageAttributes"],
+            json!({"k":{"DataType":"String","StringValue":"v"}})
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_shape_is_refused_naming_its_member() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(rename_all = "PascalCase")]
+        #[allow(dead_code)]
+        struct Input {
+            queue_url: Option<String>,
+            tags: Option<std::collections::HashMap<String, String>>,
+        }
+        let parse = |s: &str| {
+            let pairs = crate::protocol::form::parse(s.as_bytes());
+            crate::protocol::Params::Query(shape_input(pairs).unwrap()).parse::<Input>()
+        };
+        let e = parse("QueueUrl.1=a&QueueUrl.2=b").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidParameterValue);
+        assert_eq!(
+            e.message,
+            "Value for parameter QueueUrl is invalid. Reason: Malformed input."
+        );
+        let e = parse("QueueUrl=u&Tags=x").unwrap_err();
+        assert_eq!(
+            e.message,
+            "Value for parameter Tags is invalid. Reason: Malformed input."
+        );
+        assert!(parse("QueueUrl=u&Tags.1.Key=k&Tags.1.Value=v").is_ok());
     }
 
     #[test]

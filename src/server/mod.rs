@@ -257,7 +257,8 @@ async fn serve_with<H, F>(
                     let running = conn_activity.request();
                     let render = service::render_of(req.headers(), req.uri().query());
                     let req = req.map(|b| crate::http::RequestBody::new(b, read_timeout));
-                    let handling = handler(Arc::clone(&state), req);
+                    // Boxed once: the fence and hyper then move a pointer, not the future.
+                    let handling = Box::pin(handler(Arc::clone(&state), req));
                     async move {
                         let answer = router::guarded(render, handling).await;
                         drop(running);

@@ -114,3 +114,30 @@ def test_fifo_queue_invalid_names(sqs, bad):
     expect_error(
         sqs.create_queue, "InvalidParameterValue", QueueName=bad, Attributes={"FifoQueue": "true"}
     )
+
+
+def test_a_host_header_without_a_port_still_gets_usable_queue_urls(sqs, endpoint, request):
+    """The Ruby SDK v1 sends `Host: 127.0.0.1` (no port); a queue URL built from it alone
+    would reach nothing. sqsim fills in the port the request arrived on."""
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    name = "hostless-" + uuid.uuid4().hex[:10]
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn.putrequest("POST", "/", skip_host=True)
+    conn.putheader("Host", parts.hostname)
+    conn.putheader("Content-Type", "application/x-amz-json-1.0")
+    conn.putheader("X-Amz-Target", "AmazonSQS.CreateQueue")
+    body = json.dumps({"QueueName": name}).encode()
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders(body)
+    reply = conn.getresponse()
+    assert reply.status == 200
+    url = json.loads(reply.read())["QueueUrl"]
+    request.addfinalizer(lambda: sqs.delete_queue(QueueUrl=url))
+    assert url == f"http://{parts.hostname}:{parts.port}/{ACCOUNT}/{name}"
+    # And another client can use it as it is.
+    sqs.send_message(QueueUrl=url, MessageBody="reached")
+    assert receive_one(sqs, url)["Body"] == "reached"
