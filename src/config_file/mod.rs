@@ -590,7 +590,7 @@ impl LoadedConfig {
                 None => None,
             };
             let tags: HashMap<String, String> = q.tags.clone().into_iter().collect();
-            check_new_tags(&tags, tags.len())
+            check_new_tags(name, &tags, tags.len())
                 .map_err(|e| self.error(at, &format!("{key}.tags"), e.message))?;
             let id = id_of(name, q);
             let (queue, created) = engine

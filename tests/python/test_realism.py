@@ -98,11 +98,16 @@ def test_short_polls_return_fewer_than_available():
         assert any(len(got) < min(10, visible) for visible, got in log), log
         received = [b for _, got in log for b in got]
         assert len(received) == len(set(received)), "each message once"
-        # A long poll sees every partition: it takes whatever is left.
+        # With 20 waiting, a short poll returns about one or two (docs/fidelity-research.md).
+        assert all(len(got) <= 4 for _, got in log), log
+        # A long poll sees every partition and is not held back: it takes what it asks for.
         left = true_counts(proc, "drain")[0]
-        assert left > 0, log
-        got = bodies_of(receive(sqs, url, MaxNumberOfMessages=10, WaitTimeSeconds=1))
-        assert len(got) == left
+        assert left > 10, log
+        got = []
+        while len(got) < left:
+            batch = bodies_of(receive(sqs, url, MaxNumberOfMessages=10, WaitTimeSeconds=1))
+            assert len(batch) == min(10, left - len(got))
+            got += batch
         assert sorted(received + got) == BODIES
 
 
@@ -112,7 +117,7 @@ def test_short_polls_sample_and_sometimes_return_nothing():
         send_bodies(sqs, url, BODIES)
         # VisibilityTimeout 0: every poll faces the same 20 visible messages.
         polls = [bodies_of(receive(sqs, url, MaxNumberOfMessages=10, VisibilityTimeout=0))
-                 for _ in range(30)]
+                 for _ in range(150)]
         assert all(len(p) <= 10 for p in polls)
         assert any(len(p) < 10 for p in polls), polls
         assert any(p != BODIES[:10] for p in polls), "not simply the oldest ten"

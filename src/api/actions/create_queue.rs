@@ -89,7 +89,7 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput
             .await?;
     }
     let tags = input.tags.unwrap_or_default();
-    check_new_tags(&tags, tags.len())?;
+    check_new_tags(name, &tags, tags.len())?;
 
     let (queue, created) = ctx
         .engine

@@ -21,8 +21,12 @@ fn valid_tag_text(s: &str) -> bool {
     })
 }
 
-/// Checks tags about to be set; `total` is how many the queue would then have.
-pub(crate) fn check_new_tags(tags: &HashMap<String, String>, total: usize) -> Result<(), SqsError> {
+/// Checks tags about to be set on queue `queue`; `total` is how many it would then have.
+pub(crate) fn check_new_tags(
+    queue: &str,
+    tags: &HashMap<String, String>,
+    total: usize,
+) -> Result<(), SqsError> {
     for (k, v) in tags {
         if k.is_empty() || k.chars().count() > 128 || !valid_tag_text(k) {
             return Err(SqsError::invalid(format!(
@@ -41,8 +45,11 @@ pub(crate) fn check_new_tags(tags: &HashMap<String, String>, total: usize) -> Re
         }
     }
     if total > MAX_TAGS {
+        // AWS documents no text for it; this is the one moto and Yandex's SQS-compatible
+        // YMQ both give, counted over the queue's tags after the change, as YMQ counts
+        // (docs/fidelity-research.md, point 5).
         return Err(SqsError::invalid(format!(
-            "Too many tags. A queue can have at most {MAX_TAGS} tags."
+            "Too many tags added for queue {queue}."
         )));
     }
     Ok(())
@@ -64,7 +71,7 @@ pub(crate) fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
         .ok_or_else(|| SqsError::missing("Tags"))?;
     queue.update_tags(|current| {
         let new_keys = tags.keys().filter(|k| !current.contains_key(*k)).count();
-        check_new_tags(&tags, current.len() + new_keys)?;
+        check_new_tags(queue.name(), &tags, current.len() + new_keys)?;
         current.extend(tags);
         Ok(())
     })?;

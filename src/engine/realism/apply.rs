@@ -40,9 +40,20 @@ impl QueueState {
         (short_poll && r.cfg.short_poll.is_some()).then(|| r.sample_partitions())
     }
 
+    /// How many messages a short poll asking for `max` returns under realism: fewer than
+    /// asked while few wait (`RealismState::short_poll_count`); `max` otherwise.
+    pub(in crate::engine) fn short_poll_take(&mut self, short_poll: bool, max: usize) -> usize {
+        let visible = self.visible;
+        match self.realism.as_mut() {
+            Some(r) if short_poll && r.cfg.short_poll.is_some() => r.short_poll_count(visible, max),
+            _ => max,
+        }
+    }
+
     /// Up to `n` visible messages for a receive of a standard queue under realism: only from
-    /// the `sampled` partitions (if given, looking through at most the first 1,000), each
-    /// chosen among the first `order` eligible ones. The others stay where they were.
+    /// the `sampled` partitions (if given, looking through at most the first 1,000, and
+    /// choosing among all of those), otherwise each chosen among the first `order` eligible
+    /// ones. The others stay where they were.
     pub(in crate::engine) fn pick_realistic(
         &mut self,
         n: usize,
@@ -51,7 +62,13 @@ impl QueueState {
         let Some(r) = self.realism.as_mut() else {
             return Vec::new();
         };
-        let window = r.cfg.order.unwrap_or(1) as usize;
+        // A short poll returns any of what the servers it sampled hold, not the oldest: it
+        // picks among everything it looked at.
+        let window = if sampled.is_some() {
+            SHORT_POLL_SCAN
+        } else {
+            r.cfg.order.unwrap_or(1) as usize
+        };
         let want = n + window - 1;
         let scan = if sampled.is_some() {
             SHORT_POLL_SCAN

@@ -6,7 +6,10 @@
 //! What each behaviour follows (SQS Developer Guide and API reference):
 //! - `short_poll`: a short poll "samples a subset of its servers (based on a weighted random
 //!   distribution) and returns messages from only those servers"; messages are spread over
-//!   partitions, and a short poll sees a weighted half of them. Long polls see all.
+//!   partitions, and a short poll sees a weighted half of them. While fewer than about
+//!   1,000 wait it also returns fewer than asked ("you most likely get fewer messages than
+//!   you requested"): `1 + Binomial(waiting - 1, 0.01)`, about 2 of 100 waiting, and with a
+//!   very small queue sometimes none. Long polls see all.
 //! - `order`: standard queues give "best-effort ordering": a receive takes its messages from
 //!   the first `order` visible ones, in random order.
 //! - `duplicates`: at-least-once delivery. With this chance a received message comes back
@@ -33,6 +36,17 @@ use std::collections::VecDeque;
 use super::random;
 use super::settings::{DeduplicationScope, FifoThroughputLimit, QueueSettings};
 use super::view::QueueCounts;
+
+/// A short poll of a standard queue returns `1 + Binomial(visible - 1, SHORT_POLL_RATE)`
+/// messages: about 2 of 100 waiting (1: 37%, 2: 37%, 3: 18%), the full 10 two times in three
+/// at 1,000. The rate is an estimate fitted to what AWS documents — "if you have fewer than
+/// 1,000 messages in your queue", "you most likely get fewer messages than you requested"
+/// (API_ReceiveMessage) — and to what users report (1 to 3 messages per call: aws-sdk-js#39,
+/// boto3#324, aws-sdk-go#174, aws-sdk-java#2536); docs/fidelity-research.md has the sources.
+const SHORT_POLL_RATE: f64 = 0.01;
+/// The chance, per waiting message, that a short poll finds none of them: an "extremely
+/// small" queue "might not" return any (API_ReceiveMessage), a false empty response.
+const SHORT_POLL_EMPTY: f64 = 0.2;
 
 /// Longest propagation delays AWS documents.
 const ATTRIBUTES_PROPAGATION_MS: u64 = 60_000;
@@ -125,6 +139,33 @@ impl RealismState {
     pub(crate) fn partition_of(&self, seq: u64) -> usize {
         let n = self.weights.len().max(1) as u64;
         (mix(seq ^ self.salt) % n) as usize
+    }
+
+    /// How many of `visible` messages one short poll of at most `max` returns (before the
+    /// partitions it samples decide which): none with chance 0.2^visible, otherwise
+    /// `1 + Binomial(visible - 1, 0.01)`, capped at `max`. See [`SHORT_POLL_RATE`].
+    pub(crate) fn short_poll_count(&mut self, visible: usize, max: usize) -> usize {
+        if visible == 0 || max == 0 {
+            return 0;
+        }
+        // 0.2^n underflows to 0 quickly; past 30 messages the draw cannot matter.
+        if visible <= 30 && self.chance(SHORT_POLL_EMPTY.powi(visible as i32)) {
+            return 0;
+        }
+        // Successes among `visible - 1` trials of chance SHORT_POLL_RATE, counted by
+        // geometric gaps, stopping once the cap is reached: at most `max` draws.
+        let trials = (visible - 1) as f64;
+        let mut got = 1;
+        let mut at = 0.0;
+        while got < max {
+            let u = self.draw_unit().max(f64::MIN_POSITIVE);
+            at += (u.ln() / (1.0 - SHORT_POLL_RATE).ln()).floor() + 1.0;
+            if at > trials {
+                break;
+            }
+            got += 1;
+        }
+        got.min(max)
     }
 
     /// The partitions one short poll sees: a weighted sample of half of them (at least one).
@@ -274,6 +315,40 @@ fn fnv(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_polls_return_fewer_than_asked_while_few_wait_and_replay_by_seed() {
+        let draws = |seed, visible, n| {
+            let mut st = RealismState::new(Realism::aws(), seed, "q", 0, true);
+            (0..n)
+                .map(|_| st.short_poll_count(visible, 10))
+                .collect::<Vec<_>>()
+        };
+        // 100 waiting, 10 asked: mostly 1 or 2, about 2 on average, 10 almost never.
+        let hundred = draws(7, 100, 10_000);
+        let mean = hundred.iter().sum::<usize>() as f64 / 10_000.0;
+        assert!((1.8..2.2).contains(&mean), "mean {mean}");
+        let ones = hundred.iter().filter(|&&n| n == 1).count();
+        assert!(
+            (3_300..4_100).contains(&ones),
+            "{ones} of 10,000 returned one"
+        );
+        assert!(hundred.iter().all(|&n| (1..=10).contains(&n)));
+        assert!(hundred.iter().filter(|&&n| n == 10).count() < 10);
+        // 1,000 waiting: the full ten about two times in three.
+        let thousand = draws(7, 1_000, 10_000);
+        let full = thousand.iter().filter(|&&n| n == 10).count();
+        assert!((6_200..7_200).contains(&full), "{full} of 10,000 were full");
+        // One waiting: a false empty about one time in five.
+        let empty = draws(7, 1, 10_000).iter().filter(|&&n| n == 0).count();
+        assert!(
+            (1_800..2_200).contains(&empty),
+            "{empty} of 10,000 were empty"
+        );
+        // The same seed replays the same run; another seed does not.
+        assert_eq!(draws(42, 100, 200), draws(42, 100, 200));
+        assert_ne!(draws(42, 100, 200), draws(43, 100, 200));
+    }
 
     #[test]
     fn specs_parse_and_print() {

@@ -366,10 +366,11 @@ impl QueueState {
         let mut taken = Vec::new();
         // Realism: a short poll sees only some partitions; picks are best-effort ordered.
         let realistic = self.picks_realistically();
-        let sampled = if realistic {
-            self.sampled_partitions(req.short_poll)
+        let (sampled, take) = if realistic {
+            let take = self.short_poll_take(req.short_poll, take);
+            (self.sampled_partitions(req.short_poll), take)
         } else {
-            None
+            (None, take)
         };
         while out.len() < take {
             let wanted = take - out.len();
