@@ -33,6 +33,9 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(40);
 pub(crate) struct Link {
     pub cluster: Arc<Cluster>,
     client: Client<HttpConnector, Full<Bytes>>,
+    /// The port this node listens on: a forwarded request's port-less Host gets it, so the
+    /// owner builds queue URLs that reach the node the client called.
+    local_port: u16,
 }
 
 impl Link {
@@ -66,7 +69,11 @@ impl Link {
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(Duration::from_secs(1)));
         let client = Client::builder(TokioExecutor::new()).build(connector);
-        let link = Link { cluster, client };
+        let link = Link {
+            cluster,
+            client,
+            local_port: state.local_addr.port(),
+        };
         let _ = cell.set(link.clone());
         Ok(Some(link))
     }
@@ -94,6 +101,12 @@ impl Link {
             "proxy-connection",
         ] {
             req.headers_mut().remove(name);
+        }
+        let filled = crate::http::header(&parts.headers, hyper::header::HOST.as_str())
+            .and_then(|h| crate::config::host_with_port(h, self.local_port))
+            .and_then(|h| HeaderValue::from_str(&h).ok());
+        if let Some(host) = filled {
+            req.headers_mut().insert(hyper::header::HOST, host);
         }
         req.headers_mut().insert(
             FORWARDED,

@@ -405,15 +405,10 @@ impl Config {
             host.and_then(|h| host_port(h).1)
                 .map_or_else(|| local.port().to_string(), str::to_string)
         };
-        // An address or localhost without a port (the Ruby SDK v1 sends `Host: 127.0.0.1`)
-        // gets the port the request arrived on: a client reached this server directly, and a
-        // URL without the port would reach nothing. A name without one is left alone: that
-        // is a proxy's host on port 80 or 443 (or set --advertised-url).
+        // A port-less address or localhost gets the port the request arrived on
+        // ([`host_with_port`]).
         let request_host = || match host {
-            Some(h) if host_port(h).1.is_none() && is_direct(h) && local.port() != 80 => {
-                format!("{h}:{}", local.port())
-            }
-            Some(h) => h.to_string(),
+            Some(h) => host_with_port(h, local.port()).unwrap_or_else(|| h.to_string()),
             None => local.to_string(),
         };
         if let Some(ls) = &self.localstack {
@@ -550,6 +545,13 @@ pub(crate) fn localstack_settings() -> Result<LocalStack, String> {
         .ok()
         .filter(|h| !h.is_empty());
     Ok(LocalStack { strategy, host })
+}
+
+/// `host` with `port` added, when it needs one: an address or localhost without a port
+/// (the Ruby SDK v1 sends `Host: 127.0.0.1`) was reached directly, on `port`, and a URL
+/// without it would reach nothing; a name without one is a proxy's (port 80 or 443).
+pub(crate) fn host_with_port(host: &str, port: u16) -> Option<String> {
+    (host_port(host).1.is_none() && is_direct(host) && port != 80).then(|| format!("{host}:{port}"))
 }
 
 /// Whether a Host (without its port) names this machine directly: an IP address,

@@ -74,7 +74,7 @@ pub(crate) async fn run(
             };
             for (c, case) in CASES.iter().enumerate() {
                 let o = match *case {
-                    "send" => scenarios::send(&t, Proto::Json, 32, dur, 1).await,
+                    "send" => scenarios::send(&t, Proto::Json, 32, dur, 1, "bench").await,
                     "cycle" => {
                         let q = format!("durable-cycle-{round}");
                         let url = scenarios::create_queue(&t, Proto::Json, &q, false).await;

@@ -45,6 +45,10 @@ struct Args {
     /// cluster's shards over its nodes).
     #[arg(long, default_value_t = 1)]
     send_queues: usize,
+    /// What the send scenario's queue names start with (`bench`): load generators run side
+    /// by side against one cluster each take their own.
+    #[arg(long, default_value = "bench")]
+    queue_prefix: String,
     /// Runs of the send scenario per connection count; the median counts, which keeps one
     /// lucky or unlucky run (this is a shared 2-core machine) from deciding a ratio.
     #[arg(long, default_value_t = 3)]
@@ -258,7 +262,17 @@ async fn run(args: Args) {
                     eprintln!("[{}] send/{} on {c} connections", t.name, p.name());
                     let mut runs = Vec::new();
                     for _ in 0..args.send_repeats.max(1) {
-                        runs.push(scenarios::send(t, p, c, send_dur, args.send_queues).await);
+                        runs.push(
+                            scenarios::send(
+                                t,
+                                p,
+                                c,
+                                send_dur,
+                                args.send_queues,
+                                &args.queue_prefix,
+                            )
+                            .await,
+                        );
                     }
                     tries.extend(scenarios::median_of(runs));
                 }
@@ -439,7 +453,7 @@ async fn ablation(
                     addr: s.addr.clone(),
                 };
                 let o = if *scenario == "send" {
-                    scenarios::send(&t, *p, CONNS, dur / 3, 1).await
+                    scenarios::send(&t, *p, CONNS, dur / 3, 1, "bench").await
                 } else {
                     scenarios::single(&t, *p, 8, dur / 3).await
                 };

@@ -166,19 +166,21 @@ where
 }
 
 /// `send`: SendMessageBatch of 10 × 256 B on `conns` connections, spread over `queues`
-/// queues (more than one spreads a cluster's shards over its nodes).
+/// queues named `<prefix>-send-…` (more than one spreads a cluster's shards over its
+/// nodes; load generators run side by side take a prefix each).
 pub(crate) async fn send(
     t: &Target,
     proto: Proto,
     conns: usize,
     dur: Duration,
     queues: usize,
+    prefix: &str,
 ) -> Outcome {
     let mut urls = Vec::new();
     for i in 0..queues.max(1) {
         let name = match queues {
-            0 | 1 => format!("bench-send-{}", proto.name()),
-            _ => format!("bench-send-{}-{i}", proto.name()),
+            0 | 1 => format!("{prefix}-send-{}", proto.name()),
+            _ => format!("{prefix}-send-{}-{i}", proto.name()),
         };
         urls.push(create_queue(t, proto, &name, false).await);
     }
