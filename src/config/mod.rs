@@ -551,27 +551,33 @@ pub(crate) fn localstack_settings() -> Result<LocalStack, String> {
 /// (the Ruby SDK v1 sends `Host: 127.0.0.1`) was reached directly, on `port`, and a URL
 /// without it would reach nothing; a name without one is a proxy's (port 80 or 443).
 pub(crate) fn host_with_port(host: &str, port: u16) -> Option<String> {
-    (host_port(host).1.is_none() && is_direct(host) && port != 80).then(|| format!("{host}:{port}"))
+    (host_port(host).1.is_none() && names_this_machine(host) && port != 80)
+        .then(|| format!("{host}:{port}"))
 }
 
-/// Whether a Host (without its port) names this machine directly: an IP address,
-/// `localhost` or a name under `.localhost`.
-fn is_direct(host: &str) -> bool {
+/// Whether a host (without its port; an IPv6 literal with or without its brackets) names
+/// this machine directly: an IP address, `localhost` or a name under `.localhost`.
+pub(crate) fn names_this_machine(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     h.parse::<std::net::IpAddr>().is_ok()
         || h.eq_ignore_ascii_case("localhost")
         || h.to_ascii_lowercase().ends_with(".localhost")
 }
 
-/// A Host header's host and port, if it names one (`[::1]:9324`, `localhost`, `[::1]`).
-fn host_port(host: &str) -> (&str, Option<&str>) {
+/// A `Host` header's host and its port, if it names one (`[::1]:9324`, `localhost`,
+/// `[::1]`); a suffix that is not digits is no port.
+pub(crate) fn host_port(host: &str) -> (&str, Option<&str>) {
     let split = match host.rfind(']') {
         // An IPv6 literal: a port may only follow its closing bracket.
         Some(close) => host[close..].rfind(':').map(|i| close + i),
         None => host.rfind(':'),
     };
     match split {
-        Some(i) if !host[i + 1..].is_empty() => (&host[..i], Some(&host[i + 1..])),
+        Some(i)
+            if !host[i + 1..].is_empty() && host[i + 1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (&host[..i], Some(&host[i + 1..]))
+        }
         _ => (host, None),
     }
 }

@@ -86,15 +86,13 @@ fn host_of<B>(req: &Request<B>) -> Option<String> {
         .or_else(|| req.uri().authority().map(|a| a.to_string()))
 }
 
-/// `host[:port]` without the port, lower-cased, without a trailing dot.
+/// `host[:port]` without the port (and an IPv6 literal without its brackets), lower-cased,
+/// without a trailing dot.
 fn host_name(host: &str) -> String {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or_default()
-    } else {
-        host.rsplit_once(':')
-            .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
-            .map_or(host, |(name, _)| name)
-    };
+    let (name, _) = crate::config::host_port(host);
+    let name = name
+        .strip_prefix('[')
+        .map_or(name, |n| n.split(']').next().unwrap_or_default());
     name.trim_end_matches('.').to_ascii_lowercase()
 }
 
@@ -107,11 +105,7 @@ pub(super) fn host_allowed(state: &AppState, host: &str) -> bool {
     // Single-label names are a compose file's service names (`sqs`, `localstack`): no web
     // page can rebind one (it is resolved on the developer's machine or network, not under
     // a domain an attacker holds).
-    if name == "localhost"
-        || name.ends_with(".localhost")
-        || name.parse::<std::net::IpAddr>().is_ok()
-        || !name.contains('.')
-    {
+    if crate::config::names_this_machine(&name) || !name.contains('.') {
         return true;
     }
     let security = &state.config.security;

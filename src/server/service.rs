@@ -247,16 +247,13 @@ fn decode(parts: &Parts, body: Bytes, request_id: &str) -> Result<Decoded, Stop>
     })
 }
 
-/// Stage 4: the fault rules that match the action and queue, if any are set.
+/// Stage 4: the fault rules that match the action and queue (called only while some are set).
 async fn apply_faults(
     state: &AppState,
     parts: &Parts,
     decoded: &Decoded,
     request_id: &str,
 ) -> Result<(), Stop> {
-    if !state.faults.is_active() {
-        return Ok(());
-    }
     let queue = decoded
         .params
         .queue_url_hint()
