@@ -52,7 +52,7 @@
 //!   SQS actions as one enum, read off the wire once), `form` (form decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
 //!   rendered as JSON when asked), `xml` (the XML writer).
 //! - `config` (uses: engine, store) — one [`Config`] from code, the config file and `flags`
-//!   (one struct: every command-line flag with its environment variable, `--help` from its
+//!   (one struct: every setting as a command-line flag, its environment variable and its `[server]` key, `--help` from its
 //!   docs); it holds the engine's and the store's settings, and the credentials (compared
 //!   in constant time).
 //! - `engine` (uses: store, simd) — queue semantics, no HTTP, time only from its clock: `mod`

@@ -1,30 +1,34 @@
 //! The server's settings as the binary takes them: ONE struct, [`Flags`], read by clap from
-//! the command line and the `SQSIM_*` environment, each field's doc comment its `--help`
-//! text. Adding a setting means adding a field here (with its default in the doc) and a line
-//! in [`Flags::apply`]; the config file's `[server]` keys go through the same `apply` rules
-//! (`config_file`).
+//! the command line and the `SQSIM_*` environment, and by serde from the config file's
+//! `[server]` section (same names, `snake_case` there). Each field's doc comment is its
+//! `--help` text. Adding a setting means adding a field here and a line in [`Flags::apply`];
+//! the file and the flags go through that same `apply`, file first, flags over it.
 
 use std::collections::HashMap;
 
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::builder::PossibleValuesParser;
+use serde::Deserialize;
 
 use super::{
     is_account_id, parse_size, AuthMode, Cluster, Config, Credential, Durability, SyncMode,
     UrlStyle,
 };
 
-/// What the binary's flags (and their environment variables) can set; `None` leaves the
-/// value from the config file or the defaults.
-#[derive(Debug, Clone, Default, clap::Args)]
+/// The server settings, from the command line (and its environment variables) or from the
+/// config file's `[server]` section; `None` leaves the value set before.
+#[derive(Debug, Clone, Default, clap::Args, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Flags {
     /// Config file: server settings and queues to create at start (flags win over it). TOML,
     /// or an ElasticMQ `elasticmq.conf` (HOCON) when the name ends in `.conf`.
     #[arg(long, env = "SQSIM_CONFIG")]
+    #[serde(skip)]
     pub config: Option<String>,
     /// Behave like LocalStack's SQS for setups written for it: port 4566, its queue URLs
     /// (SQS_ENDPOINT_STRATEGY, LOCALSTACK_HOST), /_localstack/health, /_aws/sqs/messages,
     /// ready.d init hooks, and a clear error for other AWS services.
     #[arg(long, env = "SQSIM_COMPAT", value_parser = ["localstack"])]
+    #[serde(skip)]
     pub compat: Option<String>,
     /// Run the executable scripts in this directory once, in name order, when the server
     /// answers [default with --compat localstack: /etc/localstack/init/ready.d if present].
@@ -48,17 +52,16 @@ pub struct Flags {
     pub advertised_url: Option<String>,
     /// Queue URL style: `path` (http://host:port/account/name) or `region-host`
     /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions).
-    #[arg(long, env = "SQSIM_URL_STYLE",
-        value_parser = PossibleValuesParser::new(["path", "region-host"]).map(|v| if v == "region-host" { UrlStyle::RegionHost } else { UrlStyle::Path }))]
-    pub url_style: Option<UrlStyle>,
+    #[arg(long, env = "SQSIM_URL_STYLE", value_parser = PossibleValuesParser::new(["path", "region-host"]))]
+    pub url_style: Option<String>,
     /// SigV4 checking: `off` accepts any credentials; `verify` checks signatures against the
     /// keys from --credentials and the config file [default: off].
-    #[arg(long = "auth", env = "SQSIM_AUTH", value_name = "AUTH",
-        value_parser = PossibleValuesParser::new(["off", "verify"]).map(|a| a == "verify"))]
-    pub verify: Option<bool>,
+    #[arg(long, env = "SQSIM_AUTH", value_parser = PossibleValuesParser::new(["off", "verify"]))]
+    pub auth: Option<String>,
     /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (`admin`: it may
     /// use the control plane); repeatable. Visible in `ps`: prefer --credentials-file.
     #[arg(long, env = "SQSIM_CREDENTIALS", value_delimiter = ',')]
+    #[serde(skip)]
     pub credentials: Vec<String>,
     /// A file of keys for --auth verify, one ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] a line.
     #[arg(long, env = "SQSIM_CREDENTIALS_FILE")]
@@ -79,9 +82,8 @@ pub struct Flags {
     pub admin_token: Option<String>,
     /// `off` removes the control plane (admin API, console, metrics, LocalStack's developer
     /// endpoints); only the SQS API and the health check remain [default: on].
-    #[arg(long, env = "SQSIM_ADMIN",
-        value_parser = PossibleValuesParser::new(["on", "off"]).map(|a| a == "on"))]
-    pub admin: Option<bool>,
+    #[arg(long, env = "SQSIM_ADMIN", value_parser = PossibleValuesParser::new(["on", "off"]))]
+    pub admin: Option<String>,
     /// Durable mode: keep queues and messages in this directory across restarts (created if
     /// missing; one process per directory). Without it nothing touches the disk.
     #[arg(long, env = "SQSIM_DATA_DIR")]
@@ -89,21 +91,16 @@ pub struct Flags {
     /// What durable mode promises before answering: `fsync` (on disk; survives a power cut)
     /// or `os` (handed to the OS; survives a crash of sqsim, not of the machine)
     /// [default: fsync].
-    #[arg(long, env = "SQSIM_SYNC",
-        value_parser = PossibleValuesParser::new(["fsync", "os"]).map(|s| if s == "os" { SyncMode::Os } else { SyncMode::Fsync }))]
-    pub sync: Option<SyncMode>,
+    #[arg(long, env = "SQSIM_SYNC", value_parser = PossibleValuesParser::new(["fsync", "os"]))]
+    pub sync: Option<String>,
     /// Start even if the data directory holds a corrupt record: keep everything before it
     /// (the damaged file is kept aside as *.salvaged).
     #[arg(long, env = "SQSIM_SALVAGE")]
     pub salvage: bool,
     /// Durable mode: once the log passes this many bytes (and the last snapshot's size), a
     /// snapshot replaces it [default: 67108864].
-    #[arg(
-        long = "compact-after",
-        env = "SQSIM_COMPACT_AFTER",
-        value_name = "COMPACT_AFTER"
-    )]
-    pub compact_after_bytes: Option<u64>,
+    #[arg(long, env = "SQSIM_COMPACT_AFTER")]
+    pub compact_after: Option<u64>,
     /// Queues labelled one by one in /metrics; the rest are summed as queue="_other"
     /// [default: 1000].
     #[arg(long, env = "SQSIM_METRICS_QUEUE_LIMIT")]
@@ -115,20 +112,12 @@ pub struct Flags {
     /// Seconds a request's headers, and then its body, may take to arrive (slow clients are
     /// disconnected); also how long an HTTP/1.1 connection may wait for its next request
     /// [default: 30].
-    #[arg(
-        long = "read-timeout",
-        env = "SQSIM_READ_TIMEOUT",
-        value_name = "READ_TIMEOUT"
-    )]
-    pub read_timeout_secs: Option<u64>,
+    #[arg(long, env = "SQSIM_READ_TIMEOUT")]
+    pub read_timeout: Option<u64>,
     /// Seconds a connection stays open with no request running (since its last answer)
     /// [default: 60].
-    #[arg(
-        long = "idle-timeout",
-        env = "SQSIM_IDLE_TIMEOUT",
-        value_name = "IDLE_TIMEOUT"
-    )]
-    pub idle_timeout_secs: Option<u64>,
+    #[arg(long, env = "SQSIM_IDLE_TIMEOUT")]
+    pub idle_timeout: Option<u64>,
     /// ReceiveMessage long polls waiting at once; one more gets ServiceUnavailable (503)
     /// [default: 16384].
     #[arg(long, env = "SQSIM_MAX_LONG_POLLS")]
@@ -138,6 +127,7 @@ pub struct Flags {
     /// ServiceUnavailable (503), which SDKs retry; `0` for no limit [default: half the
     /// machine's (or cgroup's) memory].
     #[arg(long, env = "SQSIM_MAX_STORED_BYTES")]
+    #[serde(deserialize_with = "size_text")]
     pub max_stored_bytes: Option<String>,
     /// AWS-realism mode: `aws` turns on every behaviour of the distributed SQS (short-poll
     /// sampling, best-effort order, duplicates, lagging counts, propagation delays,
@@ -166,18 +156,27 @@ pub struct Flags {
     pub cluster_replicas: Option<usize>,
     /// A node's lease on its shards, in milliseconds: how soon a dead node's queues are
     /// served elsewhere [default: 2500].
-    #[arg(
-        long = "cluster-lease",
-        env = "SQSIM_CLUSTER_LEASE",
-        value_name = "CLUSTER_LEASE"
-    )]
-    pub cluster_lease_ms: Option<u64>,
+    #[arg(long, env = "SQSIM_CLUSTER_LEASE")]
+    pub cluster_lease: Option<u64>,
     /// Cluster mode: serve no shard, only route requests to the nodes that do.
     #[arg(long, env = "SQSIM_CLUSTER_GATEWAY")]
     pub cluster_gateway: bool,
+    /// Config file only: PurgeQueue refuses a second purge within 60 seconds, as AWS does
+    /// [default: true].
+    #[arg(skip)]
+    pub purge_cooldown: Option<bool>,
+    /// Config file only: a deleted queue's name cannot be reused for 60 seconds, as on AWS
+    /// [default: true].
+    #[arg(skip)]
+    pub deleted_queue_cooldown: Option<bool>,
+    /// Config file only: one namespace per account, every request acting in `region`
+    /// whatever region its signature names (ElasticMQ's behaviour, set for its configs)
+    /// [default: false].
+    #[arg(skip)]
+    pub single_region: Option<bool>,
 }
 
-/// The cluster flags, applied together.
+/// The cluster settings, applied together.
 struct ClusterFlags {
     nats: Option<String>,
     node_id: Option<String>,
@@ -189,116 +188,248 @@ struct ClusterFlags {
 }
 
 impl ClusterFlags {
-    fn apply(self, config: &mut Config) -> Result<(), String> {
-        let Some(nats) = self.nats.filter(|n| !n.is_empty()) else {
-            if self.node_id.is_some()
-                || self.peer_url.is_some()
-                || self.shards.is_some()
-                || self.replicas.is_some()
-                || self.lease_ms.is_some()
-                || self.gateway
-            {
-                return Err("--node-id, --peer-url and --cluster-* need cluster mode: give --cluster nats://HOST:PORT".into());
-            }
+    fn apply(self, config: &mut Config, source: Source) -> Result<(), Invalid> {
+        let name = |key: &str| source.name(key);
+        let nats = self.nats.filter(|n| !n.is_empty());
+        let any = self.node_id.is_some()
+            || self.peer_url.is_some()
+            || self.shards.is_some()
+            || self.replicas.is_some()
+            || self.lease_ms.is_some()
+            || self.gateway;
+        if nats.is_none() && !any {
             return Ok(());
-        };
+        }
         if config.durability.is_some() {
-            return Err("--cluster keeps state in JetStream; it does not take --data-dir".into());
+            return Err(Invalid::of(
+                "cluster",
+                format!(
+                    "{} keeps state in JetStream; it does not take {}",
+                    name("cluster"),
+                    name("data_dir")
+                ),
+            ));
         }
         if config.localstack.is_some() {
-            return Err("--cluster and --compat localstack cannot be combined".into());
+            return Err(Invalid::of(
+                "cluster",
+                format!(
+                    "{} and --compat localstack cannot be combined",
+                    name("cluster")
+                ),
+            ));
         }
-        let node_id = self.node_id.unwrap_or_else(|| {
-            format!("{}-{}", config.host, config.port)
-                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
-        });
-        if node_id.is_empty()
-            || !node_id
+        let mut cluster = match (nats, config.cluster.take()) {
+            (Some(nats), _) => {
+                let node_id = self.node_id.clone().unwrap_or_else(|| {
+                    format!("{}-{}", config.host, config.port)
+                        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
+                });
+                Cluster::new(nats, node_id)
+            }
+            (None, Some(earlier)) => earlier,
+            (None, None) => {
+                return Err(Invalid {
+                    key: None,
+                    message: format!(
+                        "{}, {} and {}-* need cluster mode: give {} nats://HOST:PORT",
+                        name("node_id"),
+                        name("peer_url"),
+                        name("cluster"),
+                        name("cluster")
+                    ),
+                })
+            }
+        };
+        if let Some(id) = self.node_id {
+            cluster.node_id = id;
+        }
+        let id = &cluster.node_id;
+        if id.is_empty()
+            || !id
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            return Err(format!(
-                "--node-id must be letters, digits, '-' and '_', got {node_id:?}"
+            return Err(Invalid::of(
+                "node_id",
+                format!(
+                    "{} must be letters, digits, '-' and '_', got {id:?}",
+                    name("node_id")
+                ),
             ));
         }
-        let mut cluster = Cluster::new(nats, node_id);
-        cluster.peer_url = self.peer_url;
+        cluster.peer_url = self.peer_url.or(cluster.peer_url);
         if let Some(n) = self.shards {
             if !(1..=1024).contains(&n) {
-                return Err(format!("--cluster-shards must be 1 to 1024, got {n}"));
+                return Err(Invalid::of(
+                    "cluster_shards",
+                    format!("{} must be 1 to 1024, got {n}", name("cluster_shards")),
+                ));
             }
             cluster.shards = n;
         }
         if let Some(r) = self.replicas {
             if !(1..=5).contains(&r) {
-                return Err(format!("--cluster-replicas must be 1 to 5, got {r}"));
+                return Err(Invalid::of(
+                    "cluster_replicas",
+                    format!("{} must be 1 to 5, got {r}", name("cluster_replicas")),
+                ));
             }
             cluster.replicas = r;
         }
         if let Some(ms) = self.lease_ms {
             if !(500..=60_000).contains(&ms) {
-                return Err(format!("--cluster-lease must be 500 to 60000 ms, got {ms}"));
+                return Err(Invalid::of(
+                    "cluster_lease",
+                    format!(
+                        "{} must be 500 to 60000 ms, got {ms}",
+                        name("cluster_lease")
+                    ),
+                ));
             }
             cluster.lease = std::time::Duration::from_millis(ms);
         }
-        cluster.gateway = self.gateway;
+        cluster.gateway |= self.gateway;
         config.cluster = Some(cluster);
         Ok(())
     }
 }
 
+/// Where a [`Flags`] came from, for the names its errors use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The command line or the environment: settings are `--kebab-case`.
+    Flags,
+    /// The config file's `[server]` section: settings are `snake_case` keys.
+    File,
+}
+
+impl Source {
+    /// How a person writes the setting `key` (its field name) in this source.
+    fn name(self, key: &str) -> String {
+        match self {
+            Source::Flags => format!("--{}", key.replace('_', "-")),
+            Source::File => key.to_string(),
+        }
+    }
+}
+
+/// A setting that cannot be taken: the field it is (`None` when it is a combination) and a
+/// message that reads alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub key: Option<&'static str>,
+    pub message: String,
+}
+
+impl Invalid {
+    fn of(key: &'static str, message: impl Into<String>) -> Invalid {
+        Invalid {
+            key: Some(key),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// `"a" is not one of "b", "c"`, or the value mapped.
+fn one_of<T: Copy>(key: &'static str, value: &str, choices: &[(&str, T)]) -> Result<T, Invalid> {
+    choices
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
+            Invalid::of(key, format!("{value:?} is not one of {}", names.join(", ")))
+        })
+}
+
+/// `max_stored_bytes` in a file: a number of bytes, or a string with a unit.
+fn size_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+    Ok(Option::<Size>::deserialize(d)?.map(|s| match s {
+        Size::Bytes(n) => n.to_string(),
+        Size::Text(t) => t,
+    }))
+}
+
 impl Flags {
-    /// Applies the flags over `config` (which already holds the config file's settings);
-    /// `file_keys` are the keys the file declares, used when the flags turn verification on
-    /// over a file that left it off. The error is a one-line message for the command line.
+    /// Applies these settings over `config` (the defaults, or what an earlier source set).
+    /// `file_keys` are the config file's `[[credentials]]`, the keys `auth = verify` uses
+    /// when no other keys are given. Checks that need every source ([`Flags::finish`]) come
+    /// after the last one.
     pub fn apply(
         self,
         config: &mut Config,
-        file_keys: HashMap<String, Credential>,
-    ) -> Result<(), String> {
-        if let Some(dir) = self.init_dir {
-            config.init_dir = Some(dir);
-        }
+        file_keys: &HashMap<String, Credential>,
+        source: Source,
+    ) -> Result<(), Invalid> {
+        let name = |key: &str| source.name(key);
         macro_rules! set {
             ($($field:ident),*) => {$(if let Some(v) = self.$field { config.$field = v; })*};
         }
-        set!(
-            host,
-            port,
-            region,
-            account_id,
-            url_style,
-            metrics_queue_limit
-        );
-        if let Some(v) = self.advertised_url {
-            config.advertised_url = Some(v);
+        set!(host, port, region, account_id, metrics_queue_limit);
+        config.advertised_url = self.advertised_url.or(config.advertised_url.take());
+        config.init_dir = self.init_dir.or(config.init_dir.take());
+        if let Some(v) = &self.url_style {
+            let styles = [
+                ("path", UrlStyle::Path),
+                ("region-host", UrlStyle::RegionHost),
+            ];
+            config.url_style = one_of("url_style", v, &styles)?;
         }
-        config.limits.apply(
-            self.max_connections,
-            self.read_timeout_secs,
-            self.idle_timeout_secs,
+        let limit = |key, r: Result<(), String>| r.map_err(|e| Invalid::of(key, e));
+        limit(
+            "max_connections",
+            config.limits.apply(self.max_connections, None, None),
+        )?;
+        limit(
+            "read_timeout",
+            config.limits.apply(None, self.read_timeout, None),
+        )?;
+        limit(
+            "idle_timeout",
+            config.limits.apply(None, None, self.idle_timeout),
         )?;
         if let Some(v) = &self.max_stored_bytes {
-            config.engine.max_stored_bytes =
-                parse_size(v).map_err(|e| format!("--max-stored-bytes: {e}"))?;
+            config.engine.max_stored_bytes = parse_size(v).map_err(|e| {
+                Invalid::of(
+                    "max_stored_bytes",
+                    format!("{}: {e}", name("max_stored_bytes")),
+                )
+            })?;
         }
         if let Some(v) = self.max_long_polls {
-            config.engine.set_max_long_polls(v)?;
+            limit("max_long_polls", config.engine.set_max_long_polls(v))?;
         }
         if let Some(spec) = &self.realism {
-            config.engine.realism = crate::engine::Realism::parse(spec)?;
+            config.engine.realism =
+                crate::engine::Realism::parse(spec).map_err(|e| Invalid::of("realism", e))?;
         }
-        if let Some(seed) = self.seed {
-            config.engine.seed = Some(seed);
+        config.engine.seed = self.seed.or(config.engine.seed);
+        if let Some(v) = self.purge_cooldown {
+            config.engine.purge_cooldown = v;
+        }
+        if let Some(v) = self.deleted_queue_cooldown {
+            config.engine.deleted_queue_cooldown = v;
+        }
+        if let Some(v) = self.single_region {
+            config.single_region = v;
         }
         if let Some(dir) = self.data_dir {
-            let sync = config
-                .durability
-                .as_ref()
-                .map(|d| d.sync)
-                .unwrap_or_default();
+            let sync = config.durability.as_ref().map(|d| d.sync);
             config.durability = Some(Durability {
-                sync,
+                sync: sync.unwrap_or_default(),
                 ..Durability::new(dir)
             });
         }
@@ -308,48 +439,76 @@ impl Flags {
             peer_url: self.peer_url,
             shards: self.cluster_shards,
             replicas: self.cluster_replicas,
-            lease_ms: self.cluster_lease_ms,
+            lease_ms: self.cluster_lease,
             gateway: self.cluster_gateway,
         };
-        cluster.apply(config)?;
+        cluster.apply(config, source)?;
+        let durable_only = [
+            ("sync", self.sync.is_some()),
+            ("salvage", self.salvage),
+            ("compact_after", self.compact_after.is_some()),
+        ];
         match &mut config.durability {
             Some(d) => {
-                d.sync = self.sync.unwrap_or(d.sync);
+                if let Some(s) = &self.sync {
+                    let modes = [("fsync", SyncMode::Fsync), ("os", SyncMode::Os)];
+                    d.sync = one_of("sync", s, &modes)?;
+                }
                 d.salvage |= self.salvage;
-                d.compact_after_bytes = self.compact_after_bytes.unwrap_or(d.compact_after_bytes);
+                d.compact_after_bytes = self.compact_after.unwrap_or(d.compact_after_bytes);
             }
-            None if self.sync.is_some() || self.salvage || self.compact_after_bytes.is_some() => {
-                return Err(
-                    "--sync, --salvage and --compact-after need durable mode: give --data-dir DIR"
-                        .into(),
-                );
+            None => {
+                if let Some((key, _)) = durable_only.iter().find(|(_, set)| *set) {
+                    return Err(Invalid::of(
+                        key,
+                        format!(
+                            "{} needs durable mode: set {} too",
+                            name(key),
+                            name("data_dir")
+                        ),
+                    ));
+                }
             }
-            None => {}
         }
-        let file_verifies = matches!(config.auth, AuthMode::Verify(_));
+        let verifying = matches!(config.auth, AuthMode::Verify(_));
         let mut keys = match std::mem::take(&mut config.auth) {
             AuthMode::Verify(keys) => keys,
-            AuthMode::Off => file_keys,
+            AuthMode::Off => file_keys.clone(),
         };
         for c in &self.credentials {
             let cred = Credential::parse(c).ok_or_else(|| {
-                format!(
+                Invalid::of("credentials", format!(
                     "--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (12 digits), got {c:?}"
-                )
+                ))
             })?;
             keys.insert(cred.access_key.clone(), cred);
         }
         if let Some(path) = &self.credentials_file {
-            for cred in Credential::read_file(path)? {
+            for cred in
+                Credential::read_file(path).map_err(|e| Invalid::of("credentials_file", e))?
+            {
                 keys.insert(cred.access_key.clone(), cred);
             }
         }
+        let verify = match &self.auth {
+            Some(a) => one_of("auth", a, &[("off", false), ("verify", true)])?,
+            None => verifying,
+        };
+        config.auth = if verify {
+            AuthMode::Verify(keys)
+        } else {
+            AuthMode::Off
+        };
         let security = &mut config.security;
         for o in &self.allowed_origins {
             let o = o.trim().trim_end_matches('/');
             if o == "*" || !(o.starts_with("http://") || o.starts_with("https://")) {
-                return Err(format!(
-                    "--allowed-origins takes origins such as http://localhost:3000 (no wildcard), got {o:?}"
+                return Err(Invalid::of(
+                    "allowed_origins",
+                    format!(
+                        "{} takes origins such as http://localhost:3000 (no wildcard), got {o:?}",
+                        name("allowed_origins")
+                    ),
                 ));
             }
             security.allowed_origins.push(o.to_ascii_lowercase());
@@ -357,30 +516,36 @@ impl Flags {
         for h in &self.allowed_hosts {
             let h = h.trim();
             if h.is_empty() || h == "*" || h.contains('/') {
-                return Err(format!(
-                    "--allowed-hosts takes host names such as sqs.internal (no wildcard), got {h:?}"
+                return Err(Invalid::of(
+                    "allowed_hosts",
+                    format!(
+                        "{} takes host names such as sqs.internal (no wildcard), got {h:?}",
+                        name("allowed_hosts")
+                    ),
                 ));
             }
             security.allowed_hosts.push(h.to_ascii_lowercase());
         }
         if let Some(t) = &self.admin_token {
             if t.len() < 16 {
-                return Err("--admin-token must be at least 16 characters".into());
+                return Err(Invalid::of(
+                    "admin_token",
+                    format!("{} must be at least 16 characters", name("admin_token")),
+                ));
             }
             security.admin_token = Some(t.clone());
         }
-        if let Some(on) = self.admin {
-            security.admin = on;
+        if let Some(on) = &self.admin {
+            security.admin = one_of("admin", on, &[("on", true), ("off", false)])?;
         }
-        let verify = self.verify.unwrap_or(file_verifies);
-        if verify && keys.is_empty() {
+        Ok(())
+    }
+
+    /// The checks that hold over every source together, once the last one is applied.
+    pub fn finish(config: &Config) -> Result<(), String> {
+        if matches!(&config.auth, AuthMode::Verify(keys) if keys.is_empty()) {
             return Err("--auth verify needs at least one key (--credentials or [[credentials]] in the config file)".into());
         }
-        config.auth = if verify {
-            AuthMode::Verify(keys)
-        } else {
-            AuthMode::Off
-        };
         if !is_account_id(&config.account_id) {
             return Err(format!(
                 "the account id must be 12 digits, got {:?}",

@@ -8,7 +8,7 @@ use crate::engine::EngineSettings;
 pub use crate::store::SyncMode;
 
 mod flags;
-pub use flags::Flags;
+pub use flags::{Flags, Invalid, Source};
 
 /// Port `make run` serves on (ElasticMQ's, so existing local setups keep working).
 pub const DEFAULT_PORT: u16 = 9324;
@@ -588,15 +588,17 @@ mod tests {
 
     #[test]
     fn flags_win_over_the_file_and_verification_needs_keys() {
+        let none = HashMap::new();
         let mut c = Config::server_defaults();
         let flags = Flags {
             port: Some(1234),
-            url_style: Some(UrlStyle::RegionHost),
-            verify: Some(true),
+            url_style: Some("region-host".into()),
+            auth: Some("verify".into()),
             credentials: vec!["AK:SK:123456789012".into()],
             ..Flags::default()
         };
-        flags.apply(&mut c, HashMap::new()).unwrap();
+        flags.apply(&mut c, &none, Source::Flags).unwrap();
+        Flags::finish(&c).unwrap();
         assert_eq!((c.host.as_str(), c.port), ("127.0.0.1", 1234));
         assert_eq!(c.url_style, UrlStyle::RegionHost);
         assert!(
@@ -605,12 +607,17 @@ mod tests {
 
         let mut c = Config::server_defaults();
         let verify = Flags {
-            verify: Some(true),
+            auth: Some("verify".into()),
             ..Flags::default()
         };
-        assert!(verify.clone().apply(&mut c, HashMap::new()).is_err());
+        verify.clone().apply(&mut c, &none, Source::Flags).unwrap();
+        assert!(Flags::finish(&c)
+            .unwrap_err()
+            .contains("needs at least one key"));
+        let mut c = Config::server_defaults();
         let file_keys = HashMap::from([("F".to_string(), Credential::parse("F:S").unwrap())]);
-        verify.apply(&mut c, file_keys).unwrap();
+        verify.apply(&mut c, &file_keys, Source::Flags).unwrap();
+        Flags::finish(&c).unwrap();
         assert!(matches!(&c.auth, AuthMode::Verify(k) if k.contains_key("F")));
 
         let mut c = Config::server_defaults();
@@ -618,15 +625,76 @@ mod tests {
             account_id: Some("12".into()),
             ..Flags::default()
         };
-        assert!(bad
-            .apply(&mut c, HashMap::new())
-            .unwrap_err()
-            .contains("12 digits"));
+        bad.apply(&mut c, &none, Source::Flags).unwrap();
+        assert!(Flags::finish(&c).unwrap_err().contains("12 digits"));
         let bad = Flags {
             credentials: vec!["nocolon".into()],
             ..Flags::default()
         };
-        assert!(bad.apply(&mut c, HashMap::new()).is_err());
+        let err = bad.apply(&mut c, &none, Source::Flags).unwrap_err();
+        assert_eq!(err.key, Some("credentials"));
+    }
+
+    #[test]
+    fn the_file_and_the_flags_name_a_setting_their_own_way() {
+        let shards = Flags {
+            cluster_shards: Some(0),
+            ..Flags::default()
+        };
+        let mut c = Config::server_defaults();
+        let err = shards
+            .clone()
+            .apply(&mut c, &HashMap::new(), Source::Flags)
+            .unwrap_err();
+        assert_eq!(err.key, None, "{err}");
+        assert!(
+            err.message
+                .starts_with("--node-id, --peer-url and --cluster-* need cluster mode"),
+            "{err}"
+        );
+        let with_nats = Flags {
+            cluster: Some("nats://127.0.0.1:4222".into()),
+            ..shards
+        };
+        let err = with_nats
+            .clone()
+            .apply(&mut c, &HashMap::new(), Source::Flags)
+            .unwrap_err();
+        assert_eq!(err.key, Some("cluster_shards"));
+        assert_eq!(err.message, "--cluster-shards must be 1 to 1024, got 0");
+        let err = with_nats
+            .apply(&mut c, &HashMap::new(), Source::File)
+            .unwrap_err();
+        assert_eq!(err.message, "cluster_shards must be 1 to 1024, got 0");
+
+        // A later source changes one cluster setting of an earlier one's cluster.
+        let mut c = Config::server_defaults();
+        let file = Flags {
+            cluster: Some("nats://127.0.0.1:4222".into()),
+            node_id: Some("a".into()),
+            ..Flags::default()
+        };
+        file.apply(&mut c, &HashMap::new(), Source::File).unwrap();
+        let flags = Flags {
+            cluster_shards: Some(4),
+            ..Flags::default()
+        };
+        flags.apply(&mut c, &HashMap::new(), Source::Flags).unwrap();
+        let cluster = c.cluster.unwrap();
+        assert_eq!((cluster.node_id.as_str(), cluster.shards), ("a", 4));
+
+        let sync = Flags {
+            sync: Some("os".into()),
+            ..Flags::default()
+        };
+        let err = sync
+            .apply(
+                &mut Config::server_defaults(),
+                &HashMap::new(),
+                Source::Flags,
+            )
+            .unwrap_err();
+        assert_eq!(err.message, "--sync needs durable mode: set --data-dir too");
     }
 
     #[test]

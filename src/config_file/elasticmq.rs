@@ -20,7 +20,8 @@ use std::time::Duration;
 use hocon::{Config as Hocon, HoconValue};
 use toml::Spanned;
 
-use super::{ConfigError, DeadLetter, FileConfig, QueueSection, ServerSection};
+use super::{ConfigError, DeadLetter, FileConfig, QueueSection};
+use crate::config::Flags;
 
 /// A parsed ElasticMQ config: the settings and queues it declares, and what was ignored.
 #[derive(Debug)]
@@ -103,7 +104,7 @@ impl Translator {
     }
 
     fn read(&mut self, root: &Hocon) -> Result<(), String> {
-        let mut server = ServerSection::default();
+        let mut server = Flags::default();
         for key in root.keys() {
             match key {
                 "node-address" | "generate-node-address" | "rest-sqs" | "aws" | "queues" => {}
@@ -152,7 +153,7 @@ impl Translator {
         Ok(())
     }
 
-    fn read_rest_sqs(&mut self, root: &Hocon, server: &mut ServerSection) -> Result<(), String> {
+    fn read_rest_sqs(&mut self, root: &Hocon, server: &mut Flags) -> Result<(), String> {
         let Some(rest) = section(root, "rest-sqs")? else {
             return Ok(());
         };
@@ -195,11 +196,7 @@ impl Translator {
 
     /// `node-address` sets the base of queue URLs, unless its host is `*` or
     /// `generate-node-address` is on, which both mean "from the request" here.
-    fn read_node_address(
-        &mut self,
-        root: &Hocon,
-        server: &mut ServerSection,
-    ) -> Result<(), String> {
+    fn read_node_address(&mut self, root: &Hocon, server: &mut Flags) -> Result<(), String> {
         let generate = match root.get("generate-node-address") {
             None => false,
             Some(_) => root

@@ -29,7 +29,7 @@ use toml::Spanned;
 use crate::api::actions::create_queue::check_queue_name;
 use crate::api::actions::tags::check_new_tags;
 use crate::api::attributes::{apply, check_redrive_target};
-use crate::config::{AuthMode, Config, Credential, Flags, UrlStyle};
+use crate::config::{Config, Credential, Flags, Source};
 use crate::engine::redrive::RedrivePolicy;
 use crate::engine::{Engine, QueueId, QueueSettings};
 
@@ -45,8 +45,9 @@ pub struct ConfigError {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
+    /// `[server]`: the command line's settings under the same names (flags win).
     #[serde(default)]
-    pub server: ServerSection,
+    pub server: Flags,
     #[serde(default)]
     pub queues: BTreeMap<String, Spanned<QueueSection>>,
     /// Keys for `auth = "verify"`.
@@ -92,45 +93,6 @@ pub struct CredentialSection {
     pub admin: bool,
 }
 
-/// `[server]`: the same settings as the command-line flags (flags win).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerSection {
-    pub host: Option<String>,
-    pub port: Option<u16>,
-    pub region: Option<String>,
-    pub account_id: Option<String>,
-    pub advertised_url: Option<String>,
-    pub url_style: Option<Spanned<String>>,
-    pub purge_cooldown: Option<bool>,
-    pub deleted_queue_cooldown: Option<bool>,
-    /// `"off"` or `"verify"`.
-    pub auth: Option<Spanned<String>>,
-    /// Turns durable mode on, keeping queues and messages in this directory.
-    pub data_dir: Option<String>,
-    /// `"fsync"` (the default) or `"os"`: what durable mode promises before it answers.
-    pub sync: Option<Spanned<String>>,
-    /// Queues labelled one by one in `/metrics`.
-    pub metrics_queue_limit: Option<usize>,
-    /// Connections open at once.
-    pub max_connections: Option<Spanned<usize>>,
-    /// Seconds a request's head, then its body, may take to arrive.
-    pub read_timeout: Option<Spanned<u64>>,
-    /// Seconds an idle connection stays open.
-    pub idle_timeout: Option<Spanned<u64>>,
-    /// Long polls waiting at once.
-    pub max_long_polls: Option<Spanned<usize>>,
-    /// Bytes of messages the process may hold (a number, or a string with a unit).
-    pub max_stored_bytes: Option<Spanned<SizeValue>>,
-    /// One namespace per account: every request acts in `region`, whatever region its
-    /// signature names (ElasticMQ's behaviour, set for its configs).
-    pub single_region: Option<bool>,
-    /// AWS-realism mode for every queue (`"aws"`, `"short_poll,order=4"`…).
-    pub realism: Option<Spanned<String>>,
-    /// The seed realism draws from.
-    pub seed: Option<u64>,
-}
-
 /// `[queues.<name>]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,14 +117,6 @@ pub struct DeadLetter {
     pub max_receive_count: u32,
 }
 
-/// A size in a config file: a number of bytes or a string with a unit (`"512MiB"`).
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(untagged)]
-pub enum SizeValue {
-    Bytes(u64),
-    Text(String),
-}
-
 /// A parsed file and its text (for line numbers).
 #[derive(Debug)]
 pub struct LoadedConfig {
@@ -171,6 +125,8 @@ pub struct LoadedConfig {
     /// keys only.
     pub text: String,
     pub file: FileConfig,
+    /// Where each `[server]` key's value starts in `text`, for errors found when applying it.
+    pub server_spans: HashMap<String, usize>,
     /// Keys that were read but are not honoured (an ElasticMQ config's `copyTo`, say), one
     /// line each, for the binary to log at start.
     pub warnings: Vec<String>,
@@ -222,7 +178,10 @@ pub fn load(flags: Flags) -> Result<(Config, Option<LoadedConfig>), String> {
         .as_ref()
         .and_then(|f| f.credentials().ok())
         .unwrap_or_default();
-    flags.apply(&mut config, file_keys)?;
+    flags
+        .apply(&mut config, &file_keys, Source::Flags)
+        .map_err(|e| e.message)?;
+    Flags::finish(&config)?;
     Ok((config, file))
 }
 
@@ -247,6 +206,7 @@ impl LoadedConfig {
             path: path.to_string(),
             text: String::new(),
             file: t.file,
+            server_spans: HashMap::new(),
             warnings: t.warnings,
         })
     }
@@ -260,10 +220,26 @@ impl LoadedConfig {
                 None => e.message().to_string(),
             },
         })?;
+        // The same text again for the `[server]` values' places: `Flags` is shared with clap
+        // and holds plain values, not spans.
+        #[derive(Deserialize)]
+        struct Places {
+            #[serde(default)]
+            server: HashMap<String, Spanned<serde::de::IgnoredAny>>,
+        }
+        let server_spans = toml::from_str::<Places>(&text)
+            .map(|p| {
+                p.server
+                    .into_iter()
+                    .map(|(k, v)| (k, v.span().start))
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(LoadedConfig {
             path: path.to_string(),
             text,
             file,
+            server_spans,
             warnings: Vec::new(),
         })
     }
@@ -280,124 +256,28 @@ impl LoadedConfig {
         }
     }
 
-    /// Fills in the server settings the flags left at their defaults.
+    /// Applies the `[server]` settings over `config` (the flags come after, over them).
     pub fn apply_server(&self, config: &mut Config) -> Result<(), ConfigError> {
-        let s = &self.file.server;
-        if let Some(v) = &s.host {
-            config.host = v.clone();
-        }
-        if let Some(v) = s.port {
-            config.port = v;
-        }
-        if let Some(v) = &s.region {
-            config.region = v.clone();
-        }
-        if let Some(v) = &s.account_id {
-            config.account_id = v.clone();
-        }
-        if let Some(v) = &s.advertised_url {
-            config.advertised_url = Some(v.clone());
-        }
-        if let Some(v) = &s.url_style {
-            config.url_style = match v.get_ref().as_str() {
-                "path" => UrlStyle::Path,
-                "region-host" => UrlStyle::RegionHost,
-                other => {
-                    return Err(self.error(
-                        v.span().start,
-                        "server.url_style",
-                        format!("{other:?} is not one of \"path\", \"region-host\""),
-                    ))
-                }
-            };
-        }
-        if let Some(v) = s.metrics_queue_limit {
-            config.metrics_queue_limit = v;
-        }
-        // The connection limits and the long-poll cap, each checked where it is set.
-        let at =
-            |offset: usize, key, r: Result<(), String>| r.map_err(|e| self.error(offset, key, e));
-        if let Some(v) = &s.max_connections {
-            let r = config.limits.apply(Some(*v.get_ref()), None, None);
-            at(v.span().start, "server.max_connections", r)?;
-        }
-        if let Some(v) = &s.read_timeout {
-            let r = config.limits.apply(None, Some(*v.get_ref()), None);
-            at(v.span().start, "server.read_timeout", r)?;
-        }
-        if let Some(v) = &s.idle_timeout {
-            let r = config.limits.apply(None, None, Some(*v.get_ref()));
-            at(v.span().start, "server.idle_timeout", r)?;
-        }
-        if let Some(v) = &s.max_stored_bytes {
-            let r = match v.get_ref() {
-                SizeValue::Bytes(n) => Ok(*n),
-                SizeValue::Text(t) => crate::config::parse_size(t),
-            };
-            at(
-                v.span().start,
-                "server.max_stored_bytes",
-                r.map(|n| {
-                    config.engine.max_stored_bytes = n;
-                }),
-            )?;
-        }
-        if let Some(v) = &s.max_long_polls {
-            let r = config.engine.set_max_long_polls(*v.get_ref());
-            at(v.span().start, "server.max_long_polls", r)?;
-        }
-        if let Some(v) = s.purge_cooldown {
-            config.engine.purge_cooldown = v;
-        }
-        if let Some(dir) = &s.data_dir {
-            config.durability = Some(crate::config::Durability::new(dir));
-        }
-        if let Some(v) = &s.sync {
-            let sync = v
-                .get_ref()
-                .parse()
-                .map_err(|e| self.error(v.span().start, "server.sync", e))?;
-            match &mut config.durability {
-                Some(d) => d.sync = sync,
-                None => {
-                    return Err(self.error(
-                        v.span().start,
-                        "server.sync",
-                        "needs durable mode: set server.data_dir too",
-                    ))
-                }
-            }
-        }
-        if let Some(v) = s.deleted_queue_cooldown {
-            config.engine.deleted_queue_cooldown = v;
-        }
-        if let Some(v) = s.single_region {
-            config.single_region = v;
-        }
-        if let Some(v) = &s.realism {
-            config.engine.realism = crate::engine::Realism::parse(v.get_ref())
-                .map_err(|e| self.error(v.span().start, "server.realism", e))?;
-        }
-        if let Some(v) = s.seed {
-            config.engine.seed = Some(v);
-        }
         let keys = self.credentials()?;
-        match s
-            .auth
-            .as_ref()
-            .map(|a| (a.get_ref().as_str(), a.span().start))
-        {
-            Some(("verify", _)) => config.auth = AuthMode::Verify(keys),
-            Some(("off", _)) | None => {}
-            Some((other, at)) => {
-                return Err(self.error(
-                    at,
-                    "server.auth",
-                    format!("{other:?} is not one of \"off\", \"verify\""),
-                ))
-            }
-        }
-        Ok(())
+        self.file
+            .server
+            .clone()
+            .apply(config, &keys, Source::File)
+            .map_err(|e| {
+                match e
+                    .key
+                    .and_then(|k| self.server_spans.get(k).map(|at| (k, *at)))
+                {
+                    Some((key, at)) => self.error(at, &format!("server.{key}"), e.message),
+                    None => ConfigError {
+                        path: self.path.clone(),
+                        message: match e.key {
+                            Some(key) => format!("server.{key}: {}", e.message),
+                            None => e.message,
+                        },
+                    },
+                }
+            })
     }
 
     /// The `[[credentials]]` keys, by access key.

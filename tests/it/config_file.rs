@@ -94,6 +94,10 @@ async fn errors_name_the_line_and_key() {
         ("[queues.orders\n", "line 1"),
         ("[server]\nread_timeout = 0\n", "line 2: server.read_timeout: read_timeout must be 1 to 86400 seconds, got 0"),
         ("[server]\nmax_connections = 0\n", "line 2: server.max_connections: max_connections must be at least 1"),
+        ("[server]\nport = 0\n\ncluster = \"nats://127.0.0.1:4222\"\ncluster_shards = 0\n", "line 5: server.cluster_shards: cluster_shards must be 1 to 1024, got 0"),
+        ("[server]\nsync = \"os\"\n", "line 2: server.sync: sync needs durable mode: set data_dir too"),
+        ("[server]\nadmin = \"maybe\"\n", "line 2: server.admin: \"maybe\" is not one of \"on\", \"off\""),
+        ("[server]\nmax_stored_bytes = \"lots\"\n", "line 2: server.max_stored_bytes: max_stored_bytes: \"lots\" is not a size"),
     ];
     let server = sqsim::Server::builder().start().await.unwrap();
     for (text, expected) in cases {
@@ -127,6 +131,47 @@ fn connection_limits_come_from_the_server_section() {
         std::time::Duration::from_secs(7)
     );
     assert_eq!(config.engine.max_long_polls, 9);
+}
+
+/// One struct holds the settings: every flag but the three that only make sense on a command
+/// line is a `[server]` key of the same name, and means the same there.
+#[test]
+fn every_flag_is_a_server_key() {
+    use clap::Args;
+    let command = sqsim::config::Flags::augment_args(clap::Command::new("sqsim"));
+    let mut keys = 0;
+    for arg in command.get_arguments() {
+        let key = arg.get_id().as_str();
+        if ["config", "compat", "credentials"].contains(&key) {
+            continue;
+        }
+        // A value of the wrong type is refused for its type, never as an unknown field.
+        let text = format!("[server]\n{key} = {{}}\n");
+        let err = LoadedConfig::parse("keys.toml", text)
+            .expect_err(key)
+            .to_string();
+        assert!(!err.contains("unknown field"), "{key}: {err}");
+        keys += 1;
+    }
+    assert!(keys >= 30, "only {keys} flags seen");
+    let unknown = LoadedConfig::parse("keys.toml", "[server]\nverify = true\n".into());
+    assert!(unknown
+        .unwrap_err()
+        .to_string()
+        .contains("unknown field `verify`"));
+
+    // And a few of them, applied: the same meaning as their flags.
+    let text = "[server]\nallowed_hosts = [\"sqs.internal\"]\nadmin = \"off\"\ncompact_after = 1000\n\
+                data_dir = \"/tmp/x\"\nsalvage = true\nmax_stored_bytes = \"1KiB\"\nurl_style = \"region-host\"\n";
+    let file = LoadedConfig::parse("keys.toml", text.to_string()).unwrap();
+    let mut config = sqsim::Config::default();
+    file.apply_server(&mut config).unwrap();
+    assert_eq!(config.security.allowed_hosts, ["sqs.internal"]);
+    assert!(!config.security.admin);
+    let durable = config.durability.unwrap();
+    assert_eq!((durable.compact_after_bytes, durable.salvage), (1000, true));
+    assert_eq!(config.engine.max_stored_bytes, 1024);
+    assert_eq!(config.url_style, sqsim::config::UrlStyle::RegionHost);
 }
 
 #[test]
