@@ -8,6 +8,11 @@
 //! `sqsim.<name>.snap` with the position they stand for (`Sqsim-At`), the last one marked
 //! (`Sqsim-End`); once complete, the log before it and older snapshots are purged.
 //!
+//! Records queued together are published together, as one message when they fit
+//! ([`Group`]): JetStream's cost (and its replicas') is per message, not per byte, so a
+//! busy shard pays it once per flush rather than once per request — the replicated log's
+//! group commit, as the log store's is one fsync for many requests.
+//!
 //! All network I/O runs on one thread with its own runtime, so the store serves the
 //! engine's synchronous calls and async request handlers alike, as the log store's writer
 //! thread does.
@@ -30,6 +35,11 @@ const END: &str = "Sqsim-End";
 const WRITER: &str = "Sqsim-Writer";
 /// Marks the one record of a snapshot of nothing (so that it can be found).
 const EMPTY: &str = "Sqsim-Empty";
+/// How many records a log message holds, when more than one.
+const COUNT: &str = "Sqsim-Count";
+/// Most bytes of records grouped into one message: under NATS's default `max_payload`
+/// (1 MiB), so a server left at its defaults takes every group. A larger record goes alone.
+const MAX_GROUP_BYTES: usize = 512 << 10;
 /// Largest record the stream takes (a full batch with attributes fits many times).
 const MAX_RECORD: i32 = 8 << 20;
 /// Most records published before their acks are awaited: well under the client's limit of
@@ -61,6 +71,77 @@ impl Unacked {
     }
 }
 
+/// Consecutive records published as one log message: one record as it is, several framed
+/// as (4-byte little-endian length, bytes) each, with [`COUNT`] saying how many.
+struct Group {
+    /// The first record's position; the others follow it.
+    first: Lsn,
+    count: u64,
+    payload: Bytes,
+}
+
+impl Group {
+    /// `records` (in position order) as groups of at most [`MAX_GROUP_BYTES`].
+    fn all(records: Vec<(Lsn, Vec<u8>)>) -> Vec<Group> {
+        let mut groups = Vec::new();
+        let mut open: Vec<(Lsn, Vec<u8>)> = Vec::new();
+        let mut size = 0;
+        for (lsn, record) in records {
+            if !open.is_empty() && size + 4 + record.len() > MAX_GROUP_BYTES {
+                groups.push(Group::of(std::mem::take(&mut open)));
+                size = 0;
+            }
+            size += 4 + record.len();
+            open.push((lsn, record));
+        }
+        if !open.is_empty() {
+            groups.push(Group::of(open));
+        }
+        groups
+    }
+
+    fn of(mut records: Vec<(Lsn, Vec<u8>)>) -> Group {
+        let first = records[0].0;
+        let count = records.len() as u64;
+        if records.len() == 1 {
+            let (_, record) = records.pop().expect("one record");
+            return Group {
+                first,
+                count,
+                payload: Bytes::from(record),
+            };
+        }
+        let len = records.iter().map(|(_, r)| 4 + r.len()).sum();
+        let mut payload = Vec::with_capacity(len);
+        for (_, r) in &records {
+            payload.extend_from_slice(&(r.len() as u32).to_le_bytes());
+            payload.extend_from_slice(r);
+        }
+        Group {
+            first,
+            count,
+            payload: Bytes::from(payload),
+        }
+    }
+
+    /// The records of a log message that holds `count` of them; `None` if the framing does
+    /// not add up (the message is not what this writer publishes).
+    fn split(payload: &[u8], count: u64) -> Option<Vec<Vec<u8>>> {
+        let mut records = Vec::with_capacity(count.min(1 << 16) as usize);
+        let mut rest = payload;
+        while !rest.is_empty() {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len) as usize;
+            if tail.len() < len {
+                return None;
+            }
+            records.push(tail[..len].to_vec());
+            rest = &tail[len..];
+        }
+        (records.len() as u64 == count).then_some(records)
+    }
+}
+
 /// What the writer thread is asked to do, in order.
 enum Cmd {
     Recover(std::sync::mpsc::Sender<Result<Recovery, StoreError>>),
@@ -71,6 +152,14 @@ enum Cmd {
         std::sync::mpsc::Sender<Result<(), StoreError>>,
     ),
     Close(std::sync::mpsc::Sender<()>),
+}
+
+/// A log message as the writer remembers it.
+#[derive(Debug, Clone, Copy)]
+struct Indexed {
+    seq: u64,
+    bytes: u64,
+    count: u64,
 }
 
 /// A snapshot's records as recovery reads them, and whether its end was found.
@@ -258,14 +347,25 @@ struct Writer {
     stats: Arc<Mutex<StoreStats>>,
     /// The stream's last sequence as this writer knows it: what the next publish expects.
     last_seq: u64,
-    /// Each kept log record's stream sequence and size, by position: where a snapshot's
-    /// purge ends, and the log's size, without reading the stream back.
-    index: BTreeMap<Lsn, (u64, u64)>,
+    /// Each kept log message by its first record's position: its stream sequence, its size
+    /// and how many records it holds — where a snapshot's purge ends, and the log's size,
+    /// without reading the stream back.
+    index: BTreeMap<Lsn, Indexed>,
     /// Unique to this writer: its records' message ids start with it, so JetStream drops
     /// this writer's retries of a stored record, and only those.
     writer_id: String,
     /// Set when the takeover this store serves was called off: nothing more is written.
     cancelled: Arc<AtomicBool>,
+}
+
+impl Indexed {
+    fn of(seq: u64, group: &Group) -> Indexed {
+        Indexed {
+            seq,
+            bytes: group.payload.len() as u64,
+            count: group.count,
+        }
+    }
 }
 
 impl Writer {
@@ -373,11 +473,12 @@ impl Writer {
         });
     }
 
-    /// Publishes `batch` in order, each expecting the sequence before it, then waits for the
-    /// acks. A refusal (another writer) leaves the store failed; anything else (a timeout
-    /// while JetStream elects a new leader, a lost connection) is retried for
-    /// [`RETRY_FOR`] from the first record not acknowledged: each record carries a message
-    /// id, so one that was stored though its ack was lost is not stored twice.
+    /// Publishes `batch` in order, grouped ([`Group`]), each message expecting the sequence
+    /// before it, then waits for the acks. A refusal (another writer) leaves the store
+    /// failed; anything else (a timeout while JetStream elects a new leader, a lost
+    /// connection) is retried for [`RETRY_FOR`] from the first message not acknowledged:
+    /// each carries a message id, so one that was stored though its ack was lost is not
+    /// stored twice (a retry sends the same groups).
     async fn publish(&mut self, js: &jetstream::Context, batch: Vec<(Lsn, Vec<u8>)>) {
         let through = batch.last().map_or(0, |(l, _)| l + 1);
         // A failed store stays failed (a refusal means another writer): these records are
@@ -390,18 +491,20 @@ impl Writer {
             return self.fail(through, &e);
         }
         let started = std::time::Instant::now();
+        let records = batch.len() as u64;
         let bytes: u64 = batch.iter().map(|(_, r)| r.len() as u64).sum();
+        let groups = Group::all(batch);
         let mut done = 0;
         let mut retried = false;
-        while done < batch.len() {
-            match self.publish_from(js, &batch[done..]).await {
-                Ok(()) => done = batch.len(),
+        while done < groups.len() {
+            match self.publish_from(js, &groups[done..]).await {
+                Ok(()) => done = groups.len(),
                 Err(stop) => {
                     done += stop.acked;
                     // A retry refused because the first attempt landed after it was checked:
-                    // the records are there, written by this writer.
+                    // the messages are there, written by this writer.
                     if stop.refused && retried {
-                        if let Some(n) = self.landed(js, &batch[done..]).await {
+                        if let Some(n) = self.landed(js, &groups[done..]).await {
                             done += n;
                             continue;
                         }
@@ -417,7 +520,7 @@ impl Writer {
         }
         {
             let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            s.appended_records += batch.len() as u64;
+            s.appended_records += records;
             s.log_bytes += bytes;
             s.syncs += 1;
             s.sync_micros += started.elapsed().as_micros() as u64;
@@ -426,28 +529,31 @@ impl Writer {
             .send_modify(|p| p.durable = p.durable.max(through));
     }
 
-    /// Publishes `records` back to back and awaits their acks: `Err` says how many were
+    /// Publishes `groups` back to back and awaits their acks: `Err` says how many were
     /// acknowledged before the first that was not.
     async fn publish_from(
         &mut self,
         js: &jetstream::Context,
-        records: &[(Lsn, Vec<u8>)],
+        groups: &[Group],
     ) -> Result<(), Unacked> {
-        let mut acks = Vec::with_capacity(records.len());
+        let mut acks = Vec::with_capacity(groups.len());
         let mut send_error = None;
-        for (i, (lsn, record)) in records.iter().enumerate() {
+        for (i, group) in groups.iter().enumerate() {
             let mut headers = HeaderMap::new();
-            headers.insert(LSN, lsn.to_string().as_str());
+            headers.insert(LSN, group.first.to_string().as_str());
+            if group.count > 1 {
+                headers.insert(COUNT, group.count.to_string().as_str());
+            }
             headers.insert(
                 async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
                 (self.last_seq + i as u64).to_string().as_str(),
             );
             headers.insert(
                 async_nats::header::NATS_MESSAGE_ID,
-                format!("{}-{lsn}", self.writer_id).as_str(),
+                format!("{}-{}", self.writer_id, group.first).as_str(),
             );
             match js
-                .publish_with_headers(self.log_subject(), headers, Bytes::from(record.clone()))
+                .publish_with_headers(self.log_subject(), headers, group.payload.clone())
                 .await
             {
                 Ok(ack) => acks.push(ack),
@@ -458,11 +564,12 @@ impl Writer {
             }
         }
         let mut acked = 0;
-        for (ack, (lsn, record)) in acks.into_iter().zip(records) {
+        for (ack, group) in acks.into_iter().zip(groups) {
             match ack.await {
                 Ok(a) => {
                     self.last_seq = a.sequence;
-                    self.index.insert(*lsn, (a.sequence, record.len() as u64));
+                    self.index
+                        .insert(group.first, Indexed::of(a.sequence, group));
                     acked += 1;
                 }
                 Err(e) => return Err(Unacked::of(acked, "JetStream refused a record", &e)),
@@ -474,12 +581,11 @@ impl Writer {
         }
     }
 
-    /// After a refused retry: how many of `rest` (records not acknowledged) are in the stream
-    /// anyway, written by this writer's earlier attempt — the log's last record is ours and
-    /// stands for one of them; records of one writer are consecutive, so those before it are
-    /// there too. `None`: another writer wrote (a true refusal).
-    async fn landed(&mut self, js: &jetstream::Context, rest: &[(Lsn, Vec<u8>)]) -> Option<usize> {
-        let (first, _) = rest.first()?;
+    /// After a refused retry: how many of `rest` (messages not acknowledged) are in the
+    /// stream anyway, written by this writer's earlier attempt — the log's last message is
+    /// ours and is one of them; messages of one writer are consecutive, so those before it
+    /// are there too. `None`: another writer wrote (a true refusal).
+    async fn landed(&mut self, js: &jetstream::Context, rest: &[Group]) -> Option<usize> {
         let stream = js.get_stream(format!("SQSIM_{}", self.name)).await.ok()?;
         let last = stream
             .get_last_raw_message_by_subject(&self.log_subject())
@@ -490,17 +596,14 @@ impl Writer {
             .get(async_nats::header::NATS_MESSAGE_ID)?
             .as_str()
             .to_string();
-        let lsn: Lsn = id
+        let first: Lsn = id
             .strip_prefix(&format!("{}-", self.writer_id))?
             .parse()
             .ok()?;
-        if lsn < *first || lsn > rest.last()?.0 {
-            return None;
-        }
-        let n = (lsn - first + 1) as usize;
-        for (i, (l, record)) in rest[..n].iter().enumerate() {
+        let n = rest.iter().position(|g| g.first == first)? + 1;
+        for (i, group) in rest[..n].iter().enumerate() {
             let seq = last.sequence - (n - 1 - i) as u64;
-            self.index.insert(*l, (seq, record.len() as u64));
+            self.index.insert(group.first, Indexed::of(seq, group));
         }
         self.last_seq = last.sequence;
         Some(n)
@@ -579,11 +682,24 @@ impl Writer {
                         .and_then(|v| v.as_str().parse::<u64>().ok())
                 };
                 if m.subject.as_str() == self.log_subject() {
-                    let lsn =
+                    let first =
                         header(LSN).ok_or_else(|| io_error("a log record has no position"))?;
+                    let count = header(COUNT).unwrap_or(1);
+                    let records = if count == 1 {
+                        vec![m.payload.to_vec()]
+                    } else {
+                        Group::split(&m.payload, count).ok_or_else(|| {
+                            io_error(format!(
+                                "log message {seq} does not hold the {count} records it says"
+                            ))
+                        })?
+                    };
                     log_bytes += m.payload.len() as u64;
-                    self.index.insert(lsn, (seq, m.payload.len() as u64));
-                    log.insert(lsn, m.payload.to_vec());
+                    let bytes = m.payload.len() as u64;
+                    self.index.insert(first, Indexed { seq, bytes, count });
+                    for (i, r) in records.into_iter().enumerate() {
+                        log.insert(first + i as u64, r);
+                    }
                 } else if let Some(at) = header(AT) {
                     snapshot_bytes += m.payload.len() as u64;
                     let writer = m
@@ -713,22 +829,27 @@ impl Writer {
                     .map_err(|e| io_error(format!("cannot purge old snapshots: {e}")))?;
             }
         }
+        // The first message still needed holds `at`, or comes after it.
+        let keep = match self.index.range(..=at).next_back() {
+            Some((first, m)) if first + m.count > at => *first,
+            _ => at,
+        };
         let keep_from = self
             .index
-            .range(at..)
+            .range(keep..)
             .next()
-            .map_or(self.last_seq + 1, |(_, (seq, _))| *seq);
+            .map_or(self.last_seq + 1, |(_, m)| m.seq);
         stream
             .purge()
             .filter(self.log_subject())
             .sequence(keep_from)
             .await
             .map_err(|e| io_error(format!("cannot purge the log: {e}")))?;
-        self.index = self.index.split_off(&at);
+        self.index = self.index.split_off(&keep);
         let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         s.snapshots += 1;
         s.snapshot_bytes = bytes;
-        s.log_bytes = self.index.values().map(|(_, len)| len).sum();
+        s.log_bytes = self.index.values().map(|m| m.bytes).sum();
         Ok(())
     }
 }
@@ -786,6 +907,82 @@ mod tests {
                 b"from the new owner".to_vec(),
                 b"new owner again".to_vec()
             ]
+        );
+    }
+
+    /// Records queued while a publish waits for its ack go out together as one message
+    /// (JetStream's cost is per message), and come back one by one, each at its position —
+    /// also when a snapshot's position falls inside a message.
+    #[test]
+    fn records_queued_together_are_one_message_and_come_back_one_by_one() {
+        let server = NatsServer::start();
+        let store = JetStreamStore::open(&server.url, "grouped", 1).unwrap();
+        recovered(&store);
+        let record = |i: u64| format!("record {i}").into_bytes();
+        let last = (0..500).map(|i| store.append(&record(i))).last().unwrap();
+        block_on(durable(&store, last)).unwrap();
+        assert_eq!(store.stats().appended_records, 500);
+        let messages = || {
+            block_on(async {
+                let client = async_nats::connect(&server.url).await.unwrap();
+                let js = jetstream::new(client);
+                let mut stream = js.get_stream("SQSIM_grouped").await.unwrap();
+                stream.info().await.unwrap().state.messages
+            })
+        };
+        // The fence, the first append alone (nothing else was queued yet), and the rest in
+        // a few groups.
+        let published = messages();
+        assert!(published <= 10, "500 records in {published} messages");
+
+        // A snapshot standing for position 250, inside a group: the group stays (its later
+        // records are needed), recovery starts at 250.
+        store
+            .snapshot(250, &mut std::iter::once(b"state at 250".to_vec()))
+            .unwrap();
+        let l = store.append(b"after the snapshot");
+        block_on(durable(&store, l)).unwrap();
+        drop(store);
+        let reopened = JetStreamStore::open(&server.url, "grouped", 1).unwrap();
+        let mut positions = Vec::new();
+        let mut records = Vec::new();
+        reopened
+            .recover(&mut |lsn, r| {
+                positions.push(lsn);
+                records.push(r.to_vec());
+                Ok(())
+            })
+            .unwrap();
+        let mut expected = vec![b"state at 250".to_vec()];
+        expected.extend((250..500).map(record));
+        expected.push(b"after the snapshot".to_vec());
+        assert_eq!(records, expected);
+        assert_eq!(positions[0], None);
+        assert_eq!(
+            positions[1..],
+            (250..=500).map(Some).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(reopened.next_lsn(), 501);
+    }
+
+    #[test]
+    fn a_group_that_does_not_add_up_is_refused() {
+        let group = Group::of(vec![
+            (7, b"ab".to_vec()),
+            (8, b"".to_vec()),
+            (9, b"xyz".to_vec()),
+        ]);
+        assert_eq!(group.first, 7);
+        let records = Group::split(&group.payload, 3).unwrap();
+        assert_eq!(records, vec![b"ab".to_vec(), Vec::new(), b"xyz".to_vec()]);
+        assert!(Group::split(&group.payload, 2).is_none());
+        assert!(Group::split(&group.payload[..group.payload.len() - 1], 3).is_none());
+        // Large records are not grouped past the cap.
+        let big = vec![0u8; MAX_GROUP_BYTES / 2];
+        let groups = Group::all((0..5).map(|i| (i, big.clone())).collect());
+        assert_eq!(
+            groups.iter().map(|g| g.count).collect::<Vec<_>>(),
+            [1, 1, 1, 1, 1]
         );
     }
 }
