@@ -12,7 +12,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: test-minimal strace cluster-test cluster-suites cluster-bench nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: test-minimal strace cluster-test cluster-suites cluster-bench cluster-scale nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up).
@@ -59,6 +59,12 @@ cluster-suites: build nats $(VENV)/.installed $(VENV_QUERY)/.installed tests/nod
 cluster-bench: nats $(VENV)/.installed
 	cargo build --release $(FEATURES) --bins
 	SQSIM_BIN=$(CURDIR)/target/release/sqsim SQSIM_BENCH_BIN=$(CURDIR)/target/release/sqsim-bench $(VENV)/bin/python tests/cluster/bench.py
+
+## 3 nodes vs 6 nodes with every process pinned to a core of its own (taskset), for a
+## machine with 12+ cores; CLUSTER_SCALE_FORCE=1 runs it on fewer (a check, not a measurement).
+cluster-scale: nats $(VENV)/.installed
+	cargo build --release $(FEATURES) --bins
+	SQSIM_BIN=$(CURDIR)/target/release/sqsim SQSIM_BENCH_BIN=$(CURDIR)/target/release/sqsim-bench $(VENV)/bin/python tests/cluster/scale.py
 
 ## nats-server (JetStream) for the replicated store's tests (src/store/jetstream.rs, the store
 ## suite) and the cluster tests, run as cluster mode's durability promise needs it

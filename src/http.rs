@@ -10,16 +10,24 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{
+    AsHeaderName, HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE,
+};
 use hyper::{Response, StatusCode};
 
 use crate::protocol::Encoded;
 
 /// The header a node sends its peers, carrying the cluster's secret.
-pub(crate) const PEER_SECRET: &str = "x-sqsim-cluster-secret";
+pub(crate) const PEER_SECRET: HeaderName = HeaderName::from_static("x-sqsim-cluster-secret");
 /// Marks a request one node sent another: the receiver answers it itself or says it does
 /// not serve the shard (421), never forwards it again.
-pub(crate) const FORWARDED: &str = "x-sqsim-forwarded";
+pub(crate) const FORWARDED: HeaderName = HeaderName::from_static("x-sqsim-forwarded");
+/// The AWS JSON protocol's operation (`AmazonSQS.SendMessage`).
+pub(crate) const X_AMZ_TARGET: HeaderName = HeaderName::from_static("x-amz-target");
+/// AWS X-Ray's trace header, kept as a message's `AWSTraceHeader`.
+pub(crate) const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
+/// Sent by browsers only (with `Origin` and a `Mozilla/` user agent).
+pub(crate) const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
 /// A request body that must arrive whole by a deadline (`read_timeout` after it first makes
 /// the reader wait): a client sending a byte a second gets an error instead of holding a
@@ -108,7 +116,10 @@ impl Body for RequestBody {
 }
 
 /// A header's value, when it is text.
-pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+///
+/// Every request looks up a dozen headers: the hot path names them by [`HeaderName`]
+/// (hyper's standard ones and the constants above), which skips parsing the name each time.
+pub(crate) fn header<'a>(headers: &'a HeaderMap, name: impl AsHeaderName) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -127,8 +138,12 @@ pub(crate) fn credential_scope<'a>(
     headers: &'a HeaderMap,
     query: Option<&'a str>,
 ) -> Option<Scope<'a>> {
-    let credential = match header(headers, "authorization") {
-        Some(a) => &a[a.find("Credential=")? + "Credential=".len()..],
+    let credential = match header(headers, hyper::header::AUTHORIZATION) {
+        // Every SDK writes the algorithm and then the credential first.
+        Some(a) => match a.strip_prefix("AWS4-HMAC-SHA256 Credential=") {
+            Some(rest) => rest,
+            None => &a[a.find("Credential=")? + "Credential=".len()..],
+        },
         None => {
             let q = query?;
             &q[q.find("X-Amz-Credential=")? + "X-Amz-Credential=".len()..]
@@ -152,7 +167,7 @@ pub(crate) fn credential_scope<'a>(
 /// Whether the request announces a body above `max` bytes, so it can be refused before any
 /// of the body is read.
 pub(crate) fn declared_too_large(headers: &HeaderMap, max: usize) -> bool {
-    header(headers, CONTENT_LENGTH.as_str())
+    header(headers, CONTENT_LENGTH)
         .and_then(|v| v.trim().parse::<u64>().ok())
         .is_some_and(|len| len > max as u64)
 }

@@ -102,7 +102,7 @@ impl Link {
         ] {
             req.headers_mut().remove(name);
         }
-        let filled = crate::http::header(&parts.headers, hyper::header::HOST.as_str())
+        let filled = crate::http::header(&parts.headers, hyper::header::HOST)
             .and_then(|h| crate::config::host_with_port(h, self.local_port))
             .and_then(|h| HeaderValue::from_str(&h).ok());
         if let Some(host) = filled {
@@ -236,7 +236,7 @@ pub(crate) async fn route(
 
 /// Routes a request about a queue of `shard` (see [`route`]).
 pub(crate) async fn route_to_shard(link: &Link, parts: &Parts, body: &Bytes, shard: u32) -> Routed {
-    let forwarded = parts.headers.contains_key(FORWARDED);
+    let forwarded = parts.headers.contains_key(&FORWARDED);
     let deadline = Instant::now() + OWNER_WAIT;
     loop {
         match link.cluster.locate(shard, deadline).await {
@@ -344,7 +344,7 @@ pub(crate) async fn admin(
     link: &Link,
     req: Request<RequestBody>,
 ) -> Result<Response<Full<Bytes>>, Request<RequestBody>> {
-    let forwarded = req.headers().contains_key(FORWARDED);
+    let forwarded = req.headers().contains_key(&FORWARDED);
     let path = req.uri().path().to_string();
     Ok(match (req.method().clone(), path.as_str()) {
         (Method::GET, "/_sqsim/cluster") => reply(StatusCode::OK, link.cluster.status()),

@@ -19,7 +19,7 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderMap, HeaderValue, HOST};
+use hyper::header::{HeaderMap, HeaderValue, HOST, ORIGIN, USER_AGENT};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
@@ -27,7 +27,7 @@ use super::AppState;
 use crate::config::{same_secret, AuthMode};
 use crate::control::console::login::{self, cookie_name};
 use crate::control::{console, localstack, metrics};
-use crate::http::{header, RequestBody, FORWARDED, PEER_SECRET};
+use crate::http::{header, RequestBody, FORWARDED, PEER_SECRET, SEC_FETCH_SITE};
 
 /// Which part of sqsim a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub(super) enum Verdict {
 
 /// The host a request names: its `Host`, or (HTTP/2) its URI's authority.
 fn host_of<B>(req: &Request<B>) -> Option<String> {
-    header(req.headers(), HOST.as_str())
+    header(req.headers(), HOST)
         .map(str::to_string)
         .or_else(|| req.uri().authority().map(|a| a.to_string()))
 }
@@ -158,20 +158,20 @@ fn origin_allowed(state: &AppState, origin: &str, host: Option<&str>) -> bool {
 /// Whether a browser sent this (SDKs and scripts send none of these; Node's `fetch` sends
 /// `Sec-Fetch-Mode` but neither of the others, so that one does not count).
 fn from_browser(headers: &HeaderMap) -> bool {
-    headers.contains_key("origin")
-        || headers.contains_key("sec-fetch-site")
-        || header(headers, "user-agent").is_some_and(|ua| ua.starts_with("Mozilla/"))
+    headers.contains_key(ORIGIN)
+        || headers.contains_key(SEC_FETCH_SITE)
+        || header(headers, USER_AGENT).is_some_and(|ua| ua.starts_with("Mozilla/"))
 }
 
 /// Runs the checks for `req` (see the module documentation).
 pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody>) -> Verdict {
     let headers = req.headers();
-    let forwarded = headers.contains_key(FORWARDED);
+    let forwarded = headers.contains_key(&FORWARDED);
     if area == Area::Peer || forwarded {
         // A node's request: only the cluster's peers know the secret. Forwarded requests
         // were checked by the node they first reached.
         let secret = state.peer_secret();
-        let given = header(headers, PEER_SECRET);
+        let given = header(headers, &PEER_SECRET);
         return match (secret, given) {
             (Some(s), Some(g)) if same_secret(s, g) => Verdict::Pass(req, None),
             _ => Verdict::Refuse(

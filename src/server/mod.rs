@@ -212,13 +212,15 @@ async fn serve_with<H, F>(
     let limits = state.config.limits.clone();
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    // Pipelined requests are answered in order either way. hyper's `pipeline_flush` would
+    // batch their replies, but it also loses the 431 hyper writes before closing on an
+    // oversized head (tests/it/malformed.rs found it), so it stays off. A head that takes
+    // too long is cut off by the connection's watch (`limits::Activity`), not by hyper's
+    // header timer, which costs a timer on every request.
     builder
         .http1()
         .timer(TokioTimer::new())
-        // Pipelined requests are answered in order either way. hyper's `pipeline_flush`
-        // would batch their replies, but it also loses the 431 hyper writes before closing
-        // on an oversized head (tests/it/malformed.rs found it), so it stays off.
-        .header_read_timeout(limits.read_timeout);
+        .header_read_timeout(None);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -249,12 +251,12 @@ async fn serve_with<H, F>(
                 let _ = stream.set_nodelay(true);
                 let open = Arc::clone(&state);
                 let state = Arc::clone(&state);
-                let activity = limits::Activity::new();
+                let activity = limits::Activity::new(&limits);
                 let io = TokioIo::new(stream);
                 let conn_activity = Arc::clone(&activity);
                 let read_timeout = limits.read_timeout;
                 let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let running = conn_activity.request();
+                    let running = conn_activity.request(req.version());
                     let render = service::render_of(req.headers(), req.uri().query());
                     let req = req.map(|b| crate::http::RequestBody::new(b, read_timeout));
                     // Boxed once: the fence and hyper then move a pointer, not the future.
@@ -267,7 +269,6 @@ async fn serve_with<H, F>(
                 });
                 let conn = builder.serve_connection(io, svc).into_owned();
                 let conn = graceful.watch(conn);
-                let idle_timeout = limits.idle_timeout;
                 tokio::spawn(async move {
                     let _permit = permit;
                     let _open = open.metrics.connection();
@@ -276,7 +277,7 @@ async fn serve_with<H, F>(
                             tracing::debug!(error = %e, "connection ended with an error");
                         },
                         // Dropping the connection closes its socket.
-                        () = limits::idle_expired(&activity, idle_timeout) => {
+                        () = limits::idle_expired(&activity) => {
                             tracing::debug!("idle connection closed");
                         }
                     }

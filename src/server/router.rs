@@ -94,6 +94,9 @@ async fn endpoint(
     if console::is_browser_root(&req) {
         return Ok(console::redirect());
     }
+    if console::is_favicon(&req) {
+        return Ok(console::favicon());
+    }
     if state.config.localstack.is_some() {
         if localstack::is_internal(req.uri().path()) {
             // Its message listing reads state: answered once what it shows is kept.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderMap, CONTENT_TYPE, HOST};
+use hyper::header::{HeaderMap, ACCEPT, CONTENT_TYPE, HOST};
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response};
 
@@ -19,7 +19,9 @@ use crate::control::request_log::{Answered, QueueSource};
 #[cfg(feature = "cluster")]
 use crate::engine::Engine;
 use crate::error::{ErrorCode, SqsError};
-use crate::http::{credential_scope, declared_too_large, header, respond};
+use crate::http::{
+    credential_scope, declared_too_large, header, respond, X_AMZN_TRACE_ID, X_AMZ_TARGET,
+};
 use crate::protocol::{self, DecodeError, Decoded, Encoded, RawRequest, Render};
 
 use super::auth::{self, SignedRequest};
@@ -47,14 +49,14 @@ impl std::error::Error for DroppedConnection {}
 /// How to answer a request, from its headers and query string alone (for errors sent
 /// before its body is decoded).
 pub(super) fn render_of(headers: &HeaderMap, query: Option<&str>) -> Render {
-    if headers.contains_key("x-amz-target") {
+    if headers.contains_key(X_AMZ_TARGET) {
         return Render::Json;
     }
     let content_type_param = query.and_then(|q| {
         q.split('&')
             .find_map(|pair| pair.strip_prefix("ContentType="))
     });
-    Render::of_query(header(headers, "accept"), content_type_param)
+    Render::of_query(header(headers, ACCEPT), content_type_param)
 }
 
 fn too_large(state: &AppState) -> SqsError {
@@ -78,7 +80,7 @@ enum Stop {
 
 /// The answer another node gave, as this node sends it on.
 fn encoded_of(head: &hyper::http::response::Parts, body: Bytes) -> Encoded {
-    let content_type = match header(&head.headers, CONTENT_TYPE.as_str()) {
+    let content_type = match header(&head.headers, CONTENT_TYPE) {
         Some(t) if t.starts_with("application/x-amz-json-1.0") => "application/x-amz-json-1.0",
         Some(t) if t.starts_with("application/json") => "application/json",
         _ => "text/xml",
@@ -235,9 +237,9 @@ fn decode(parts: &Parts, body: Bytes, request_id: &str) -> Result<Decoded, Stop>
     let headers = &parts.headers;
     protocol::decode(RawRequest {
         is_get: parts.method == Method::GET,
-        target: header(headers, "x-amz-target"),
-        content_type: header(headers, "content-type"),
-        accept: header(headers, "accept"),
+        target: header(headers, X_AMZ_TARGET),
+        content_type: header(headers, CONTENT_TYPE),
+        accept: header(headers, ACCEPT),
         uri_query: parts.uri.query(),
         body,
     })
@@ -291,7 +293,7 @@ fn context(
         Some(s) if !state.config.single_region => s.region,
         _ => state.config.region.as_str(),
     };
-    let host = header(headers, HOST.as_str());
+    let host = header(headers, HOST);
     let base_url = state.config.queue_base_url(host, region, state.local_addr);
     let account = signer.unwrap_or_else(|| {
         scope
@@ -308,7 +310,7 @@ fn context(
         account,
         base_url,
         path: parts.uri.path().to_string(),
-        trace_header: header(headers, "x-amzn-trace-id").map(str::to_string),
+        trace_header: header(headers, X_AMZN_TRACE_ID).map(str::to_string),
         request_id: request_id.to_string(),
         single_region: state.config.single_region,
         directory: None,

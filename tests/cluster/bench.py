@@ -30,6 +30,8 @@ BENCH_ARGS = [
     "--send-connections", "32", "--seconds", str(SECONDS), "--send-repeats", str(REPEATS),
 ]
 TICK = os.sysconf("SC_CLK_TCK")
+# Cores the load generators are pinned to (`taskset -c` list), when scale.py sets it.
+PIN = None
 
 
 def cpu_seconds(pids):
@@ -50,8 +52,9 @@ def bench(endpoints, queues):
     runs = []
     for i, endpoint in enumerate(endpoints):
         out = tempfile.NamedTemporaryFile(suffix=".json")
+        pinned = ["taskset", "-c", PIN] if PIN else []
         proc = subprocess.Popen(
-            [binary, "--endpoint", endpoint, *BENCH_ARGS, "--send-queues", str(queues),
+            [*pinned, binary, "--endpoint", endpoint, *BENCH_ARGS, "--send-queues", str(queues),
              "--queue-prefix", f"gen{i}", "--json", out.name],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -180,15 +180,16 @@ class Node:
 
 
 class Cluster:
-    """`size` JetStream servers (R`size`) and `size` sqsim nodes on them (3 in the tests)."""
+    """`size` JetStream servers and `size` sqsim nodes on them (3 in the tests), each shard
+    kept on `replicas` of the servers (default: all of them, at most 5)."""
 
-    def __init__(self, lease_ms=LEASE_MS, size=3):
+    def __init__(self, lease_ms=LEASE_MS, size=3, replicas=None):
         self.workdir = Path(tempfile.mkdtemp(prefix="sqsim-cluster-"))
         ports = [free_port() for _ in range(size)]
         cluster_ports = [free_port() for _ in range(size)]
         self.nats = [Nats(i, ports, cluster_ports, self.workdir) for i in range(size)]
         self.nats_urls = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
-        replicas = ["--cluster-replicas", str(size)]
+        replicas = ["--cluster-replicas", str(replicas or min(size, 5))]
         self.nodes = [
             Node(i, self.nats_urls, self.workdir, lease_ms, extra=replicas) for i in range(size)
         ]

@@ -222,6 +222,23 @@ def test_the_admin_token_guards_the_control_plane_and_the_console_logs_in():
     assert sqsim_process.run_to_exit("--admin-token", "short").returncode != 0
 
 
+def test_a_browsers_icon_request_is_answered_signed_out_and_logs_nothing():
+    """Every page a browser opens asks for /favicon.ico: it gets the console's icon (the
+    sign-in page too: it is outside the control plane), not a failed SQS request and its
+    WARN line in the log on every visit."""
+    with running("--admin-token", TOKEN) as srv:
+        status, headers, body = srv.http("GET", "/favicon.ico")
+        assert status == 200 and headers["content-type"] == "image/svg+xml"
+        assert body.startswith(b"<svg")
+        status, _, page = srv.http("GET", "/_sqsim/console/")
+        assert status == 401
+        # An SQS error is still logged: the log works, and the icon left no line in it.
+        srv.http("POST", "/", b"Action=NoSuchAction")
+        log = srv.log()
+        assert "request failed" in log, log
+        assert "favicon" not in log and log.count("WARN") == 1, log
+
+
 def test_auth_verify_prints_a_token_and_takes_admin_signatures(tmp_path):
     keys = tmp_path / "keys"
     keys.write_text(

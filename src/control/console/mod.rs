@@ -35,6 +35,14 @@ pub(crate) const PREFIX: &str = "/_sqsim/console";
 const PAGE: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("app.js");
 const STYLE: &str = include_str!("app.css");
+/// The console's icon, served as the origin's `/favicon.ico` (outside the control plane, so
+/// the sign-in page shows it too): a browser asks for one on every page, and without it each
+/// visit logged a failed SQS request.
+const ICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">\
+<rect width=\"16\" height=\"16\" rx=\"3\" fill=\"#2d6cdf\"/>\
+<rect x=\"3\" y=\"4\" width=\"10\" height=\"2\" fill=\"#fff\"/>\
+<rect x=\"3\" y=\"7\" width=\"10\" height=\"2\" fill=\"#fff\"/>\
+<rect x=\"3\" y=\"10\" width=\"6\" height=\"2\" fill=\"#fff\"/></svg>";
 
 fn asset(content_type: &'static str, body: &'static str) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
@@ -52,6 +60,16 @@ pub(crate) fn is_browser_root<B>(req: &Request<B>) -> bool {
         && req.uri().query().is_none()
         && crate::http::header(req.headers(), hyper::header::ACCEPT.as_str())
             .is_some_and(|a| a.contains("text/html"))
+}
+
+/// Whether a request is a browser asking for the origin's icon.
+pub(crate) fn is_favicon<B>(req: &Request<B>) -> bool {
+    req.method() == Method::GET && req.uri().path() == "/favicon.ico"
+}
+
+/// The icon, for `/favicon.ico`.
+pub(crate) fn favicon() -> Response<Full<Bytes>> {
+    asset("image/svg+xml", ICON)
 }
 
 /// The redirect a browser opening `/` gets.
