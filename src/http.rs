@@ -119,7 +119,7 @@ impl Body for RequestBody {
 ///
 /// Every request looks up a dozen headers: the hot path names them by [`HeaderName`]
 /// (hyper's standard ones and the constants above), which skips parsing the name each time.
-pub(crate) fn header<'a>(headers: &'a HeaderMap, name: impl AsHeaderName) -> Option<&'a str> {
+pub(crate) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 

@@ -12,6 +12,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 use sqsim::config::Flags;
+use sqsim::server::shutdown_signal;
 
 /// An Amazon SQS-compatible server.
 #[derive(Debug, Parser)]
@@ -55,7 +56,9 @@ fn main() -> ExitCode {
     }
     match args.command {
         #[cfg(feature = "worker")]
-        Some(Command::Worker(w)) => return sqsim::worker::cli::run(*w, shutdown_signal()),
+        Some(Command::Worker(w)) => {
+            return sqsim::worker::cli::run(*w, async { shutdown_signal().await })
+        }
         Some(Command::Health) => {
             let port = args
                 .flags
@@ -88,34 +91,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(sqsim::server::run(config, file, shutdown_signal())) {
+    // The signal handlers exist before the listen line is printed.
+    let shutdown = {
+        let _inside = runtime.enter();
+        shutdown_signal()
+    };
+    match runtime.block_on(sqsim::server::run(config, file, shutdown)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sqsim: {e}");
             ExitCode::from(2)
         }
-    }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
     }
 }

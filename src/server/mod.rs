@@ -494,6 +494,36 @@ impl ServerBuilder {
     }
 }
 
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called (within a
+/// runtime), not when the future is first polled: a SIGTERM sent right after the listen
+/// line would otherwise find no handler yet and kill the process without its graceful
+/// shutdown (a test that stopped a server at once found it).
+pub fn shutdown_signal() -> impl Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let handlers =
+            signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
+        async move {
+            match handlers {
+                Ok((mut interrupt, mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// A running sqsim. Stops on [`Server::shutdown`] or when dropped.
 #[derive(Debug)]
 pub struct Server {
