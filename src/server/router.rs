@@ -89,7 +89,8 @@ async fn endpoint(
     req: Request<RequestBody>,
 ) -> Result<Response<Full<Bytes>>, DroppedConnection> {
     if metrics::is_scrape(&req) {
-        return Ok(metrics::response(&state.plane, state.engines()));
+        let accept = crate::http::header(req.headers(), hyper::header::ACCEPT);
+        return Ok(metrics::response(&state.plane, state.engines(), accept));
     }
     if console::is_browser_root(&req) {
         return Ok(console::redirect());

@@ -2,11 +2,17 @@
 whose traffic the test knows exactly; and the request log lines (`--log-format json`)."""
 
 import json
+import os
+import shutil
+import subprocess
 import threading
 import time
 
 import pytest
 from botocore.exceptions import ClientError
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 import sqsim_process
@@ -112,6 +118,64 @@ def test_counters_and_gauges_match_the_traffic():
         samples, _ = scrape(srv)
         assert samples[("sqsim_messages_expired_total", q("m-other"))] == 1
         assert samples[("sqsim_queue_messages_visible", q("m-other"))] == 0
+
+
+# What Prometheus itself sends when it scrapes (its default scrape protocols).
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+
+
+def promtool():
+    tool = os.environ.get("PROMTOOL") or shutil.which("promtool")
+    assert tool and os.path.exists(tool), "promtool is missing: `make promtool` installs it"
+    return tool
+
+
+def test_each_format_reads_whole_and_typed_by_its_own_parser_and_promtool():
+    """A scraper gets the format it asks for, each valid on its own terms: OpenMetrics for
+    Prometheus (read here by the strict OpenMetrics parser), the Prometheus text format for
+    everyone else (Python's parser, promtool) — with every counter typed as a counter and no
+    family split in two, which the OpenMetrics body under the old content type caused."""
+    with sqsim_process.running() as srv:
+        c = srv.client()
+        url = c.create_queue(QueueName="m-formats")["QueueUrl"]
+        c.send_message(QueueUrl=url, MessageBody="x")
+        c.receive_message(QueueUrl=url)
+
+        status, headers, om = srv.http("GET", "/metrics", headers={"Accept": PROMETHEUS_ACCEPT})
+        assert status == 200
+        assert headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+        om = om.decode()
+        assert om.endswith("# EOF\n")
+        om_types = {f.name: f.type for f in openmetrics_families(om)}
+
+        status, headers, text = srv.http("GET", "/metrics")
+        assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = text.decode()
+        assert "# EOF" not in text
+        families = list(text_string_to_metric_families(text))
+        types = {f.name: f.type for f in families}
+
+        # The same families in both (the text format has no info type: a gauge there);
+        # nothing untyped; counters are counters.
+        assert om_types.pop("sqsim_build") == "info"
+        om_types["sqsim_build_info"] = "gauge"
+        assert len(types) >= 25 and types == om_types, (sorted(types), sorted(om_types))
+        assert "unknown" not in types.values() and "untyped" not in types.values()
+        for name in ("sqsim_messages_sent", "sqsim_requests", "process_cpu_seconds"):
+            assert types[name] == "counter", name
+        samples = {s.name: s for f in families for s in f.samples}
+        assert samples["sqsim_build_info"].labels["version"]
+        assert samples["process_resident_memory_bytes"].value > 1 << 20
+        assert samples["process_open_fds"].value >= 3
+        assert time.time() - 3600 < samples["process_start_time_seconds"].value <= time.time()
+
+        checked = subprocess.run(
+            [promtool(), "check", "metrics"], input=text.encode(), capture_output=True
+        )
+        assert checked.returncode == 0, checked.stderr.decode() + checked.stdout.decode()
 
 
 def test_long_polls_waiting_are_counted():

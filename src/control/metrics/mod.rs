@@ -12,6 +12,8 @@ use prometheus_client::registry::Registry;
 use crate::control::Plane;
 use crate::protocol::Action;
 
+pub(crate) mod format;
+mod process;
 mod scrape;
 
 /// The status of a request whose connection an injected fault dropped: it got no answer.
@@ -175,23 +177,29 @@ pub(crate) fn is_scrape<B>(req: &hyper::Request<B>) -> bool {
         && !req.uri().query().is_some_and(|q| q.contains("Action="))
 }
 
-/// The answer to a scrape, in the text format's content type: the figures of `engines`
-/// (this process's queues; in cluster mode, the shards this node serves).
+/// The answer to a scrape: the figures of `engines` (this process's queues; in cluster
+/// mode, the shards this node serves), in OpenMetrics when the scraper's `accept` asks for
+/// it and in the Prometheus text format otherwise ([`format`]).
 pub(crate) fn response(
     state: &std::sync::Arc<Plane>,
     engines: Vec<std::sync::Arc<crate::engine::Engine>>,
+    accept: Option<&str>,
 ) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
-    let mut resp = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(render(
-        state, engines,
-    ))));
+    let openmetrics = render(state, engines);
+    let (body, content_type) = if format::wants_openmetrics(accept) {
+        (openmetrics, format::OPENMETRICS)
+    } else {
+        (format::to_prometheus(&openmetrics), format::PROMETHEUS)
+    };
+    let mut resp = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(body)));
     resp.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        hyper::header::HeaderValue::from_static(content_type),
     );
     resp
 }
 
-/// The whole exposition, as `GET /metrics` answers it.
+/// The whole exposition in OpenMetrics, as `prometheus-client` writes it.
 fn render(
     state: &std::sync::Arc<Plane>,
     engines: Vec<std::sync::Arc<crate::engine::Engine>>,

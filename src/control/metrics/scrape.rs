@@ -253,7 +253,8 @@ impl Collector for Scrape {
             ConstCounter::new(rm.connections_refused.load(Relaxed)),
         )?;
         self.workers(&mut e)?;
-        self.store(&mut e)
+        self.store(&mut e)?;
+        super::process::encode(&mut e)
     }
 }
 
