@@ -21,145 +21,160 @@ use super::{
 pub struct Flags {
     /// Config file: server settings and queues to create at start (flags win over it). TOML,
     /// or an ElasticMQ `elasticmq.conf` (HOCON) when the name ends in `.conf`.
-    #[arg(long, env = "SQSIM_CONFIG")]
+    #[arg(help_heading = "Server", long, env = "SQSIM_CONFIG")]
     #[serde(skip)]
     pub config: Option<String>,
     /// Behave like LocalStack's SQS for setups written for it: port 4566, its queue URLs
     /// (SQS_ENDPOINT_STRATEGY, LOCALSTACK_HOST), /_localstack/health, /_aws/sqs/messages,
     /// ready.d init hooks, and a clear error for other AWS services.
-    #[arg(long, env = "SQSIM_COMPAT", value_parser = ["localstack"])]
+    #[arg(help_heading = "Server", long, env = "SQSIM_COMPAT", value_parser = ["localstack"])]
     #[serde(skip)]
     pub compat: Option<String>,
     /// Run the executable scripts in this directory once, in name order, when the server
     /// answers [default with --compat localstack: /etc/localstack/init/ready.d if present].
-    #[arg(long, env = "SQSIM_INIT_DIR")]
+    #[arg(help_heading = "Server", long, env = "SQSIM_INIT_DIR")]
     pub init_dir: Option<std::path::PathBuf>,
     /// Address to listen on; `0.0.0.0` (or `::`) reaches every interface [default:
     /// 127.0.0.1, and ::1 where the machine has it].
-    #[arg(long, env = "SQSIM_HOST")]
+    #[arg(help_heading = "Server", long, env = "SQSIM_HOST")]
     pub host: Option<String>,
     /// Port to listen on; 0 picks a free port and prints it [default: 9324].
-    #[arg(long, env = "SQSIM_PORT")]
+    #[arg(help_heading = "Server", long, env = "SQSIM_PORT")]
     pub port: Option<u16>,
     /// Region used when a request carries no SigV4 credential scope [default: us-east-1].
-    #[arg(long, env = "SQSIM_REGION")]
+    #[arg(help_heading = "Server", long, env = "SQSIM_REGION")]
     pub region: Option<String>,
     /// Account id that owns queues by default [default: 000000000000].
-    #[arg(long, env = "SQSIM_ACCOUNT_ID")]
+    #[arg(help_heading = "Server", long, env = "SQSIM_ACCOUNT_ID")]
     pub account_id: Option<String>,
     /// Base of queue URLs, e.g. http://sqs.local:9324 (default: from each request's Host).
-    #[arg(long, env = "SQSIM_ADVERTISED_URL")]
+    #[arg(help_heading = "Server", long, env = "SQSIM_ADVERTISED_URL")]
     pub advertised_url: Option<String>,
     /// Queue URL style: `path` (http://host:port/account/name) or `region-host`
     /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions).
-    #[arg(long, env = "SQSIM_URL_STYLE", value_parser = PossibleValuesParser::new(["path", "region-host"]))]
+    #[arg(help_heading = "Server", long, env = "SQSIM_URL_STYLE", value_parser = PossibleValuesParser::new(["path", "region-host"]))]
     pub url_style: Option<String>,
     /// SigV4 checking: `off` accepts any credentials; `verify` checks signatures against the
     /// keys from --credentials and the config file [default: off].
-    #[arg(long, env = "SQSIM_AUTH", value_parser = PossibleValuesParser::new(["off", "verify"]))]
+    #[arg(help_heading = "Security", long, env = "SQSIM_AUTH", value_parser = PossibleValuesParser::new(["off", "verify"]))]
     pub auth: Option<String>,
     /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (`admin`: it may
     /// use the control plane); repeatable. Visible in `ps`: prefer --credentials-file.
-    #[arg(long, env = "SQSIM_CREDENTIALS", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Security",
+        long,
+        env = "SQSIM_CREDENTIALS",
+        value_delimiter = ','
+    )]
     #[serde(skip)]
     pub credentials: Vec<String>,
     /// A file of keys for --auth verify, one ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] a line.
-    #[arg(long, env = "SQSIM_CREDENTIALS_FILE")]
+    #[arg(help_heading = "Security", long, env = "SQSIM_CREDENTIALS_FILE")]
     pub credentials_file: Option<String>,
     /// Origins (e.g. http://localhost:3000) whose web pages may call sqsim; pages of every
     /// other origin are refused; comma-separated [default: none].
-    #[arg(long, env = "SQSIM_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Security",
+        long,
+        env = "SQSIM_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub allowed_origins: Vec<String>,
     /// Host names the control plane (and browsers) may reach sqsim by, besides localhost,
     /// *.localhost, IP addresses, single-label names and the advertised URL's host;
     /// comma-separated.
-    #[arg(long, env = "SQSIM_ALLOWED_HOSTS", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Security",
+        long,
+        env = "SQSIM_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
     pub allowed_hosts: Vec<String>,
     /// A token (16+ characters) the control plane requires as `Authorization: Bearer
     /// <token>`; the console asks for it once [default: none; with --auth verify, one is
     /// made up and printed at start].
-    #[arg(long, env = "SQSIM_ADMIN_TOKEN")]
+    #[arg(help_heading = "Security", long, env = "SQSIM_ADMIN_TOKEN")]
     pub admin_token: Option<String>,
     /// `off` removes the control plane (admin API, console, metrics, LocalStack's developer
     /// endpoints); only the SQS API and the health check remain [default: on].
-    #[arg(long, env = "SQSIM_ADMIN", value_parser = PossibleValuesParser::new(["on", "off"]))]
+    #[arg(help_heading = "Security", long, env = "SQSIM_ADMIN", value_parser = PossibleValuesParser::new(["on", "off"]))]
     pub admin: Option<String>,
     /// Durable mode: keep queues and messages in this directory across restarts (created if
     /// missing; one process per directory). Without it nothing touches the disk.
-    #[arg(long, env = "SQSIM_DATA_DIR")]
+    #[arg(help_heading = "Durability", long, env = "SQSIM_DATA_DIR")]
     pub data_dir: Option<std::path::PathBuf>,
     /// What durable mode promises before answering: `fsync` (on disk; survives a power cut)
     /// or `os` (handed to the OS; survives a crash of sqsim, not of the machine)
     /// [default: fsync].
-    #[arg(long, env = "SQSIM_SYNC", value_parser = PossibleValuesParser::new(["fsync", "os"]))]
+    #[arg(help_heading = "Durability", long, env = "SQSIM_SYNC", value_parser = PossibleValuesParser::new(["fsync", "os"]))]
     pub sync: Option<String>,
     /// Start even if the data directory holds a corrupt record: keep everything before it
     /// (the damaged file is kept aside as *.salvaged).
-    #[arg(long, env = "SQSIM_SALVAGE")]
+    #[arg(help_heading = "Durability", long, env = "SQSIM_SALVAGE")]
     pub salvage: bool,
     /// Durable mode: once the log passes this many bytes (and the last snapshot's size), a
     /// snapshot replaces it [default: 67108864].
-    #[arg(long, env = "SQSIM_COMPACT_AFTER")]
+    #[arg(help_heading = "Durability", long, env = "SQSIM_COMPACT_AFTER")]
     pub compact_after: Option<u64>,
     /// Queues labelled one by one in /metrics; the rest are summed as queue="_other"
     /// [default: 1000].
-    #[arg(long, env = "SQSIM_METRICS_QUEUE_LIMIT")]
+    #[arg(help_heading = "Limits", long, env = "SQSIM_METRICS_QUEUE_LIMIT")]
     pub metrics_queue_limit: Option<usize>,
     /// Connections open at once; more are closed on arrival. Lowered to fit the open-file
     /// limit [default: 16384].
-    #[arg(long, env = "SQSIM_MAX_CONNECTIONS")]
+    #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
     /// Seconds a request's headers, and then its body, may take to arrive (slow clients are
     /// disconnected); also how long an HTTP/1.1 connection may wait for its next request
     /// [default: 30].
-    #[arg(long, env = "SQSIM_READ_TIMEOUT")]
+    #[arg(help_heading = "Limits", long, env = "SQSIM_READ_TIMEOUT")]
     pub read_timeout: Option<u64>,
     /// Seconds a connection stays open with no request running (since its last answer)
     /// [default: 60].
-    #[arg(long, env = "SQSIM_IDLE_TIMEOUT")]
+    #[arg(help_heading = "Limits", long, env = "SQSIM_IDLE_TIMEOUT")]
     pub idle_timeout: Option<u64>,
     /// ReceiveMessage long polls waiting at once; one more gets ServiceUnavailable (503)
     /// [default: 16384].
-    #[arg(long, env = "SQSIM_MAX_LONG_POLLS")]
+    #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_LONG_POLLS")]
     pub max_long_polls: Option<usize>,
     /// Bytes of messages the process may hold (bodies, attributes and 256 bytes each), as
     /// a number with an optional K/M/G/KiB/MiB/GiB suffix; a send past it gets
     /// ServiceUnavailable (503), which SDKs retry; `0` for no limit [default: half the
     /// machine's (or cgroup's) memory].
-    #[arg(long, env = "SQSIM_MAX_STORED_BYTES")]
+    #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_STORED_BYTES")]
     #[serde(deserialize_with = "size_text")]
     pub max_stored_bytes: Option<String>,
     /// AWS-realism mode: `aws` turns on every behaviour of the distributed SQS (short-poll
     /// sampling, best-effort order, duplicates, lagging counts, propagation delays,
     /// throughput quotas); or a list such as `short_poll,duplicates=0.2` [default: off].
-    #[arg(long, env = "SQSIM_REALISM")]
+    #[arg(help_heading = "Realism", long, env = "SQSIM_REALISM")]
     pub realism: Option<String>,
     /// The seed realism draws from: the same seed and requests replay the same run
     /// [default: from the time, printed at start].
-    #[arg(long, env = "SQSIM_SEED")]
+    #[arg(help_heading = "Realism", long, env = "SQSIM_SEED")]
     pub seed: Option<u64>,
     /// Cluster mode: NATS JetStream server URLs (comma-separated); queues spread over every
     /// sqsim node on the same JetStream, any node answers for any queue.
-    #[arg(long, env = "SQSIM_CLUSTER")]
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER")]
     pub cluster: Option<String>,
     /// This node's name in the cluster [default: HOST-PORT].
-    #[arg(long, env = "SQSIM_NODE_ID")]
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_NODE_ID")]
     pub node_id: Option<String>,
     /// The URL other nodes reach this one at [default: http://127.0.0.1:PORT].
-    #[arg(long, env = "SQSIM_PEER_URL")]
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_PEER_URL")]
     pub peer_url: Option<String>,
     /// Shards queues are hashed into; the same on every node [default: 16].
-    #[arg(long, env = "SQSIM_CLUSTER_SHARDS")]
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_SHARDS")]
     pub cluster_shards: Option<u32>,
     /// Copies JetStream keeps of each shard's log [default: 3].
-    #[arg(long, env = "SQSIM_CLUSTER_REPLICAS")]
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_REPLICAS")]
     pub cluster_replicas: Option<usize>,
     /// A node's lease on its shards, in milliseconds: how soon a dead node's queues are
     /// served elsewhere [default: 2500].
-    #[arg(long, env = "SQSIM_CLUSTER_LEASE")]
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_LEASE")]
     pub cluster_lease: Option<u64>,
     /// Cluster mode: serve no shard, only route requests to the nodes that do.
-    #[arg(long, env = "SQSIM_CLUSTER_GATEWAY")]
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_GATEWAY")]
     pub cluster_gateway: bool,
     /// Config file only: PurgeQueue refuses a second purge within 60 seconds, as AWS does
     /// [default: true].

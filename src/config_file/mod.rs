@@ -213,12 +213,21 @@ impl LoadedConfig {
 
     /// Parses config text (`path` only names it in errors).
     pub fn parse(path: &str, text: String) -> Result<LoadedConfig, ConfigError> {
-        let file: FileConfig = toml::from_str(&text).map_err(|e| ConfigError {
-            path: path.to_string(),
-            message: match e.span() {
+        let file: FileConfig = toml::from_str(&text).map_err(|e| {
+            let mut message = match e.span() {
                 Some(span) => format!("line {}: {}", line_of(&text, span.start), e.message()),
                 None => e.message().to_string(),
-            },
+            };
+            if path.ends_with(".yaml") || path.ends_with(".yml") {
+                message.push_str(
+                    " (sqsim reads its config file as TOML, or as ElasticMQ's HOCON when the \
+                     name ends in .conf; YAML is not read: see the README's Config file)",
+                );
+            }
+            ConfigError {
+                path: path.to_string(),
+                message,
+            }
         })?;
         // The same text again for the `[server]` values' places: `Flags` is shared with clap
         // and holds plain values, not spans.

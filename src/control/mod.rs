@@ -73,7 +73,14 @@ impl Plane {
             None => Engine::new(clock, config.engine.clone()),
             Some(d) => {
                 let started = std::time::Instant::now();
-                let store = crate::store::log::LogStore::open(&d.data_dir, d.sync, d.salvage)?;
+                let store = crate::store::log::LogStore::open(&d.data_dir, d.sync, d.salvage)
+                    .map_err(|e| match e {
+                        // The others name their file already.
+                        crate::store::StoreError::Io(why) => crate::store::StoreError::Io(
+                            format!("data directory {}: {why}", d.data_dir.display()).into(),
+                        ),
+                        other => other,
+                    })?;
                 let (engine, report) = Engine::open(clock, config.engine.clone(), Arc::new(store))?;
                 tracing::info!(
                     data_dir = %d.data_dir.display(),

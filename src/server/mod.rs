@@ -355,6 +355,64 @@ pub(crate) fn start_workers(
         .collect()
 }
 
+/// The line a person reads at start, after the listen line (and the admin token and the
+/// realism seed, when there are): the version, where the state lives, whether signatures
+/// are checked, and where the console is.
+fn banner(state: &AppState, local_addr: SocketAddr) -> String {
+    let config = &state.config;
+    let mode = match (&config.durability, &config.cluster) {
+        (_, Some(c)) => format!("cluster node {} on {}", c.node_id, c.nats),
+        (Some(d), None) => format!("durable at {} ({})", d.data_dir.display(), d.sync),
+        (None, None) => "in memory".to_string(),
+    };
+    let auth = match config.auth {
+        crate::config::AuthMode::Verify(_) => "signatures verified",
+        crate::config::AuthMode::Off => "any credentials accepted",
+    };
+    let console = if config.security.admin {
+        format!(
+            "; console {}{}",
+            crate::http::loopback_url(local_addr),
+            crate::control::console::PREFIX
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "sqsim {}: {mode}, {auth}{console}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Why the server cannot listen, worded with what to change.
+fn bind_error(host: &str, port: u16, e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let at = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    match e.kind() {
+        ErrorKind::AddrInUse => format!(
+            "cannot listen on {at}: the address is in use (another sqsim, or another program); \
+             give another --port, or --port 0 for a free one"
+        ),
+        ErrorKind::PermissionDenied => format!(
+            "cannot listen on {at}: permission denied (ports below 1024 need privileges); \
+             give another --port"
+        ),
+        ErrorKind::AddrNotAvailable => format!(
+            "cannot listen on {at}: no interface of this machine has that address; \
+             give --host 127.0.0.1, or 0.0.0.0 for every interface"
+        ),
+        _ if host.parse::<std::net::IpAddr>().is_err() => format!(
+            "cannot listen on {at}: --host {host:?} is not an address or a name this machine \
+             resolves ({e}); give an address such as 127.0.0.1 or 0.0.0.0"
+        ),
+        _ => format!("cannot listen on {at}: {e}"),
+    }
+}
+
 /// Runs the server the binary runs: binds, creates the config file's queues, starts its
 /// workers, prints the listen line, and serves until `shutdown` completes.
 pub async fn run(
@@ -366,7 +424,9 @@ pub async fn run(
     // The binary owns its process: it may raise the open-file limit (an embedder decides
     // for its own process, and sets a cap that fits).
     config.limits.max_connections = limits::fit_connections(config.limits.max_connections);
-    let listener = Listeners::bind(config.host.as_str(), config.port).await?;
+    let listener = Listeners::bind(config.host.as_str(), config.port)
+        .await
+        .map_err(|e| bind_error(&config.host, config.port, &e))?;
     let local_addr = listener.local_addr()?;
     let extra_listeners: Vec<SocketAddr> = listener
         .extra()
@@ -424,6 +484,7 @@ pub async fn run(
         // The seed, so that a failing run can be replayed with --seed.
         println!("sqsim realism {} seed {seed}", realism.spec());
     }
+    println!("{}", banner(&state, local_addr));
     let localstack = state.config.localstack.is_some();
     state.start_init_hooks(move || {
         // LocalStack prints this once its ready.d scripts have run; Testcontainers'

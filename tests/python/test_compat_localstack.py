@@ -332,7 +332,9 @@ def started_until_ready(on_ready=None):
 
 def test_ready_line_without_hooks():
     lines, _ = started_until_ready()
-    assert lines == [b"Ready.\n"]  # what Testcontainers waits for: `.*Ready\.\n`
+    # What Testcontainers waits for: `.*Ready\.\n`; before it only sqsim's start banner.
+    assert lines[-1] == b"Ready.\n" and len(lines) == 2, lines
+    assert lines[0].startswith(b"sqsim ") and b"console" in lines[0], lines
 
 
 def test_ready_stage_completes_without_hooks():
@@ -403,7 +405,8 @@ def test_init_hooks_create_queues_then_ready(tmp_path, ls_dns):
         )
         thread.join(WAIT_S)
         # `Ready.` (what Testcontainers waits for) comes once every hook has run.
-        assert seen["lines"] == [b"Ready.\n"]
+        # Only sqsim's start banner comes before it.
+        assert [l for l in seen["lines"] if not l.startswith(b"sqsim ")] == [b"Ready.\n"]
         assert seen["at_match"]["completed"] is True
 
         states = [(s["name"], s["stage"], s["state"]) for s in final["scripts"]]
