@@ -12,7 +12,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up).
@@ -50,8 +50,8 @@ cluster-test: build nats $(VENV)/.installed
 ## The SDK suites — boto3 (JSON and query), the aws CLI smoke, JavaScript v2/v3, Rust
 ## (tests/it sdk, fifo, redrive, visibility) — through a gateway node in front of a 3-node
 ## cluster (every request forwarded, queues spread over shards and nodes).
-cluster-suites: build nats $(VENV)/.installed $(VENV_QUERY)/.installed tests/node/node_modules/.installed
-	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/cluster/run_suites.py
+cluster-suites: build nats promtool $(VENV)/.installed $(VENV_QUERY)/.installed tests/node/node_modules/.installed
+	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/cluster/run_suites.py
 
 ## 1 node vs 3 nodes on this machine (release build): sqsim-bench's send scenario against one
 ## process in memory, a 1-node cluster (R1) and a 3-node cluster (R3), in alternating rounds;
@@ -190,6 +190,14 @@ $(VENV_BENCH)/.installed:
 ## Release build, then the load generator against sqsim, the floor server and moto, side by side.
 ## Results: a table on stdout and bench-results.json. Without moto: `make bench MOTO=`.
 MOTO ?= 1
+## What the lighter `release` profile costs against the shipped `dist` one (fat LTO), in one
+## run: the release build is `sqsim`, the dist build the `baseline` (docs/build-profiles.md).
+bench-profiles:
+	cargo build --release $(FEATURES) --bins
+	cargo build --profile dist --bin sqsim
+	target/release/sqsim-bench --only ablation --ablation --ablation-variants control \
+	  --baseline-bin target/dist/sqsim --ablation-rounds 9 --seconds 3
+
 bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
 	cargo build --release $(FEATURES) --bins
 	@if [ -n "$(MOTO)" ]; then \
@@ -207,8 +215,8 @@ bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
 ## buildah, podman, runc and debootstrap come from apt-get when missing.
 IMAGE ?= localhost/sqsim:latest
 image:
-	cargo build --release --bin sqsim
-	.ci/image.sh target/release/sqsim $(IMAGE)
+	cargo build --profile dist --bin sqsim
+	.ci/image.sh target/dist/sqsim $(IMAGE)
 
 image-test: image $(VENV)/.installed
 	SQSIM_IMAGE=$(IMAGE) $(VENV)/bin/python -m pytest -q tests/image

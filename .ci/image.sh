@@ -7,10 +7,10 @@
 # the health check and the entrypoint, as in the Dockerfile. buildah commits it in Docker's
 # format (OCI images carry no HEALTHCHECK); podman runs it (tests/image).
 #
-#   .ci/image.sh [BINARY] [TAG]      default: target/release/sqsim localhost/sqsim:latest
+#   .ci/image.sh [BINARY] [TAG]      default: target/dist/sqsim localhost/sqsim:latest
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-target/release/sqsim}
+BIN=${1:-target/dist/sqsim}
 TAG=${2:-localhost/sqsim:latest}
 ROOTFS=target/image-rootfs
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -30,7 +30,7 @@ need() {
 need buildah podman runc debootstrap
 export BUILDAH_FORMAT=docker  # OCI images carry no HEALTHCHECK
 
-[ -x "$BIN" ] || { echo "image: no binary at $BIN (cargo build --release first)" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "image: no binary at $BIN (cargo build --profile dist first)" >&2; exit 1; }
 
 # The base, made once and kept (about 30 s): Debian bookworm, minimal, with curl.
 if [ ! -f "$ROOTFS/.complete" ]; then
@@ -53,7 +53,7 @@ mnt=$(buildah mount "$ctr")
 cp -a "$ROOTFS"/. "$mnt"/
 rm -f "$mnt/.complete"
 install -m 0755 "$BIN" "$mnt/usr/local/bin/sqsim"
-strip "$mnt/usr/local/bin/sqsim"  # as the Dockerfile does: the release profile keeps line tables
+strip "$mnt/usr/local/bin/sqsim"  # as the Dockerfile does: the profiles keep line tables
 install -m 0755 .ci/docker-entrypoint.sh "$mnt/usr/local/bin/docker-entrypoint.sh"
 buildah umount "$ctr" >/dev/null
 buildah config \
