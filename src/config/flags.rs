@@ -19,45 +19,67 @@ use super::{
 #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Flags {
+    /// Config file (TOML, or ElasticMQ .conf).
+    ///
     /// Config file: server settings and queues to create at start (flags win over it). TOML,
     /// or an ElasticMQ `elasticmq.conf` (HOCON) when the name ends in `.conf`.
     #[arg(help_heading = "Server", long, env = "SQSIM_CONFIG")]
     #[serde(skip)]
     pub config: Option<String>,
+    /// Behave like LocalStack's SQS.
+    ///
     /// Behave like LocalStack's SQS for setups written for it: port 4566, its queue URLs
     /// (SQS_ENDPOINT_STRATEGY, LOCALSTACK_HOST), /_localstack/health, /_aws/sqs/messages,
     /// ready.d init hooks, and a clear error for other AWS services.
     #[arg(help_heading = "Server", long, env = "SQSIM_COMPAT", value_parser = ["localstack"])]
     #[serde(skip)]
     pub compat: Option<String>,
+    /// Scripts to run once the server answers.
+    ///
     /// Run the executable scripts in this directory once, in name order, when the server
     /// answers [default with --compat localstack: /etc/localstack/init/ready.d if present].
     #[arg(help_heading = "Server", long, env = "SQSIM_INIT_DIR")]
     pub init_dir: Option<std::path::PathBuf>,
+    /// Address to listen on [default: 127.0.0.1].
+    ///
     /// Address to listen on; `0.0.0.0` (or `::`) reaches every interface [default:
     /// 127.0.0.1, and ::1 where the machine has it].
     #[arg(help_heading = "Server", long, env = "SQSIM_HOST")]
     pub host: Option<String>,
+    /// Port to listen on [default: 9324].
+    ///
     /// Port to listen on; 0 picks a free port and prints it [default: 9324].
     #[arg(help_heading = "Server", long, env = "SQSIM_PORT")]
     pub port: Option<u16>,
+    /// Default region [default: us-east-1].
+    ///
     /// Region used when a request carries no SigV4 credential scope [default: us-east-1].
     #[arg(help_heading = "Server", long, env = "SQSIM_REGION")]
     pub region: Option<String>,
+    /// Default account id [default: 000000000000].
+    ///
     /// Account id that owns queues by default [default: 000000000000].
     #[arg(help_heading = "Server", long, env = "SQSIM_ACCOUNT_ID")]
     pub account_id: Option<String>,
+    /// Base of queue URLs [default: from each request's Host].
+    ///
     /// Base of queue URLs, e.g. http://sqs.local:9324 (default: from each request's Host).
     #[arg(help_heading = "Server", long, env = "SQSIM_ADVERTISED_URL")]
     pub advertised_url: Option<String>,
+    /// Queue URL style: path or region-host.
+    ///
     /// Queue URL style: `path` (http://host:port/account/name) or `region-host`
     /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions).
     #[arg(help_heading = "Server", long, env = "SQSIM_URL_STYLE", value_parser = PossibleValuesParser::new(["path", "region-host"]))]
     pub url_style: Option<String>,
+    /// SigV4 checking: off or verify [default: off].
+    ///
     /// SigV4 checking: `off` accepts any credentials; `verify` checks signatures against the
     /// keys from --credentials and the config file [default: off].
     #[arg(help_heading = "Security", long, env = "SQSIM_AUTH", value_parser = PossibleValuesParser::new(["off", "verify"]))]
     pub auth: Option<String>,
+    /// A key for --auth verify (repeatable).
+    ///
     /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (`admin`: it may
     /// use the control plane); repeatable. Visible in `ps`: prefer --credentials-file.
     #[arg(
@@ -68,9 +90,13 @@ pub struct Flags {
     )]
     #[serde(skip)]
     pub credentials: Vec<String>,
+    /// A file of keys for --auth verify.
+    ///
     /// A file of keys for --auth verify, one ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] a line.
     #[arg(help_heading = "Security", long, env = "SQSIM_CREDENTIALS_FILE")]
     pub credentials_file: Option<String>,
+    /// Web origins that may call sqsim.
+    ///
     /// Origins (e.g. http://localhost:3000) whose web pages may call sqsim; pages of every
     /// other origin are refused; comma-separated [default: none].
     #[arg(
@@ -80,6 +106,8 @@ pub struct Flags {
         value_delimiter = ','
     )]
     pub allowed_origins: Vec<String>,
+    /// More host names sqsim answers to.
+    ///
     /// Host names the control plane (and browsers) may reach sqsim by, besides localhost,
     /// *.localhost, IP addresses, single-label names and the advertised URL's host;
     /// comma-separated.
@@ -90,53 +118,77 @@ pub struct Flags {
         value_delimiter = ','
     )]
     pub allowed_hosts: Vec<String>,
+    /// Token the control plane requires.
+    ///
     /// A token (16+ characters) the control plane requires as `Authorization: Bearer
     /// <token>`; the console asks for it once [default: none; with --auth verify, one is
     /// made up and printed at start].
     #[arg(help_heading = "Security", long, env = "SQSIM_ADMIN_TOKEN")]
     pub admin_token: Option<String>,
+    /// on or off: the control plane [default: on].
+    ///
     /// `off` removes the control plane (admin API, console, metrics, LocalStack's developer
     /// endpoints); only the SQS API and the health check remain [default: on].
     #[arg(help_heading = "Security", long, env = "SQSIM_ADMIN", value_parser = PossibleValuesParser::new(["on", "off"]))]
     pub admin: Option<String>,
+    /// Durable mode: keep state in this directory.
+    ///
     /// Durable mode: keep queues and messages in this directory across restarts (created if
     /// missing; one process per directory). Without it nothing touches the disk.
     #[arg(help_heading = "Durability", long, env = "SQSIM_DATA_DIR")]
     pub data_dir: Option<std::path::PathBuf>,
+    /// fsync or os: durability before answering [default: fsync].
+    ///
     /// What durable mode promises before answering: `fsync` (on disk; survives a power cut)
     /// or `os` (handed to the OS; survives a crash of sqsim, not of the machine)
     /// [default: fsync].
     #[arg(help_heading = "Durability", long, env = "SQSIM_SYNC", value_parser = PossibleValuesParser::new(["fsync", "os"]))]
     pub sync: Option<String>,
+    /// Start past a corrupt record, keeping what precedes it.
+    ///
     /// Start even if the data directory holds a corrupt record: keep everything before it
     /// (the damaged file is kept aside as *.salvaged).
     #[arg(help_heading = "Durability", long, env = "SQSIM_SALVAGE")]
     pub salvage: bool,
+    /// Log bytes before a snapshot replaces it.
+    ///
     /// Durable mode: once the log passes this many bytes (and the last snapshot's size), a
     /// snapshot replaces it [default: 67108864].
     #[arg(help_heading = "Durability", long, env = "SQSIM_COMPACT_AFTER")]
     pub compact_after: Option<u64>,
+    /// Queues labelled one by one in /metrics [default: 1000].
+    ///
     /// Queues labelled one by one in /metrics; the rest are summed as queue="_other"
     /// [default: 1000].
     #[arg(help_heading = "Limits", long, env = "SQSIM_METRICS_QUEUE_LIMIT")]
     pub metrics_queue_limit: Option<usize>,
+    /// Connections open at once [default: 16384].
+    ///
     /// Connections open at once; more are closed on arrival. Lowered to fit the open-file
     /// limit [default: 16384].
     #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Seconds a request may take to arrive [default: 30].
+    ///
     /// Seconds a request's headers, and then its body, may take to arrive (slow clients are
     /// disconnected); also how long an HTTP/1.1 connection may wait for its next request
     /// [default: 30].
     #[arg(help_heading = "Limits", long, env = "SQSIM_READ_TIMEOUT")]
     pub read_timeout: Option<u64>,
+    /// Seconds an idle connection stays open [default: 60].
+    ///
     /// Seconds a connection stays open with no request running (since its last answer)
     /// [default: 60].
     #[arg(help_heading = "Limits", long, env = "SQSIM_IDLE_TIMEOUT")]
     pub idle_timeout: Option<u64>,
+    /// Long polls waiting at once [default: 16384].
+    ///
     /// ReceiveMessage long polls waiting at once; one more gets ServiceUnavailable (503)
     /// [default: 16384].
     #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_LONG_POLLS")]
     pub max_long_polls: Option<usize>,
+    /// Bytes of messages the process may hold.
+    ///
     /// Bytes of messages the process may hold (bodies, attributes and 256 bytes each), as
     /// a number with an optional K/M/G/KiB/MiB/GiB suffix; a send past it gets
     /// ServiceUnavailable (503), which SDKs retry; `0` for no limit [default: half the
@@ -144,35 +196,53 @@ pub struct Flags {
     #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_STORED_BYTES")]
     #[serde(deserialize_with = "size_text")]
     pub max_stored_bytes: Option<String>,
+    /// AWS-realism mode: aws, or a list [default: off].
+    ///
     /// AWS-realism mode: `aws` turns on every behaviour of the distributed SQS (short-poll
     /// sampling, best-effort order, duplicates, lagging counts, propagation delays,
     /// throughput quotas); or a list such as `short_poll,duplicates=0.2` [default: off].
     #[arg(help_heading = "Realism", long, env = "SQSIM_REALISM")]
     pub realism: Option<String>,
+    /// Seed of realism's draws.
+    ///
     /// The seed realism draws from: the same seed and requests replay the same run
     /// [default: from the time, printed at start].
     #[arg(help_heading = "Realism", long, env = "SQSIM_SEED")]
     pub seed: Option<u64>,
+    /// Cluster mode: NATS JetStream URLs.
+    ///
     /// Cluster mode: NATS JetStream server URLs (comma-separated); queues spread over every
     /// sqsim node on the same JetStream, any node answers for any queue.
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER")]
     pub cluster: Option<String>,
+    /// This node's name in the cluster.
+    ///
     /// This node's name in the cluster [default: HOST-PORT].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_NODE_ID")]
     pub node_id: Option<String>,
+    /// URL other nodes reach this one at.
+    ///
     /// The URL other nodes reach this one at [default: http://127.0.0.1:PORT].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_PEER_URL")]
     pub peer_url: Option<String>,
+    /// Shards queues are hashed into [default: 16].
+    ///
     /// Shards queues are hashed into; the same on every node [default: 16].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_SHARDS")]
     pub cluster_shards: Option<u32>,
+    /// Copies of each shard's log [default: 3].
+    ///
     /// Copies JetStream keeps of each shard's log [default: 3].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_REPLICAS")]
     pub cluster_replicas: Option<usize>,
+    /// A node's lease on its shards, in ms [default: 2500].
+    ///
     /// A node's lease on its shards, in milliseconds: how soon a dead node's queues are
     /// served elsewhere [default: 2500].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_LEASE")]
     pub cluster_lease: Option<u64>,
+    /// Serve no shard, only route.
+    ///
     /// Cluster mode: serve no shard, only route requests to the nodes that do.
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_GATEWAY")]
     pub cluster_gateway: bool,

@@ -355,6 +355,15 @@ pub(crate) fn start_workers(
         .collect()
 }
 
+/// Prints a line on stdout, flushed, ignoring a closed stdout: a parent that read the listen
+/// line and closed the pipe (a test harness, a bench) must not make the next line's
+/// `println!` panic and take the server down with it.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
 /// The line a person reads at start, after the listen line (and the admin token and the
 /// realism seed, when there are): the version, where the state lives, whether signatures
 /// are checked, and where the console is.
@@ -464,7 +473,7 @@ pub async fn run(
         return Err("config error: [workers] need the worker (cargo feature `worker`), which this sqsim was built without".into());
     };
     // Tests and scripts read this line to find the port.
-    println!("sqsim listening on http://{local_addr}");
+    say(&format!("sqsim listening on http://{local_addr}"));
     tracing::info!(%local_addr, "sqsim listening");
     for a in &extra_listeners {
         tracing::info!(local_addr = %a, "sqsim listening");
@@ -472,7 +481,7 @@ pub async fn run(
     if state.admin_token_generated {
         if let Some(t) = &state.admin_token {
             // Printed, not logged: a log shipper should not carry it.
-            println!("sqsim admin token: {t} (the console asks for it; scripts send it as Authorization: Bearer)");
+            say(&format!("sqsim admin token: {t} (the console asks for it; scripts send it as Authorization: Bearer)"));
         }
     }
     if !local_addr.ip().is_loopback() && matches!(state.config.auth, crate::config::AuthMode::Off) {
@@ -482,18 +491,15 @@ pub async fn run(
     tracing::info!(realism = %realism.spec(), seed, "realism");
     if realism.is_on() {
         // The seed, so that a failing run can be replayed with --seed.
-        println!("sqsim realism {} seed {seed}", realism.spec());
+        say(&format!("sqsim realism {} seed {seed}", realism.spec()));
     }
-    println!("{}", banner(&state, local_addr));
+    say(&banner(&state, local_addr));
     let localstack = state.config.localstack.is_some();
     state.start_init_hooks(move || {
         // LocalStack prints this once its ready.d scripts have run; Testcontainers'
         // LocalStack modules wait for it (`.*Ready\.\n`).
         if localstack {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "Ready.");
-            let _ = out.flush();
+            say("Ready.");
         }
     });
     serve(listener, Arc::clone(&state), async move {

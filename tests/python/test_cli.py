@@ -5,6 +5,8 @@ start-up errors that say what failed and what to change."""
 import shutil
 import socket
 import subprocess
+import time
+import urllib.request
 
 import sqsim_process
 from sqsim_process import run_to_exit, running
@@ -87,3 +89,21 @@ def test_startup_errors_say_what_failed_and_what_to_change(tmp_path):
     yaml.write_text("server:\n  port: 9324\n")
     out = run_to_exit("--config", str(yaml))
     assert out.returncode == 2 and "YAML is not read" in out.stderr, out.stderr
+
+
+def test_a_parent_that_reads_only_the_listen_line_does_not_stop_the_server():
+    """Harnesses read the listen line and close the pipe; the lines sqsim prints after it (the
+    banner, the realism seed) must not fail on the closed pipe and take the server down (the
+    banner did, in sqsim-bench, until the lines ignored a closed stdout)."""
+    proc = sqsim_process.spawn("--realism", "aws")
+    try:
+        endpoint = sqsim_process.wait_ready(proc)
+        proc.stdout.close()
+        for _ in range(3):
+            time.sleep(0.2)
+            with urllib.request.urlopen(f"{endpoint}/_sqsim/health") as r:
+                assert r.status == 200
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
