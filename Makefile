@@ -198,15 +198,16 @@ bench-profiles:
 	target/release/sqsim-bench --only ablation --ablation --ablation-variants control \
 	  --baseline-bin target/dist/sqsim --ablation-rounds 9 --seconds 3
 
+## The figures of the shipped build (the dist profile).
 bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
-	cargo build --release $(FEATURES) --bins
+	cargo build --profile dist $(FEATURES) --bins
 	@if [ -n "$(MOTO)" ]; then \
 	  $(VENV_BENCH)/bin/moto_server -H 127.0.0.1 -p $(MOTO_PORT) >/dev/null 2>&1 & moto=$$!; \
 	  trap "kill $$moto 2>/dev/null" EXIT; \
 	  for i in $$(seq 50); do curl -s -o /dev/null http://127.0.0.1:$(MOTO_PORT)/ && break; sleep 0.2; done; \
-	  target/release/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS) --moto http://127.0.0.1:$(MOTO_PORT); \
+	  target/dist/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS) --moto http://127.0.0.1:$(MOTO_PORT); \
 	else \
-	  target/release/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS); \
+	  target/dist/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS); \
 	fi
 
 ## The container image (.ci/Dockerfile), assembled offline from the release binary by
