@@ -2,10 +2,12 @@
 //! dashboards for them work as they are) and `sqsim_build_info`, read from `/proc/self` at
 //! scrape time. On a system without `/proc` the process figures are left out.
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
+
+use super::scrape::single;
 
 /// Clock ticks per second of `/proc`'s CPU times: `USER_HZ`, 100 on every Linux ABI.
 const TICKS: f64 = 100.0;
@@ -54,17 +56,6 @@ fn read() -> Option<Figures> {
         open_fds,
         max_fds,
     })
-}
-
-/// A metric without labels.
-fn single<M: EncodeMetric>(
-    e: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    metric: M,
-) -> Result<(), std::fmt::Error> {
-    let m = e.encode_descriptor(name, help, None, metric.metric_type())?;
-    metric.encode(m)
 }
 
 /// Writes `sqsim_build_info` and the process figures.

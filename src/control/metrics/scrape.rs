@@ -143,7 +143,7 @@ fn counter<'a>(
 }
 
 /// A metric without labels.
-fn single<M: EncodeMetric>(
+pub(super) fn single<M: EncodeMetric>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
