@@ -694,8 +694,8 @@ impl Writer {
                             ))
                         })?
                     };
-                    log_bytes += m.payload.len() as u64;
                     let bytes = m.payload.len() as u64;
+                    log_bytes += bytes;
                     self.index.insert(first, Indexed { seq, bytes, count });
                     for (i, r) in records.into_iter().enumerate() {
                         log.insert(first + i as u64, r);
