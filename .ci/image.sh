@@ -61,7 +61,7 @@ buildah config \
   --env SQSIM_HOST=0.0.0.0 \
   --workingdir /var/lib/sqsim \
   --volume /var/lib/sqsim \
-  --port 9324/tcp --port 4566/tcp \
+  --port 9324/tcp --port 9325/tcp --port 4566/tcp \
   --healthcheck 'CMD /usr/local/bin/sqsim health' \
   --healthcheck-interval 10s --healthcheck-timeout 5s \
   --healthcheck-start-period 5s --healthcheck-retries 3 \

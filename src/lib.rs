@@ -32,7 +32,7 @@
 //!   `localstack` (`--compat localstack`: its `/_localstack/` endpoints, the `messages`
 //!   developer endpoint, other services refused), `init_hooks` (`--init-dir` scripts).
 //! - `config_file` (uses: api, engine, config, worker) — `load` (the binary's settings:
-//!   defaults, `--compat`, the file, the flags), the TOML file: server settings,
+//!   defaults, `--compat`, the file, the flags; `cli` the command line), the TOML file: server settings,
 //!   declared queues (checked by the same rules as CreateQueue), credentials and workers;
 //!   `elasticmq` reads an ElasticMQ `elasticmq.conf` into the same structure.
 //! - `worker` (uses: config) — the sqsd-style worker, an SQS client of any endpoint: `mod`
@@ -77,10 +77,41 @@
 //! - `error` (uses: nothing) — the one SQS error table both protocols render from.
 //! - `simd` (uses: nothing) — the switch for the two hand-written SIMD paths.
 //! # Embedding
-//! ```no_run
-//! # async fn run() -> std::io::Result<()> {
-//! let server = sqsim::Server::builder().start().await?;
-//! println!("point your SDK at {}", server.endpoint());
+//! A test (or any program) can run sqsim in its own process: [`Server::builder`] binds
+//! `127.0.0.1` on a free port and serves in the background on the caller's tokio runtime;
+//! [`Server::endpoint`] is what an SDK takes as its endpoint URL. The test controls are
+//! methods: [`Server::reset`], [`Server::advance_clock`], [`Server::clock`] (freeze it),
+//! [`Server::apply_config`] (queues declared as a config file declares them). With
+//! `default-features = false` the crate leaves out cluster mode and the worker (no NATS
+//! client, no AWS SDK).
+//! ```
+//! use std::time::Duration;
+//!
+//! use sqsim::config_file::LoadedConfig;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = sqsim::Config::default();
+//! config.account_id = "123456789012".to_string();
+//! let server = sqsim::Server::builder().config(config).start().await?;
+//! assert!(server.endpoint().starts_with("http://127.0.0.1:"));
+//!
+//! // Queues a test needs, with their dead-letter wiring, as a config file declares them.
+//! let queues = r#"
+//!     [queues.jobs]
+//!     attributes = { VisibilityTimeout = 60 }
+//!     dead_letter = { queue = "jobs-dlq", max_receive_count = 3 }
+//!     [queues.jobs-dlq]
+//! "#;
+//! server.apply_config(&LoadedConfig::parse("queues.toml", queues.to_string())?)?;
+//!
+//! // Timers run on the server's clock: frozen, it moves only when the test moves it.
+//! server.clock().freeze();
+//! let before = server.clock().now_ms();
+//! server.advance_clock(Duration::from_secs(60)); // a visibility timeout passes, no sleep
+//! assert_eq!(server.clock().now_ms(), before + 60_000);
+//!
+//! server.reset(); // every queue gone: a clean slate for the next test
 //! server.shutdown().await;
 //! # Ok(())
 //! # }

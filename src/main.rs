@@ -8,51 +8,11 @@ use clap::{CommandFactory, Parser};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
-use sqsim::config::Flags;
+use sqsim::config_file::cli::{Cli, Command};
 use sqsim::server::shutdown_signal;
 
-/// An Amazon SQS-compatible server.
-#[derive(Debug, Parser)]
-#[command(name = "sqsim", version, about)]
-struct Args {
-    #[command(subcommand)]
-    command: Option<Command>,
-    #[command(flatten)]
-    flags: Flags,
-    /// Log lines as `text` or `json` (one object per line).
-    #[arg(long, env = "SQSIM_LOG_FORMAT", help_heading = "Logging", value_parser = ["text", "json"], default_value = "text")]
-    log_format: String,
-    /// Log filter (tracing syntax); RUST_LOG wins when set.
-    #[arg(
-        long,
-        env = "SQSIM_LOG_LEVEL",
-        help_heading = "Logging",
-        default_value = "info"
-    )]
-    log_level: String,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum Command {
-    /// Push messages from SQS queues to an HTTP application, like Elastic Beanstalk's sqsd.
-    #[cfg(feature = "worker")]
-    Worker(Box<sqsim::worker::cli::WorkerArgs>),
-    /// Exit 0 if the sqsim on this machine is healthy: a container health check that needs
-    /// no curl.
-    Health {
-        /// The port sqsim listens on [default: 9324, 4566 with --compat localstack].
-        #[arg(long, env = "SQSIM_PORT")]
-        port: Option<u16>,
-    },
-    /// Print a shell's completion script, e.g. `sqsim completions bash >
-    /// /etc/bash_completion.d/sqsim`.
-    Completions { shell: clap_complete::Shell },
-    /// Print the manual page (roff), e.g. `sqsim man | man -l -`.
-    Man,
-}
-
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
     // Colours only for a terminal: a log file or a container log gets plain text.
@@ -72,11 +32,11 @@ fn main() -> ExitCode {
         }
         Some(Command::Completions { shell }) => {
             let mut out = std::io::stdout();
-            clap_complete::generate(shell, &mut Args::command(), "sqsim", &mut out);
+            clap_complete::generate(shell, &mut Cli::command(), "sqsim", &mut out);
             return ExitCode::SUCCESS;
         }
         Some(Command::Man) => {
-            let page = clap_mangen::Man::new(Args::command());
+            let page = clap_mangen::Man::new(Cli::command());
             return match page.render(&mut std::io::stdout()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(_) => ExitCode::FAILURE,

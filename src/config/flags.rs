@@ -26,18 +26,21 @@ pub struct Flags {
     #[arg(help_heading = "Server", long, env = "SQSIM_CONFIG")]
     #[serde(skip)]
     pub config: Option<String>,
-    /// Behave like LocalStack's SQS.
+    /// Behave like LocalStack's or ElasticMQ's SQS.
     ///
-    /// Behave like LocalStack's SQS for setups written for it: port 4566, its queue URLs
-    /// (SQS_ENDPOINT_STRATEGY, LOCALSTACK_HOST), /_localstack/health, /_aws/sqs/messages,
-    /// ready.d init hooks, and a clear error for other AWS services.
-    #[arg(help_heading = "Server", long, env = "SQSIM_COMPAT", value_parser = ["localstack"])]
+    /// Behave like another SQS server for setups written for it. `localstack`: port 4566,
+    /// its queue URLs (SQS_ENDPOINT_STRATEGY, LOCALSTACK_HOST), /_localstack/health,
+    /// /_aws/sqs/messages, ready.d init hooks, and a clear error for other AWS services.
+    /// `elasticmq`: /opt/elasticmq.conf read when present and no --config is given, the
+    /// console on port 9325 too, and one namespace whatever region a client signs with.
+    #[arg(help_heading = "Server", long, env = "SQSIM_COMPAT", value_parser = ["localstack", "elasticmq"])]
     #[serde(skip)]
     pub compat: Option<String>,
     /// Scripts to run once the server answers.
     ///
-    /// Run the executable scripts in this directory once, in name order, when the server
-    /// answers [default with --compat localstack: /etc/localstack/init/ready.d if present].
+    /// Run the scripts in this directory (executables, and `*.sh` files through `sh`) once,
+    /// in name order, when the server answers [default with --compat localstack:
+    /// /etc/localstack/init/ready.d if present].
     #[arg(help_heading = "Server", long, env = "SQSIM_INIT_DIR")]
     pub init_dir: Option<std::path::PathBuf>,
     /// Address to listen on [default: 127.0.0.1].
@@ -48,9 +51,17 @@ pub struct Flags {
     pub host: Option<String>,
     /// Port to listen on [default: 9324].
     ///
-    /// Port to listen on; 0 picks a free port and prints it [default: 9324].
+    /// Port to listen on; 0 picks a free port, printed on stdout as `sqsim listening on
+    /// http://…` [default: 9324, 4566 with --compat localstack].
     #[arg(help_heading = "Server", long, env = "SQSIM_PORT")]
     pub port: Option<u16>,
+    /// A second port serving the same server, for the console [default: none].
+    ///
+    /// A second port on the same address, serving the same server: the console (a browser
+    /// at / is sent to it), the SQS API and the control plane; ElasticMQ's images serve
+    /// their UI on 9325 [default: none; 9325 with --compat elasticmq].
+    #[arg(help_heading = "Server", long, env = "SQSIM_CONSOLE_PORT")]
+    pub console_port: Option<u16>,
     /// Default region [default: us-east-1].
     ///
     /// Region used when a request carries no SigV4 credential scope [default: us-east-1].
@@ -58,18 +69,19 @@ pub struct Flags {
     pub region: Option<String>,
     /// Default account id [default: 000000000000].
     ///
-    /// Account id that owns queues by default [default: 000000000000].
+    /// Account id (12 digits) that owns queues by default [default: 000000000000].
     #[arg(help_heading = "Server", long, env = "SQSIM_ACCOUNT_ID")]
     pub account_id: Option<String>,
     /// Base of queue URLs [default: from each request's Host].
     ///
-    /// Base of queue URLs, e.g. http://sqs.local:9324 (default: from each request's Host).
+    /// Base of queue URLs, e.g. http://sqs.local:9324 [default: from each request's Host].
     #[arg(help_heading = "Server", long, env = "SQSIM_ADVERTISED_URL")]
     pub advertised_url: Option<String>,
     /// Queue URL style: path or region-host.
     ///
     /// Queue URL style: `path` (http://host:port/account/name) or `region-host`
-    /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions).
+    /// (http://sqs.<region>.localhost:port/account/name, unambiguous across regions)
+    /// [default: path].
     #[arg(help_heading = "Server", long, env = "SQSIM_URL_STYLE", value_parser = PossibleValuesParser::new(["path", "region-host"]))]
     pub url_style: Option<String>,
     /// SigV4 checking: off or verify [default: off].
@@ -81,7 +93,8 @@ pub struct Flags {
     /// A key for --auth verify (repeatable).
     ///
     /// A key for --auth verify, as ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] (`admin`: it may
-    /// use the control plane); repeatable. Visible in `ps`: prefer --credentials-file.
+    /// use the control plane); repeatable, comma-separated in the environment variable.
+    /// Visible in `ps`: prefer --credentials-file.
     #[arg(
         help_heading = "Security",
         long,
@@ -92,13 +105,15 @@ pub struct Flags {
     pub credentials: Vec<String>,
     /// A file of keys for --auth verify.
     ///
-    /// A file of keys for --auth verify, one ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] a line.
+    /// A file of keys for --auth verify, one ACCESS_KEY:SECRET[:ACCOUNT_ID][:admin] a line;
+    /// lines starting with `#` are comments.
     #[arg(help_heading = "Security", long, env = "SQSIM_CREDENTIALS_FILE")]
     pub credentials_file: Option<String>,
     /// Web origins that may call sqsim.
     ///
-    /// Origins (e.g. http://localhost:3000) whose web pages may call sqsim; pages of every
-    /// other origin are refused; comma-separated [default: none].
+    /// Origins (e.g. http://localhost:3000) whose web pages may call sqsim, answered with
+    /// CORS headers; pages of every other origin are refused; comma-separated [default:
+    /// none].
     #[arg(
         help_heading = "Security",
         long,
@@ -232,7 +247,7 @@ pub struct Flags {
     pub cluster_shards: Option<u32>,
     /// Copies of each shard's log [default: 3].
     ///
-    /// Copies JetStream keeps of each shard's log [default: 3].
+    /// Copies JetStream keeps of each shard's log and of the leases [default: 3].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_REPLICAS")]
     pub cluster_replicas: Option<usize>,
     /// A node's lease on its shards, in ms [default: 2500].
@@ -466,6 +481,7 @@ impl Flags {
         set!(host, port, region, account_id, metrics_queue_limit);
         config.advertised_url = self.advertised_url.or(config.advertised_url.take());
         config.init_dir = self.init_dir.or(config.init_dir.take());
+        config.console_port = self.console_port.or(config.console_port);
         if let Some(v) = &self.url_style {
             let styles = [
                 ("path", UrlStyle::Path),

@@ -45,6 +45,11 @@ pub const LOCALSTACK_DOMAIN: &str = "localhost.localstack.cloud";
 pub const LOCALSTACK_PERSISTENCE_DIR: &str = "/var/lib/localstack/state/sqsim";
 /// Where LocalStack's image looks for scripts to run once it is ready.
 pub const LOCALSTACK_READY_DIR: &str = "/etc/localstack/init/ready.d";
+/// The config file ElasticMQ's images read (`-Dconfig.file=/opt/elasticmq.conf`), which
+/// compose files mount; `--compat elasticmq` reads it when no `--config` is given.
+pub const ELASTICMQ_CONF: &str = "/opt/elasticmq.conf";
+/// The port ElasticMQ's images serve their UI on; `--compat elasticmq` serves there too.
+pub const ELASTICMQ_UI_PORT: u16 = 9325;
 
 /// LocalStack's `SQS_ENDPOINT_STRATEGY`: how queue URLs are spelled in `--compat localstack`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -131,6 +136,9 @@ pub struct Config {
     /// namespace per account, as ElasticMQ has (set by an ElasticMQ config). Off by
     /// default: regions are separate namespaces, as on AWS.
     pub single_region: bool,
+    /// A second port the binary serves everything on too (`--console-port`; ElasticMQ's UI
+    /// port with `--compat elasticmq`).
+    pub console_port: Option<u16>,
     /// Cluster mode (`--cluster`): queues spread over the nodes, their logs in NATS
     /// JetStream. `None`: one process, as always.
     pub cluster: Option<Cluster>,
@@ -270,6 +278,7 @@ impl Default for Config {
             localstack: None,
             init_dir: None,
             single_region: false,
+            console_port: None,
             cluster: None,
             security: Security::default(),
         }
@@ -339,7 +348,7 @@ impl Credential {
 }
 
 /// Who may reach sqsim's control plane (admin API, console, metrics, LocalStack's
-/// developer endpoints) and from which web pages; see the README's "Security".
+/// developer endpoints) and from which web pages; see docs/security.md.
 #[derive(Debug, Clone)]
 pub struct Security {
     /// Origins (`scheme://host[:port]`) whose web pages may call sqsim (answered with CORS

@@ -19,6 +19,7 @@
 //! attributes = { ContentBasedDeduplication = true }
 //! ```
 
+pub mod cli;
 mod elasticmq;
 
 use std::collections::{BTreeMap, HashMap};
@@ -137,8 +138,9 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// The binary's settings: the server defaults, then `--compat localstack`'s (its port,
-/// init directory, queue URLs and `PERSISTENCE`), then the config file named by
-/// `--config`, then the flags over it. The file comes back too (its queues and workers are
+/// init directory, queue URLs and `PERSISTENCE`) or `--compat elasticmq`'s (the UI port,
+/// one namespace, `/opt/elasticmq.conf`), then the config file named by `--config`, then
+/// the flags over it. The file comes back too (its queues and workers are
 /// created once the server runs). The error is a one-line message for the command line.
 pub fn load(flags: Flags) -> Result<(Config, Option<LoadedConfig>), String> {
     let mut config = Config::server_defaults();
@@ -158,7 +160,16 @@ pub fn load(flags: Flags) -> Result<(Config, Option<LoadedConfig>), String> {
             ));
         }
     }
-    let file = match &flags.config {
+    let mut config_path = flags.config.clone();
+    if flags.compat.as_deref() == Some("elasticmq") {
+        config.console_port = Some(crate::config::ELASTICMQ_UI_PORT);
+        config.single_region = true;
+        let mounted = std::path::Path::new(crate::config::ELASTICMQ_CONF);
+        if config_path.is_none() && mounted.is_file() {
+            config_path = Some(crate::config::ELASTICMQ_CONF.to_string());
+        }
+    }
+    let file = match &config_path {
         Some(path) => {
             let f = LoadedConfig::read(path)
                 .and_then(|f| {
@@ -221,7 +232,7 @@ impl LoadedConfig {
             if path.ends_with(".yaml") || path.ends_with(".yml") {
                 message.push_str(
                     " (sqsim reads its config file as TOML, or as ElasticMQ's HOCON when the \
-                     name ends in .conf; YAML is not read: see the README's Config file)",
+                     name ends in .conf; YAML is not read: see docs/config.md)",
                 );
             }
             ConfigError {

@@ -1,5 +1,5 @@
 //! sqsim's own endpoints under `/_sqsim/`: readiness, the test clock, reset, peek, stats and
-//! fault injection. JSON in and out; documented in the README's "Test controls".
+//! fault injection. JSON in and out; documented in docs/testing.md, "Test controls".
 
 use std::time::Duration;
 
@@ -286,7 +286,7 @@ const PEEK_MAX_PAGE: usize = 10_000;
 /// paging a queue of large messages never holds more than about this much at once.
 const PEEK_MAX_BYTES: u64 = 16 << 20;
 
-/// A fault to inject; see the README's "Test controls".
+/// A fault to inject; see docs/testing.md, "Test controls".
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FaultRequest {

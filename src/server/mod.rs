@@ -367,7 +367,8 @@ fn say(line: &str) {
 /// The line a person reads at start, after the listen line (and the admin token and the
 /// realism seed, when there are): the version, where the state lives, whether signatures
 /// are checked, and where the console is.
-fn banner(state: &AppState, local_addr: SocketAddr) -> String {
+/// `console_at` is the address the console is offered on (`--console-port`'s when given).
+fn banner(state: &AppState, console_at: SocketAddr) -> String {
     let config = &state.config;
     let mode = match (&config.durability, &config.cluster) {
         (_, Some(c)) => format!("cluster node {} on {}", c.node_id, c.nats),
@@ -381,7 +382,7 @@ fn banner(state: &AppState, local_addr: SocketAddr) -> String {
     let console = if config.security.admin {
         format!(
             "; console {}{}",
-            crate::http::loopback_url(local_addr),
+            crate::http::loopback_url(console_at),
             crate::control::console::PREFIX
         )
     } else {
@@ -394,7 +395,8 @@ fn banner(state: &AppState, local_addr: SocketAddr) -> String {
 }
 
 /// Why the server cannot listen, worded with what to change.
-fn bind_error(host: &str, port: u16, e: &std::io::Error) -> String {
+/// `flag` is the port's flag (`--port`, `--console-port`).
+fn bind_error(host: &str, port: u16, flag: &str, e: &std::io::Error) -> String {
     use std::io::ErrorKind;
     let at = if host.contains(':') {
         format!("[{host}]:{port}")
@@ -404,11 +406,11 @@ fn bind_error(host: &str, port: u16, e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::AddrInUse => format!(
             "cannot listen on {at}: the address is in use (another sqsim, or another program); \
-             give another --port, or --port 0 for a free one"
+             give another {flag}, or {flag} 0 for a free one"
         ),
         ErrorKind::PermissionDenied => format!(
             "cannot listen on {at}: permission denied (ports below 1024 need privileges); \
-             give another --port"
+             give another {flag}"
         ),
         ErrorKind::AddrNotAvailable => format!(
             "cannot listen on {at}: no interface of this machine has that address; \
@@ -433,9 +435,18 @@ pub async fn run(
     // The binary owns its process: it may raise the open-file limit (an embedder decides
     // for its own process, and sets a cap that fits).
     config.limits.max_connections = limits::fit_connections(config.limits.max_connections);
-    let listener = Listeners::bind(config.host.as_str(), config.port)
+    let mut listener = Listeners::bind(config.host.as_str(), config.port)
         .await
-        .map_err(|e| bind_error(&config.host, config.port, &e))?;
+        .map_err(|e| bind_error(&config.host, config.port, "--port", &e))?;
+    let mut console_addr = None;
+    if let Some(port) = config.console_port {
+        let console = Listeners::bind(config.host.as_str(), port)
+            .await
+            .map_err(|e| bind_error(&config.host, port, "--console-port", &e))?;
+        console_addr = Some(console.local_addr()?);
+        // One accept loop over every socket: the second port is the same server.
+        listener.0.extend(console.0);
+    }
     let local_addr = listener.local_addr()?;
     let extra_listeners: Vec<SocketAddr> = listener
         .extra()
@@ -493,7 +504,7 @@ pub async fn run(
         // The seed, so that a failing run can be replayed with --seed.
         say(&format!("sqsim realism {} seed {seed}", realism.spec()));
     }
-    say(&banner(&state, local_addr));
+    say(&banner(&state, console_addr.unwrap_or(local_addr)));
     let localstack = state.config.localstack.is_some();
     state.start_init_hooks(move || {
         // LocalStack prints this once its ready.d scripts have run; Testcontainers'

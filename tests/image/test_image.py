@@ -119,7 +119,7 @@ def test_configuration_matches_the_dockerfile():
     assert config["User"] == "sqsim"
     assert config["Entrypoint"] == ["/usr/local/bin/sqsim"]
     assert image["Healthcheck"]["Test"] == ["CMD", "/usr/local/bin/sqsim", "health"]
-    assert set(config["ExposedPorts"]) == {"9324/tcp", "4566/tcp"}
+    assert set(config["ExposedPorts"]) == {"9324/tcp", "9325/tcp", "4566/tcp"}
     assert list(config["Volumes"]) == ["/var/lib/sqsim"]
 
 

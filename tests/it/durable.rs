@@ -1,5 +1,5 @@
 //! Durable mode through the SDK: everything a client can observe survives a restart on the
-//! same data directory, and damaged files are handled as the README promises.
+//! same data directory, and damaged files are handled as docs/durable-mode.md promises.
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -16,6 +16,7 @@ mod malformed;
 mod readme;
 mod readme_example;
 mod redrive;
+mod reference_docs;
 mod sdk;
 mod shutdown;
 mod visibility;

@@ -1,36 +1,56 @@
-//! The README's examples are real tests: every code block preceded by
-//! `<!-- file: PATH -->` must equal that file, which its own test runner executes. The crate
-//! doc's Layout section is checked against the code the same way.
+//! The examples in the README and the docs are real tests: every code block preceded by
+//! `<!-- file: PATH -->`, in README.md or any docs/*.md, must equal that file, which its own
+//! test runner executes. The crate doc's Layout section is checked against the code the same
+//! way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 #[test]
-fn readme_examples_match_the_files_the_suite_runs() {
+fn doc_examples_match_the_files_the_suite_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, root.join("README.md"));
     let mut checked = 0;
-    let mut rest = readme.as_str();
-    while let Some(at) = rest.find("<!-- file: ") {
-        rest = &rest[at + "<!-- file: ".len()..];
-        let (path, after) = rest.split_once(" -->").expect("marker ends with -->");
-        let fence_start = after.find("```").expect("a code block follows the marker");
-        let block = &after[fence_start..];
-        let body_start = block.find('\n').unwrap() + 1;
-        let body_end = block[body_start..].find("\n```").unwrap() + body_start + 1;
-        let snippet = &block[body_start..body_end];
-        let file =
-            std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert_eq!(
-            snippet, file,
-            "README block for {path} differs from the file"
-        );
-        checked += 1;
-        rest = &block[body_end..];
+    for page in &pages {
+        let name = page.strip_prefix(root).unwrap().display().to_string();
+        let text = std::fs::read_to_string(page).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("<!-- file: ") {
+            rest = &rest[at + "<!-- file: ".len()..];
+            let (path, after) = rest
+                .split_once(" -->")
+                .unwrap_or_else(|| panic!("{name}: a marker ends with -->"));
+            let fence_start = after
+                .find("```")
+                .unwrap_or_else(|| panic!("{name}: a code block follows the marker for {path}"));
+            let block = &after[fence_start..];
+            let body_start = block.find('\n').unwrap() + 1;
+            let body_end = block[body_start..]
+                .find("\n```")
+                .unwrap_or_else(|| panic!("{name}: the block for {path} is not closed"))
+                + body_start
+                + 1;
+            let snippet = &block[body_start..body_end];
+            let file = std::fs::read_to_string(root.join(path))
+                .unwrap_or_else(|e| panic!("{name}: {path}: {e}"));
+            assert_eq!(
+                snippet, file,
+                "{name}: the block for {path} differs from the file"
+            );
+            checked += 1;
+            rest = &block[body_end..];
+        }
     }
     assert!(
-        checked >= 3,
-        "expected the pytest, Jest and Rust examples, found {checked}"
+        checked >= 6,
+        "expected at least 6 examples (the packaged pytest and Jest ones, the Rust one, the \
+         ones without the packages, the realism ones), found {checked}"
     );
 }
 
@@ -66,7 +86,9 @@ fn crate_layout_names_every_module_and_what_it_uses() {
             uses.insert(name.to_string(), list);
             text.insert(name.to_string(), rest.to_string());
         } else if line.starts_with("   ") {
-            if let Some(last) = order.last() {
+            // A continuation of the last bullet; indented lines after the section (a code
+            // example's) belong to no bullet.
+            if let Some(last) = order.last().filter(|l| !l.is_empty()) {
                 text.get_mut(last).unwrap().push_str(line);
             }
         } else if line.starts_with(" #") {

@@ -1,4 +1,4 @@
-// The Rust example from the README ("Using sqsim in tests"): sqsim in-process, one server per
+// The Rust example of docs/testing.md ("Rust, in-process"): sqsim in-process, one server per
 // test, time moved by the test.
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 // The web console in a real headless Chromium (the system's, driven by puppeteer-core):
 // queues and counts through the SDK, then what the page shows and does, checked through the
 // SDK again. CHROMIUM_BIN names the browser (default: `chromium` on PATH); CONSOLE_SCREENSHOT,
-// when set, is where the queue page's screenshot for the README is written:
+// when set, is where the queue page's screenshot for docs/console-and-metrics.md is written:
 //   cd tests/node && CONSOLE_SCREENSHOT=../../docs/console.png node --test console.test.mjs
 
 import assert from 'node:assert/strict';

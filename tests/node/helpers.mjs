@@ -1,8 +1,9 @@
 // Shared helpers for the Node client tests and the one launcher of sqsim for them
-// (startServer; only the README's Jest examples, readme*.jest.cjs, start sqsim themselves,
-// being the README's code blocks verbatim): start/stop sqsim, build v3 and v2 SDK clients
-// against it, drive the admin clock, and compute the SQS digests independently of the
-// server (neither SDK checks MD5OfMessageAttributes, so the tests do).
+// (startServer; only the docs' Jest examples, readme*.jest.cjs, start sqsim themselves,
+// being code blocks of docs/testing.md and docs/realism.md verbatim): start/stop sqsim,
+// build v3 and v2 SDK clients against it, drive the admin clock, and compute the SQS
+// digests independently of the server (neither SDK checks MD5OfMessageAttributes, so the
+// tests do).
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';

@@ -1,4 +1,4 @@
-// The Jest example from the README ("Using sqsim in tests"): start sqsim once, reset it
+// The Jest example without the package, from docs/testing.md: start sqsim once, reset it
 // before each test, and move its clock instead of sleeping.
 const { spawn } = require("node:child_process");
 const { once } = require("node:events");

@@ -1,4 +1,4 @@
-// The realism example from the README: a consumer that drains a queue with one short poll
+// The realism example from docs/realism.md: a consumer that drains a queue with one short poll
 // passes against sqsim's exact default and fails under --realism aws, as it would against
 // SQS; polling until a long poll comes back empty works under both.
 const { spawn } = require("node:child_process");

@@ -2,9 +2,9 @@
 flags), the servers tests start with flags of their own (--auth verify, --config,
 --url-style, or a private server for tests that reset, inject faults or move the clock), the
 durable servers the crash tests kill (spawn + wait_ready), startup errors (run_to_exit) and
-the `sqsim worker` subcommand (spawn with host=None, port=None). Only the README's examples
-(test_readme_example.py, test_readme_realism.py) start sqsim themselves: they are the
-README's code blocks verbatim."""
+the `sqsim worker` subcommand (spawn with host=None, port=None). Only the docs' examples
+(test_readme_example.py, test_readme_realism.py) start sqsim themselves: they are code
+blocks of docs/testing.md and docs/realism.md verbatim."""
 
 import contextlib
 import json

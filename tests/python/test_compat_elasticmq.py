@@ -4,6 +4,8 @@ every queue and attribute is checked through boto3; keys sqsim does not honour a
 warnings; a broken file stops sqsim with the key named."""
 
 import json
+import re
+from pathlib import Path
 
 import boto3
 import pytest
@@ -227,3 +229,63 @@ def test_queue_urls_naming_another_region_reach_the_one_namespace(elasticmq):
     sqs.send_message(QueueUrl=aws_url, MessageBody="via an AWS URL")
     got = sqs.receive_message(QueueUrl=aws_url)["Messages"]
     assert [m["Body"] for m in got] == ["via an AWS URL"]
+
+
+MOUNTED_CONF = "/opt/elasticmq.conf"
+
+
+@pytest.fixture
+def mounted_conf():
+    """ElasticMQ's image path, as a compose file mounts it (root: `make test` runs as root);
+    whatever was there before is put back."""
+    path = Path(MOUNTED_CONF)
+    before = path.read_bytes() if path.exists() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(ELASTICMQ_CONF)
+    try:
+        yield path
+    finally:
+        if before is None:
+            path.unlink()
+        else:
+            path.write_bytes(before)
+
+
+def banner(proc):
+    """The start banner, the line after the listen line."""
+    return proc.proc.stdout.readline().decode()
+
+
+def test_compat_elasticmq_reads_the_mounted_conf_and_serves_a_second_port(mounted_conf):
+    # As `docker run -v ./elasticmq.conf:/opt/elasticmq.conf -p 9324:9324 -p 9325:9325`
+    # would start it, with --console-port 0 instead of 9325 so the test needs no fixed port.
+    with sqsim_process.running("--compat", "elasticmq", "--console-port", "0") as proc:
+        console = re.search(r"console (http://127\.0\.0\.1:(\d+))/", banner(proc))
+        assert console and int(console.group(2)) != proc.port, "the console is on its own port"
+        # The queues of the mounted file, in the one namespace whatever the signing region.
+        for region in ("eu-west-1", "us-east-1"):
+            urls = proc.client(region=region).list_queues()["QueueUrls"]
+            assert {u.rsplit("/", 1)[1] for u in urls} >= {"orders", "payments.fifo"}
+        # The second port is the same server: a browser is sent to the console, and the
+        # SQS API answers there too.
+        second = sqsim_process.Process(proc.proc, console.group(1), proc.log_path)
+        # (urllib follows the redirect to /_sqsim/console.)
+        status, _, page = second.http("GET", "/", headers={"Accept": "text/html"})
+        assert status == 200 and b"<html" in page.lower() and b"sqsim" in page
+        url = second.client(region="eu-west-1").get_queue_url(QueueName="orders")["QueueUrl"]
+        assert url.endswith("/000000000000/orders")
+
+
+def test_compat_elasticmq_serves_the_ui_port_9325_by_default():
+    with sqsim_process.running("--compat", "elasticmq") as proc:
+        assert "console http://127.0.0.1:9325/" in banner(proc)
+        second = sqsim_process.Process(proc.proc, "http://127.0.0.1:9325", proc.log_path)
+        assert second.admin("GET", "/_sqsim/health")["status"] == "ok"
+
+
+def test_a_busy_console_port_is_named_with_its_flag():
+    with sqsim_process.running() as other:
+        out = sqsim_process.run_to_exit("--console-port", str(other.port))
+    assert out.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{other.port}" in out.stderr
+    assert "--console-port" in out.stderr

@@ -236,7 +236,7 @@ def test_untag_queue_with_no_keys_is_invalid(sqs, queue):
 
 def test_earlier_handle_deletes_in_a_batch(sqs, queue, frozen):
     # AWS's API reference says a delete with an earlier handle succeeds but the message
-    # might not be deleted; sqsim deletes it (README, "What differs from AWS").
+    # might not be deleted; sqsim deletes it (docs/differences.md, "What differs from AWS").
     sqs.send_message(QueueUrl=queue, MessageBody="old")
     r1 = receive_one(sqs, queue, VisibilityTimeout=0)["ReceiptHandle"]
     r2 = receive_one(sqs, queue, VisibilityTimeout=30)["ReceiptHandle"]

@@ -1,4 +1,4 @@
-# The pytest example from the README ("Using sqsim in tests"): one sqsim per session, a clean
+# The pytest example without the package, from docs/testing.md: one sqsim per session, a clean
 # slate per test, and time that passes without sleeping.
 import json
 import os
