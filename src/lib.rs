@@ -24,7 +24,8 @@
 //!   across nodes, the peer endpoints), `courier` (outbox parcels and queue settings between
 //!   shards).
 //! - `control` (uses: api, worker, http, protocol, config, engine, store, error) — the control plane beside the SQS API,
-//!   with its own error type (`error`): `admin` (`/_sqsim/` test controls), `console` (the
+//!   with its own error type (`error`): `admin` (`/_sqsim/` test controls), `peek` (a queue's
+//!   messages without receiving them, and the search over them), `console` (the
 //!   web console and its assets, `login` its sign-in), `faults` (injected errors, latency
 //!   and dropped connections), `realism` (`/_sqsim/realism`), `metrics` (`GET /metrics`:
 //!   counters in `mod`, the figures read by `scrape` and `process`, the two text formats in
@@ -63,7 +64,7 @@
 //!   and `md5_lanes` (MD5s), `receipt` (handles), `realism` (AWS-realism mode: which
 //!   behaviours are on in `mode`, a leaf the settings hold; seeded draws in `mod`; what it
 //!   does to a queue in `apply`), `receive`, `view`,
-//!   `settings`, `redrive`, `clock`, `random`, `error`, `wait` (every wait: long polls, outbox
+//!   `settings`, `redrive`, `clock`, `random`, `error`, `search` (the peek's filter and its bounded scan), `wait` (every wait: long polls, outbox
 //!   delivery, a rate-limited move task — woken by what they wait for, never polling);
 //!   `durable` (durable mode: `change`, the recorded changes; `journal`, handing them to the
 //!   store and which records an answer relies on; `replay` with its `tests`, and `restore`:

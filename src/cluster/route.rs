@@ -359,12 +359,12 @@ pub(crate) async fn admin(
         (Method::GET, "/_sqsim/peek") => {
             let query = req.uri().query().unwrap_or_default().to_string();
             // Without a queue, the one-process handler gives the error.
-            let Some(id) = crate::control::admin::peek_target(state, &query) else {
+            let Some(id) = crate::control::peek::peek_target(state, &query) else {
                 return Err(req);
             };
             let (parts, _) = req.into_parts();
             match on_owner(state, link, &parts, &Bytes::new(), &id).await {
-                Ok(engine) => crate::control::admin::peek(state, &engine, &query),
+                Ok(engine) => crate::control::peek::peek(state, &engine, &query),
                 Err(resp) => resp,
             }
         }

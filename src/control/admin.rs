@@ -1,4 +1,4 @@
-//! sqsim's own endpoints under `/_sqsim/`: readiness, the test clock, reset, peek, stats and
+//! sqsim's own endpoints under `/_sqsim/`: readiness, the test clock, reset, stats and
 //! fault injection. JSON in and out; documented in docs/testing.md, "Test controls".
 
 use std::time::Duration;
@@ -15,14 +15,10 @@ use serde_json::json;
 
 use std::sync::Arc;
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
-
 use super::error::{bad_json, read_body, read_json, reply, ControlError};
 use super::faults::{FaultEffect, FaultRule};
 use crate::control::Plane;
-use crate::engine::message::Delivery;
-use crate::engine::{AttributeData, Engine, Queue, QueueId};
+use crate::engine::{Engine, Queue, QueueId};
 use crate::error::SqsError;
 
 /// What to reset: everything, one (account, region) namespace, or one queue.
@@ -207,85 +203,6 @@ fn health(state: &Plane) -> Response<Full<Bytes>> {
     }
 }
 
-/// The queue `/_sqsim/peek?queue_url=…[&region=…]` names, if it names one.
-pub(crate) fn peek_target(state: &Plane, query: &str) -> Option<QueueId> {
-    let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    queue_id_of(state, get("queue_url")?, get("region"))
-}
-
-/// `/_sqsim/peek`, on `engine` (in cluster mode, the engine serving the queue's shard).
-pub(crate) fn peek(state: &Plane, engine: &Engine, query: &str) -> Response<Full<Bytes>> {
-    let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    if get("queue_url").is_none() {
-        return ControlError::bad_request("give the queue as ?queue_url=…").reply();
-    }
-    let Some(q) = peek_target(state, query).and_then(|id| engine.queue(&id)) else {
-        return ControlError::not_found("no such queue").reply();
-    };
-    let number = |k: &str, default: usize| get(k).and_then(|v| v.parse().ok()).unwrap_or(default);
-    let offset = number("offset", 0);
-    let limit = number("limit", PEEK_PAGE).min(PEEK_MAX_PAGE);
-    let (page, total) = q.peek_page(engine.now_ms(), offset, limit, PEEK_MAX_BYTES);
-    let next = offset + page.len();
-    let next_offset = (next < total).then_some(next);
-    let messages: Vec<_> = page
-        .iter()
-        .map(|m| {
-            let p = &m.payload;
-            let (state, until) = match m.delivery {
-                Delivery::Visible => ("visible", None),
-                Delivery::InFlight { until_ms } => ("in_flight", Some(until_ms)),
-                Delivery::Delayed { until_ms } => ("delayed", Some(until_ms)),
-            };
-            let attributes: serde_json::Map<String, serde_json::Value> = p
-                .attributes()
-                .iter()
-                .map(|(n, v)| {
-                    let value = match &v.data {
-                        AttributeData::String(s) => {
-                            json!({"DataType": v.data_type, "StringValue": s})
-                        }
-                        AttributeData::Binary(b) => {
-                            json!({"DataType": v.data_type, "BinaryValue": STANDARD.encode(b)})
-                        }
-                    };
-                    (n.clone(), value)
-                })
-                .collect();
-            json!({
-                "message_id": p.message_id.to_string(),
-                "body": p.body,
-                "state": state,
-                "until_ms": until,
-                "receive_count": m.receive_count,
-                "sent_timestamp": p.sent_ms,
-                "first_receive_timestamp": m.first_receive_ms,
-                "message_group_id": p.group_id.as_deref(),
-                "message_deduplication_id": p.deduplication_id(),
-                "sequence_number": p.sequence_number(),
-                "dead_letter_source_arn": p.dead_letter_source_arn(),
-                "sender_id": &*p.sender_id,
-                "aws_trace_header": p.aws_trace_header(),
-                "message_attributes": attributes,
-            })
-        })
-        .collect();
-    reply(
-        StatusCode::OK,
-        json!({"queue": q.arn, "messages": messages, "total": total, "offset": offset, "next_offset": next_offset}),
-    )
-}
-
-/// Messages a peek returns when it gives no `limit`.
-const PEEK_PAGE: usize = 1000;
-/// The most a peek returns, whatever its `limit`.
-const PEEK_MAX_PAGE: usize = 10_000;
-/// A peek page stops once its messages pass this many bytes (at least one is returned), so
-/// paging a queue of large messages never holds more than about this much at once.
-const PEEK_MAX_BYTES: u64 = 16 << 20;
-
 /// A fault to inject; see docs/testing.md, "Test controls".
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -450,7 +367,7 @@ pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response
         },
         (Method::GET, "/_sqsim/stats") => stats(state),
         (Method::GET, "/_sqsim/peek") => {
-            peek(state, &state.engine, req.uri().query().unwrap_or_default())
+            super::peek::peek(state, &state.engine, req.uri().query().unwrap_or_default())
         }
         (Method::GET, "/_sqsim/faults") => faults(state),
         (Method::POST, "/_sqsim/faults") => match read_json::<FaultRequest>(req).await {

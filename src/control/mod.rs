@@ -12,6 +12,7 @@ pub(crate) mod faults;
 pub(crate) mod init_hooks;
 pub(crate) mod localstack;
 pub(crate) mod metrics;
+pub(crate) mod peek;
 pub(crate) mod realism;
 pub(crate) mod request_log;
 

@@ -19,6 +19,7 @@ pub(crate) mod realism;
 pub(crate) mod receipt;
 pub(crate) mod receive;
 pub(crate) mod redrive;
+pub(crate) mod search;
 pub(crate) mod settings;
 pub(crate) mod slab;
 mod state;

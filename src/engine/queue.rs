@@ -16,6 +16,7 @@ use super::ids::{MessageKey, QueueId};
 use super::message::{NewMessage, SendReceipt, StoredMessage};
 use super::receipt::Receipt;
 use super::receive::{ReceiveOutcome, ReceiveRequest, Taken, Transfer};
+use super::search::{Budget, Filter, Found};
 use super::settings::{QueueSettings, PURGE_COOLDOWN_MS};
 use super::state::QueueState;
 use super::view::{PeekedMessage, QueueCounts, QueueSnapshot};
@@ -232,28 +233,66 @@ impl Queue {
         limit: usize,
         max_bytes: u64,
     ) -> (Vec<PeekedMessage>, usize) {
+        let budget = Budget {
+            messages: limit,
+            bytes: u64::MAX,
+            page: limit,
+            page_bytes: max_bytes,
+        };
+        let found = self.search_page(now_ms, &Filter::default(), offset, budget);
+        (found.messages, found.total)
+    }
+
+    /// The stored messages from the `offset`-th on (delivery-key order) that match
+    /// `filter`, examining no more than `budget` allows; nothing changes. The lock is held
+    /// for the scan, which the budget bounds.
+    pub(crate) fn search_page(
+        &self,
+        now_ms: u64,
+        filter: &Filter,
+        offset: usize,
+        budget: Budget,
+    ) -> Found {
         self.with_state(now_ms, |st, _, _| {
-            // At least one message, then as many as fit in `max_bytes` (bodies, attributes
-            // and overhead), so a page of 256 KiB messages stays bounded in memory.
-            let mut bytes = 0u64;
-            let page = st
-                .messages
-                .iter()
-                .skip(offset)
-                .take(limit)
-                .take_while(|(_, m)| {
-                    let first = bytes == 0;
-                    bytes = bytes.saturating_add(m.footprint());
-                    first || bytes <= max_bytes
-                })
-                .map(|(_, m)| PeekedMessage {
+            let total = st.visible + st.in_flight + st.delayed;
+            let (mut messages, mut scanned, mut next) = (Vec::new(), 0, None);
+            let (mut scanned_bytes, mut page_bytes) = (0u64, 0u64);
+            for (_, m) in st.messages.iter().skip(offset) {
+                let full = messages.len() >= budget.page
+                    || (!messages.is_empty() && page_bytes >= budget.page_bytes);
+                let spent =
+                    scanned >= budget.messages || (scanned > 0 && scanned_bytes >= budget.bytes);
+                if full || spent {
+                    next = Some(offset + scanned);
+                    break;
+                }
+                scanned += 1;
+                scanned_bytes += m.payload.body.len() as u64;
+                if !filter.matches(&m.payload, m.delivery) {
+                    continue;
+                }
+                // At least one message, then as many as fit in the page's bytes, so a page
+                // of 256 KiB messages stays bounded in memory.
+                let size = m.footprint();
+                if !messages.is_empty() && page_bytes + size > budget.page_bytes {
+                    scanned -= 1; // examined again by the next page
+                    next = Some(offset + scanned);
+                    break;
+                }
+                page_bytes += size;
+                messages.push(PeekedMessage {
                     payload: Arc::clone(&m.payload),
                     delivery: m.delivery,
                     receive_count: m.receive_count,
                     first_receive_ms: m.first_receive_ms.map(|t| t.get()),
-                })
-                .collect();
-            (page, st.visible + st.in_flight + st.delayed)
+                });
+            }
+            Found {
+                messages,
+                scanned,
+                next,
+                total,
+            }
         })
     }
 

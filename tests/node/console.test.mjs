@@ -163,6 +163,71 @@ describe('web console', () => {
     await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 50, WAIT);
   });
 
+  it('searches 10,000 messages by body, id, attribute and group without changing a count', async () => {
+    const url = await createQueue('console-search');
+    const sends = [];
+    for (let b = 0; b < 1000; b += 1) {
+      sends.push(client.send(new sqs.SendMessageBatchCommand({
+        QueueUrl: url,
+        Entries: Array.from({ length: 10 }, (_, i) => {
+          const n = b * 10 + i;
+          const kind = n % 2500 === 7 ? 'rare' : 'bulk';
+          return {
+            Id: `e${i}`,
+            MessageBody: `order-${n}`,
+            MessageAttributes: { kind: { DataType: 'String', StringValue: kind } },
+          };
+        }),
+      })));
+      if (sends.length === 50) await Promise.all(sends.splice(0));
+    }
+    await Promise.all(sends);
+    const before = await counts(url);
+    assert.equal(before.visible, 10_000);
+
+    const rows = () => page.$$eval('#message-rows tr[data-message-id]', (trs) => trs.map((tr) => ({
+      id: tr.dataset.messageId, body: tr.children[1].textContent,
+    })));
+    async function find(field, text) {
+      await page.select('#search-field', field);
+      await page.$eval('#search-text', (el, v) => { el.value = v; }, text);
+      await page.click('#search-form button[type="submit"]');
+      await page.waitForFunction((v) => document.querySelector('#page-info')?.textContent.includes('searched')
+        && document.querySelector('#search-text').value === v, WAIT, text);
+    }
+
+    await openQueue('console-search');
+    await find('q', 'order-9999');
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 1, WAIT);
+    const [last] = await rows();
+    assert.equal(last.body, 'order-9999');
+    assert.match(await page.$eval('#page-info', (el) => el.textContent), /searched 10000 of 10000/);
+
+    await find('id', last.id.slice(0, 13));
+    await page.waitForFunction((id) => [...document.querySelectorAll('#message-rows tr[data-message-id]')]
+      .some((tr) => tr.dataset.messageId === id), WAIT, last.id);
+
+    await find('attribute', 'kind=rare');
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 4, WAIT);
+    assert.deepEqual((await rows()).map((r) => r.body), ['order-7', 'order-2507', 'order-5007', 'order-7507']);
+
+    await find('q', 'no-such-order');
+    await page.waitForSelector('#message-rows tr.empty', WAIT);
+    assert.equal(await page.$eval('#next-page', (b) => b.disabled), true);
+
+    const after = await counts(url);
+    assert.deepEqual(after, before, 'searching received nothing');
+
+    const fifo = await createQueue('console-search.fifo', { FifoQueue: 'true', ContentBasedDeduplication: 'true' });
+    for (let i = 0; i < 12; i += 1) {
+      await client.send(new sqs.SendMessageCommand({ QueueUrl: fifo, MessageBody: `f${i}`, MessageGroupId: `g${i % 3}` }));
+    }
+    await openQueue('console-search.fifo');
+    await find('group', 'g2');
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 4, WAIT);
+    assert.deepEqual((await rows()).map((r) => r.body), ['f2', 'f5', 'f8', 'f11']);
+  });
+
   it('sends, deletes and purges', async () => {
     const url = await createQueue('console-actions');
     await openQueue('console-actions');
@@ -177,7 +242,7 @@ describe('web console', () => {
     assert.equal(got.Messages[0].MessageAttributes.source.StringValue, 'console');
 
     await page.click('#message-rows tr button');
-    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 0, WAIT);
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 0, WAIT);
     assert.equal((await counts(url)).visible, 0);
     assert.ok(dialogs.some((d) => d.includes('Delete this message')));
 
@@ -186,7 +251,7 @@ describe('web console', () => {
     }
     await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 4, WAIT);
     await page.click('#purge');
-    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 0, WAIT);
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 0, WAIT);
     const c = await counts(url);
     assert.equal(c.visible + c.inFlight, 0);
   });

@@ -8,6 +8,7 @@ mod floor;
 #[path = "../shared/rss.rs"]
 mod rss;
 mod scenarios;
+mod search;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -62,7 +63,7 @@ struct Args {
     /// Skip the floor server.
     #[arg(long)]
     no_floor: bool,
-    /// Run only these scenarios (send, cycle, single, latency, fifo, backlog); default all.
+    /// Run only these scenarios (send, cycle, single, latency, fifo, backlog, search); default all.
     /// A name that is none of them (e.g. `--only ablation`) runs none, leaving only
     /// `--ablation` and `--durable`.
     #[arg(long, value_delimiter = ',')]
@@ -343,6 +344,11 @@ async fn run(args: Args) {
         o.note = format!("{n} messages queued first; {}", o.note);
         results.push(o);
         scenarios::delete_queue(&sqsim, Proto::Json, &url).await;
+    }
+
+    // The console's search over a queue of `--backlog` messages.
+    if wanted("search") {
+        search::run(&sqsim, args.backlog, &mut facts).await;
     }
 
     if args.ablation && args.endpoint.is_none() {

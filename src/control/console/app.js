@@ -201,11 +201,53 @@ async function queuePage(main, ns, name, token) {
   const sources = (await sqs("ListDeadLetterSourceQueues", { QueueUrl: url }, ns)).queueUrls || [];
   const arn = attrs.QueueArn;
   const fifo = name.endsWith(".fifo");
+  // Paging follows the server's next_offset (a search page stops where its scan did), and
+  // Previous goes back through the offsets seen.
   let offset = 0;
+  let nextOffset = null;
+  const earlier = [];
+  let filter = {};
 
   const counters = h("dl", { id: "counters" });
   const messages = h("tbody", { id: "message-rows" });
   const pageInfo = h("span", { class: "muted", id: "page-info" });
+  const prevPage = h("button", { class: "secondary", type: "button", id: "prev-page", onclick: () => {
+    offset = earlier.pop() ?? 0;
+    refresh();
+  } }, "Previous");
+  const nextPage = h("button", { class: "secondary", type: "button", id: "next-page", onclick: () => {
+    if (nextOffset === null) return;
+    earlier.push(offset);
+    offset = nextOffset;
+    refresh();
+  } }, "Next");
+
+  // Search: done by the server over the side-effect-free peek, a bounded scan per page.
+  const searchForm = h("form", { id: "search-form", class: "row", role: "search", "aria-label": "Search messages" },
+    h("label", {}, "Find", h("input", { name: "q", type: "search", id: "search-text", placeholder: "text, MessageId, name=value or group" })),
+    h("label", {}, "in", h("select", { name: "field", id: "search-field" },
+      h("option", { value: "q" }, "body"), h("option", { value: "id" }, "MessageId"),
+      h("option", { value: "attribute" }, "attribute (name or name=value)"),
+      fifo ? h("option", { value: "group" }, "message group") : null)),
+    h("label", {}, "State", h("select", { name: "state", id: "search-state" },
+      h("option", { value: "" }, "any"), h("option", { value: "visible" }, "visible"),
+      h("option", { value: "in_flight" }, "in flight"), h("option", { value: "delayed" }, "delayed"))),
+    h("button", { type: "submit" }, "Search"),
+    h("button", { type: "button", class: "secondary", id: "clear-search", onclick: () => {
+      searchForm.reset();
+      searchForm.requestSubmit();
+    } }, "Clear"));
+  searchForm.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const f = new FormData(searchForm);
+    const text = String(f.get("q") || "").trim();
+    filter = {};
+    if (text) filter[f.get("field")] = text;
+    if (f.get("state")) filter.state = f.get("state");
+    offset = 0;
+    earlier.length = 0;
+    refresh();
+  });
   const tasks = h("tbody", { id: "task-rows" });
 
   const redrive = attrs.RedrivePolicy ? JSON.parse(attrs.RedrivePolicy) : null;
@@ -287,7 +329,8 @@ async function queuePage(main, ns, name, token) {
     h("p", {}, h("a", { href: "#/" }, "← Queues")),
     h("h1", {}, name, h("span", { class: "muted" }, ` · ${ns.account} · ${ns.region}`)),
     h("div", { class: "grid" },
-      h("section", { class: "panel", "aria-labelledby": "h-counts" }, h("h2", { id: "h-counts" }, "Now"), counters),
+      h("section", { class: "panel", "aria-labelledby": "h-counts" }, h("h2", { id: "h-counts" }, "Now"), counters,
+        h("div", { class: "row", style: "margin-top:.6rem" }, purge)),
       h("section", { class: "panel", "aria-labelledby": "h-wiring" }, h("h2", { id: "h-wiring" }, "Redrive wiring"), wiring,
         startRedrive ? h("div", { style: "margin-top:.6rem", class: "row" },
           h("label", {}, "Messages per second", rate), startRedrive) : null),
@@ -295,10 +338,8 @@ async function queuePage(main, ns, name, token) {
     h("section", { "aria-labelledby": "h-messages" },
       h("h2", { id: "h-messages" }, "Messages"),
       h("p", { class: "muted" }, "Shown without receiving them: receive counts and visibility do not change."),
-      h("div", { class: "row" }, purge,
-        h("button", { class: "secondary", type: "button", id: "prev-page", onclick: () => { offset = Math.max(0, offset - PAGE_SIZE); refresh(); } }, "Previous"),
-        h("button", { class: "secondary", type: "button", id: "next-page", onclick: () => { offset += PAGE_SIZE; refresh(); } }, "Next"),
-        pageInfo),
+      searchForm,
+      h("div", { class: "row" }, prevPage, nextPage, pageInfo),
       h("table", {}, h("thead", {}, h("tr", {},
         h("th", { scope: "col" }, "MessageId"), h("th", { scope: "col" }, "Body"),
         h("th", { scope: "col" }, "Attributes"), h("th", { scope: "col" }, "State"),
@@ -320,7 +361,7 @@ async function queuePage(main, ns, name, token) {
   async function refresh() {
     const [stats, peek] = await Promise.all([
       getJson("/_sqsim/stats"),
-      getJson(`/_sqsim/peek?${new URLSearchParams({ queue_url: url, region: ns.region, offset, limit: PAGE_SIZE })}`),
+      getJson(`/_sqsim/peek?${new URLSearchParams({ queue_url: url, region: ns.region, offset, limit: PAGE_SIZE, ...filter })}`),
     ]);
     if (token !== renderToken) return;
     const q = stats.queues.find((x) => x.name === name && x.account === ns.account && x.region === ns.region);
@@ -337,10 +378,23 @@ async function queuePage(main, ns, name, token) {
       ...row("Moved to DLQ", q.dead_lettered, "dead_lettered"), ...row("Expired", q.expired, "expired"),
       ...row("Purged", q.purged, "purged"));
     const total = peek.total;
-    pageInfo.textContent = total
-      ? `${offset + 1}–${Math.min(offset + PAGE_SIZE, total)} of ${total}`
-      : "no messages";
-    messages.replaceChildren(...peek.messages.map((m) => messageRow(m, url, ns, fifo, refresh)));
+    nextOffset = peek.next_offset ?? null;
+    const searched = Math.min(offset + peek.scanned, total);
+    if (Object.keys(filter).length) {
+      pageInfo.textContent = `${peek.messages.length} found on this page · searched ${searched} of ${total}`;
+    } else {
+      pageInfo.textContent = total
+        ? `${offset + 1}–${Math.min(offset + peek.messages.length, total)} of ${total}`
+        : "no messages";
+    }
+    prevPage.disabled = earlier.length === 0;
+    nextPage.disabled = nextOffset === null;
+    const rows = peek.messages.map((m) => messageRow(m, url, ns, fifo, refresh));
+    if (!rows.length) {
+      const why = Object.keys(filter).length ? "Nothing found on this page." : "No messages.";
+      rows.push(h("tr", { class: "empty" }, h("td", { colspan: 7, class: "muted" }, why)));
+    }
+    messages.replaceChildren(...rows);
     if (sources.length) {
       try {
         const t = await sqs("ListMessageMoveTasks", { SourceArn: arn, MaxResults: 10 }, ns);
