@@ -131,6 +131,7 @@ pub(crate) fn queue_stats(engine: &Engine) -> Vec<serde_json::Value> {
                 "received": snap.traffic.received,
                 "deleted": snap.traffic.deleted,
                 "dead_lettered": snap.traffic.dead_lettered,
+                "arrived": snap.traffic.arrived,
                 "expired": snap.traffic.expired,
                 "purged": snap.traffic.purged,
                 "oldest_age_s": snap.oldest_sent_ms.map(|t| now.saturating_sub(t) as f64 / 1000.0),

@@ -25,6 +25,9 @@ pub(crate) struct Traffic {
     pub deleted: u64,
     /// Messages moved to the dead-letter queue after maxReceiveCount receives.
     pub dead_lettered: u64,
+    /// Messages that came in from another queue: dead-lettered into this one, or moved here
+    /// by a redrive (a dead-letter queue's `sent` stays 0 while it fills).
+    pub arrived: u64,
     /// Messages dropped at the end of the retention period.
     pub expired: u64,
     /// Messages removed by PurgeQueue.

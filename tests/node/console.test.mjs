@@ -121,13 +121,13 @@ describe('web console', () => {
       MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: trace } },
     }));
     await openQueue('console-peek');
-    await page.waitForSelector('#message-rows tr', WAIT);
-    const body = await page.$eval('#message-rows tr pre', (el) => el.textContent);
+    await page.waitForSelector('#message-rows tr[data-message-id]', WAIT);
+    const body = await page.$eval('#message-rows tr[data-message-id] pre', (el) => el.textContent);
     assert.match(body, /"order": 7/, 'JSON bodies are pretty-printed');
-    const row = await page.$eval('#message-rows tr', (tr) => tr.textContent);
+    const row = await page.$eval('#message-rows tr[data-message-id]', (tr) => tr.textContent);
     assert.match(row, /kind/);
     assert.match(row, /SentTimestamp/, 'system attributes are shown');
-    const system = await page.$eval('#message-rows tr dl.system', (dl) => Object.fromEntries(
+    const system = await page.$eval('#message-rows tr[data-message-id] dl.system', (dl) => Object.fromEntries(
       [...dl.querySelectorAll('dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
     assert.equal(system.SenderId, ACCOUNT, 'the sender is the account that sent');
     assert.equal(system.AWSTraceHeader, trace);
@@ -145,6 +145,46 @@ describe('web console', () => {
     assert.equal(got.Messages[0].Attributes.ApproximateReceiveCount, '1', 'the console never received it');
   });
 
+  it('reads a message: one line until opened, typed attributes, times relative to the clock', async () => {
+    const url = await createQueue('console-read');
+    await client.send(new sqs.SendMessageCommand({
+      QueueUrl: url,
+      MessageBody: JSON.stringify({ order: 8, lines: Array.from({ length: 20 }, (_, i) => `line ${i}`) }),
+      MessageAttributes: {
+        weight: { DataType: 'Number', StringValue: '2.5' },
+        blob: { DataType: 'Binary', BinaryValue: Uint8Array.from([0, 1, 2, 255]) },
+        kind: { DataType: 'String.custom', StringValue: 'order' },
+      },
+    }));
+    await client.send(new sqs.ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 120 }));
+    await openQueue('console-read');
+    await page.waitForSelector('#message-rows tr[data-message-id] details.body', WAIT);
+    const collapsed = await page.$eval('#message-rows details.body', (d) => ({
+      open: d.open, summary: d.querySelector('summary').textContent, height: d.getBoundingClientRect().height,
+    }));
+    assert.equal(collapsed.open, false);
+    assert.match(collapsed.summary, /^\{"order":8,"lines":\["line 0".*…/, 'one line, cut short');
+    assert.ok(collapsed.height < 40, `one line high, got ${collapsed.height}px`);
+    await page.click('#message-rows details.body summary');
+    // Opened, it stays open through the page's refreshes (every second).
+    await new Promise((r) => setTimeout(r, 1500));
+    const opened = await page.$eval('#message-rows details.body', (d) => ({
+      open: d.open, pre: d.querySelector('pre').textContent,
+    }));
+    assert.equal(opened.open, true);
+    assert.match(opened.pre, /\n {2}"order": 8,/, 'pretty-printed when opened');
+    const attrs = await page.$eval('#message-rows tr[data-message-id] td:nth-child(4) dl', (dl) => Object.fromEntries(
+      [...dl.querySelectorAll(':scope > dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+    assert.equal(attrs.weight, '2.5 · Number');
+    assert.equal(attrs.kind, 'order · String.custom');
+    assert.equal(attrs.blob, 'AAEC/w== · Binary, 4 B');
+    const state = await page.$eval('#message-rows td[data-col="state"]', (td) => ({
+      text: td.textContent, iso: td.querySelector('time')?.getAttribute('title'),
+    }));
+    assert.match(state.text, /^in flight, again visible in (1\.\d|2\.0) min$/);
+    assert.ok(state.iso && !Number.isNaN(Date.parse(state.iso)), 'the exact time on hover');
+  });
+
   it('pages through a big queue', async () => {
     const url = await createQueue('console-paging');
     for (let b = 0; b < 6; b += 1) {
@@ -154,13 +194,13 @@ describe('web console', () => {
       }));
     }
     await openQueue('console-paging');
-    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 50, WAIT);
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 50, WAIT);
     assert.equal(await page.$eval('#page-info', (el) => el.textContent), '1–50 of 60');
     await page.click('#next-page');
-    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 10, WAIT);
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 10, WAIT);
     assert.equal(await page.$eval('#page-info', (el) => el.textContent), '51–60 of 60');
     await page.click('#prev-page');
-    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 50, WAIT);
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 50, WAIT);
   });
 
   it('searches 10,000 messages by body, id, attribute and group without changing a count', async () => {
@@ -186,7 +226,7 @@ describe('web console', () => {
     assert.equal(before.visible, 10_000);
 
     const rows = () => page.$$eval('#message-rows tr[data-message-id]', (trs) => trs.map((tr) => ({
-      id: tr.dataset.messageId, body: tr.children[1].textContent,
+      id: tr.dataset.messageId, body: tr.querySelector('td[data-col="body"] pre').textContent,
     })));
     async function find(field, text) {
       await page.select('#search-field', field);
@@ -234,14 +274,14 @@ describe('web console', () => {
     await page.type('#send-form textarea[name="body"]', 'from the console');
     await page.type('#send-form input[name="attributes"]', '{"source": "console"}');
     await page.click('#send-form button[type="submit"]');
-    await page.waitForSelector('#message-rows tr', WAIT);
+    await page.waitForSelector('#message-rows tr[data-message-id]', WAIT);
     const got = await client.send(new sqs.ReceiveMessageCommand({
       QueueUrl: url, MessageAttributeNames: ['All'], VisibilityTimeout: 0,
     }));
     assert.equal(got.Messages[0].Body, 'from the console');
     assert.equal(got.Messages[0].MessageAttributes.source.StringValue, 'console');
 
-    await page.click('#message-rows tr button');
+    await page.click('#message-rows tr[data-message-id] button[aria-label^="Delete message"]');
     await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 0, WAIT);
     assert.equal((await counts(url)).visible, 0);
     assert.ok(dialogs.some((d) => d.includes('Delete this message')));
@@ -249,11 +289,89 @@ describe('web console', () => {
     for (let i = 0; i < 4; i += 1) {
       await client.send(new sqs.SendMessageCommand({ QueueUrl: url, MessageBody: `p${i}` }));
     }
-    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 4, WAIT);
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 4, WAIT);
     await page.click('#purge');
     await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 0, WAIT);
     const c = await counts(url);
     assert.equal(c.visible + c.inFlight, 0);
+  });
+
+  it('creates, edits and deletes a queue, sends typed attributes, deletes selected messages', async () => {
+    const toastText = () => page.$eval('#toast', (t) => t.textContent);
+    await page.goto(`${server.endpoint}/_sqsim/console#/`);
+    await page.waitForSelector('main[data-view="queues"]', WAIT);
+    // CreateQueue's own checks answer: a bad name is refused with SQS's error.
+    await page.type('#create-form input[name="name"]', 'bad name!');
+    await page.click('#create-form button[type="submit"]');
+    await page.waitForFunction(() => /InvalidParameterValue/.test(document.querySelector('#toast').textContent), WAIT);
+    await page.$eval('#create-form input[name="name"]', (el) => { el.value = 'console-made.fifo'; });
+    await page.type('#create-form input[name="attributes"]', '{"VisibilityTimeout": 45, "ContentBasedDeduplication": true}');
+    await page.click('#create-form button[type="submit"]');
+    await waitForCell('console-made.fifo', 'visible', 0);
+    const { QueueUrl: url } = await client.send(new sqs.GetQueueUrlCommand({ QueueName: 'console-made.fifo' }));
+    const made = await client.send(new sqs.GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+    assert.equal(made.Attributes.VisibilityTimeout, '45');
+    assert.equal(made.Attributes.FifoQueue, 'true');
+    assert.equal(made.Attributes.ContentBasedDeduplication, 'true');
+
+    await openQueue('console-made.fifo');
+    await page.click('#edit-attributes summary');
+    await page.$eval('#edit-form input[name="VisibilityTimeout"]', (el) => { el.value = '77'; });
+    await page.click('#edit-form button[type="submit"]');
+    await page.waitForFunction(() => /Saved VisibilityTimeout/.test(document.querySelector('#toast').textContent), WAIT);
+    const edited = await client.send(new sqs.GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['VisibilityTimeout'] }));
+    assert.equal(edited.Attributes.VisibilityTimeout, '77');
+    await openQueue('console-made.fifo');
+    await page.click('#edit-attributes summary');
+    await page.$eval('#edit-form input[name="RedrivePolicy"]', (el) => {
+      el.value = '{"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:missing.fifo", "maxReceiveCount": 3}';
+    });
+    await page.click('#edit-form button[type="submit"]');
+    await page.waitForFunction(() => /InvalidParameterValue/.test(document.querySelector('#toast').textContent), WAIT);
+    const unchanged = await client.send(new sqs.GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+    assert.equal(unchanged.Attributes.RedrivePolicy, undefined, 'a refused change changes nothing');
+
+    // Typed attributes: a Number, a Binary (base64) and a custom String type.
+    await page.type('#send-form textarea[name="body"]', 'typed');
+    await page.type('#send-form input[name="group"]', 'g');
+    await page.$eval('#send-form input[name="attributes"]', (el) => {
+      el.value = JSON.stringify({
+        weight: { DataType: 'Number', StringValue: '2.5' },
+        blob: { DataType: 'Binary', BinaryValue: 'AAEC/w==' },
+        kind: { DataType: 'String.order', StringValue: 'x' },
+      });
+    });
+    await page.click('#send-form button[type="submit"]');
+    await page.waitForSelector('#message-rows tr[data-message-id]', WAIT);
+    for (const body of ['two', 'three']) {
+      await client.send(new sqs.SendMessageCommand({ QueueUrl: url, MessageBody: body, MessageGroupId: 'g' }));
+    }
+    const got = await client.send(new sqs.ReceiveMessageCommand({
+      QueueUrl: url, MessageAttributeNames: ['All'], VisibilityTimeout: 0,
+    }));
+    const a = got.Messages[0].MessageAttributes;
+    assert.equal(got.Messages[0].Body, 'typed');
+    assert.deepEqual([a.weight.DataType, a.weight.StringValue], ['Number', '2.5']);
+    assert.deepEqual([a.blob.DataType, [...a.blob.BinaryValue]], ['Binary', [0, 1, 2, 255]]);
+    assert.deepEqual([a.kind.DataType, a.kind.StringValue], ['String.order', 'x']);
+
+    // Delete selected: two of the three, after a confirm.
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 3, WAIT);
+    const boxes = await page.$$('#message-rows tr[data-message-id] input[type="checkbox"]');
+    await boxes[1].click();
+    await boxes[2].click();
+    assert.equal(await page.$eval('#selected-info', (el) => el.textContent), '2 selected');
+    const asked = dialogs.length;
+    await page.click('#delete-selected');
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 1, WAIT);
+    assert.match(dialogs[asked], /Delete 2 selected messages/);
+    assert.equal(await toastText(), 'Deleted 2 of 2');
+    assert.equal((await counts(url)).visible, 1);
+
+    await page.click('#delete-queue');
+    await page.waitForSelector('main[data-view="queues"]', WAIT);
+    assert.match(dialogs.at(-1), /Delete the queue console-made.fifo/);
+    await assert.rejects(client.send(new sqs.GetQueueUrlCommand({ QueueName: 'console-made.fifo' })), /QueueDoesNotExist|does not exist/);
   });
 
   it('starts a redrive from a dead-letter queue and shows its progress', async () => {
@@ -293,7 +411,7 @@ describe('web console', () => {
     await client.send(new sqs.ReceiveMessageCommand({ QueueUrl: src, MaxNumberOfMessages: 10 }));
     assert.equal((await counts(dlq)).visible, 5);
     await openQueue('console-dlq');
-    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr').length === 5, WAIT);
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 5, WAIT);
     await page.type('#redrive-rate', '1');
     await page.click('#start-redrive');
     await page.waitForSelector('#task-rows tr[data-status="RUNNING"] button', WAIT);
@@ -305,7 +423,7 @@ describe('web console', () => {
     const srcWiring = await page.$eval('section[aria-labelledby="h-wiring"]', (s) => s.textContent);
     assert.match(srcWiring, /console-dlq/, 'the source page names its DLQ');
     if (process.env.CONSOLE_SCREENSHOT) {
-      await page.waitForSelector('#message-rows tr', WAIT);
+      await page.waitForSelector('#message-rows tr[data-message-id]', WAIT);
       await page.evaluate(() => {
         const t = document.getElementById('toast');
         t.style.display = 'none';
@@ -391,8 +509,8 @@ describe('web console', () => {
     await page.type('#send-form input[name="group"]', 'customer-7');
     await page.type('#send-form input[name="dedup"]', 'order-42');
     await page.click('#send-form button[type="submit"]');
-    await page.waitForSelector('#message-rows tr td[data-col="group"]', WAIT);
-    const cellText = await page.$eval('#message-rows tr td[data-col="group"]', (td) => td.textContent);
+    await page.waitForSelector('#message-rows tr[data-message-id] td[data-col="group"]', WAIT);
+    const cellText = await page.$eval('#message-rows tr[data-message-id] td[data-col="group"]', (td) => td.textContent);
 
     const got = await client.send(new sqs.ReceiveMessageCommand({
       QueueUrl: url, MessageSystemAttributeNames: ['All'], VisibilityTimeout: 0,

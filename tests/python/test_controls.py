@@ -296,11 +296,33 @@ def test_stats_count_sent_received_and_deleted(fresh, sqs):
     assert (row["sent"], row["received"], row["deleted"]) == (3, 2, 1)
     assert (row["visible"], row["in_flight"], row["delayed"]) == (0, 1, 1)
     assert (row["dead_lettered"], row["expired"], row["purged"], row["waiting"]) == (0, 0, 0, 0)
+    assert row["arrived"] == 0
     assert row["oldest_age_s"] >= 0
     # Stats are only read: asking again changes nothing (but the oldest message's age).
     again = stats_of(fresh, "counted")
     assert again.pop("oldest_age_s") >= row.pop("oldest_age_s")
     assert again == row
+
+
+def test_a_dead_letter_queue_counts_what_arrived_not_what_was_sent(fresh, sqs):
+    dlq = sqs.create_queue(QueueName="arrivals-dlq")["QueueUrl"]
+    arn = queue_attrs(sqs, dlq, "QueueArn")["QueueArn"]
+    src = sqs.create_queue(
+        QueueName="arrivals",
+        Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": 1})},
+    )["QueueUrl"]
+    for body in ("a", "b"):
+        sqs.send_message(QueueUrl=src, MessageBody=body)
+    for _ in range(2):
+        receive(sqs, src, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    # The second receive of each went over maxReceiveCount: both moved, none sent to the DLQ.
+    assert "Messages" not in sqs.receive_message(QueueUrl=src)
+    deadline = time.monotonic() + 5
+    while stats_of(fresh, "arrivals-dlq")["arrived"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    row = stats_of(fresh, "arrivals-dlq")
+    assert (row["sent"], row["arrived"], row["visible"]) == (0, 2, 2)
+    assert stats_of(fresh, "arrivals")["dead_lettered"] == 2
 
 
 # --- faults ---------------------------------------------------------------------------------

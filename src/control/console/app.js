@@ -52,7 +52,8 @@ async function postJson(path, body, method) {
 
 /** Runs an SQS action (AWS JSON shapes) in a namespace, through the console endpoint. */
 async function sqs(action, params, ns) {
-  const q = new URLSearchParams({ account: ns.account, region: ns.region });
+  // An empty account or region is the server's own.
+  const q = new URLSearchParams(Object.entries({ account: ns.account, region: ns.region }).filter(([, v]) => v));
   const r = await fetch(`/_sqsim/console/sqs/${action}?${q}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -76,6 +77,64 @@ function ageText(seconds) {
 
 function timeText(ms) {
   return ms ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "–";
+}
+
+// The server's clock (it may be frozen or moved ahead of real time), as last read, so that
+// "3 s ago" and countdowns are relative to the time the server's timers run on.
+const serverClock = { ms: null, at: 0, frozen: false };
+
+function serverNow() {
+  if (serverClock.ms === null) return Date.now();
+  return serverClock.frozen ? serverClock.ms : serverClock.ms + (performance.now() - serverClock.at);
+}
+
+/** A time relative to the server's now ("12 s ago", "in 3 min"), the exact time on hover. */
+function whenNode(ms) {
+  if (!ms) return h("span", { class: "muted" }, "–");
+  const delta = (ms - serverNow()) / 1000;
+  const span = ageText(Math.max(Math.abs(delta), 1));
+  const text = Math.abs(delta) < 1 ? "now" : delta > 0 ? `in ${span}` : `${span} ago`;
+  const iso = new Date(ms).toISOString();
+  return h("time", { datetime: iso, title: iso }, text);
+}
+
+/** A message body: one line, expanded on a click to the whole body (JSON pretty-printed),
+ *  with a copy button. `open` keeps it expanded across the page's refreshes. */
+function messageBody(body, open, onToggle) {
+  let pretty = null;
+  try {
+    const v = JSON.parse(body);
+    if (v !== null && typeof v === "object") pretty = JSON.stringify(v, null, 2);
+  } catch (_) {
+    /* not JSON */
+  }
+  const line = body.replace(/\s+/g, " ");
+  const summary = line.length > 96 ? `${line.slice(0, 96)}…` : line;
+  const copy = h("button", { class: "secondary small", type: "button", onclick: async () => {
+    try {
+      await navigator.clipboard.writeText(body);
+      toast("Copied the body");
+    } catch (_) {
+      toast("The browser refused the clipboard", true);
+    }
+  } }, "Copy");
+  const details = h("details", { class: "body" },
+    h("summary", {}, h("code", {}, summary || "(empty)"),
+      pretty ? h("span", { class: "muted" }, " · JSON") : null,
+      h("span", { class: "muted" }, ` · ${new TextEncoder().encode(body).length} B`)),
+    h("pre", { class: pretty ? "json" : "" }, pretty ?? body), copy);
+  details.open = open;
+  details.addEventListener("toggle", () => onToggle(details.open));
+  return details;
+}
+
+/** A message attribute's value with its type: Binary as base64 with its size. */
+function attributeNode(v) {
+  if (v.BinaryValue !== undefined) {
+    const bytes = atob(v.BinaryValue).length;
+    return h("dd", {}, h("code", {}, v.BinaryValue), h("span", { class: "muted" }, ` · ${v.DataType}, ${bytes} B`));
+  }
+  return h("dd", {}, v.StringValue, h("span", { class: "muted" }, ` · ${v.DataType}`));
 }
 
 /** A body as text, pretty-printed when it is JSON. */
@@ -133,6 +192,7 @@ async function route() {
 async function tickClock() {
   try {
     const c = await getJson("/_sqsim/clock");
+    Object.assign(serverClock, { ms: c.now_ms, at: performance.now(), frozen: c.frozen });
     document.getElementById("clock").textContent =
       `clock ${timeText(c.now_ms)}${c.frozen ? " (frozen)" : ""}`;
   } catch (_) {
@@ -164,7 +224,35 @@ async function queuesPage(main, token) {
       h("th", { scope: "col", class: "num" }, "Visible"), h("th", { scope: "col", class: "num" }, "In flight"),
       h("th", { scope: "col", class: "num" }, "Delayed"), h("th", { scope: "col", class: "num" }, "Oldest"))),
     tbody);
-  main.replaceChildren(h("h1", {}, "Queues"), h("div", { class: "row" }, filter), summary, table);
+  const createForm = h("form", { id: "create-form", "aria-label": "Create a queue" },
+    h("div", { class: "row" },
+      h("label", {}, "Name", h("input", { name: "name", required: true, placeholder: "jobs, or jobs.fifo" })),
+      h("label", {}, "Account", h("input", { name: "account", placeholder: "the server's", size: 14 })),
+      h("label", {}, "Region", h("input", { name: "region", placeholder: "the server's", size: 12 }))),
+    h("label", {}, "Attributes (JSON, as CreateQueue takes them)",
+      h("input", { name: "attributes", placeholder: '{"VisibilityTimeout": "60", "DelaySeconds": "5"}' })),
+    h("button", { type: "submit" }, "Create queue"));
+  createForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(createForm);
+    const name = String(f.get("name")).trim();
+    try {
+      const text = String(f.get("attributes") || "").trim();
+      const attributes = Object.fromEntries(Object.entries(text ? JSON.parse(text) : {}).map(([k, v]) => [k, String(v)]));
+      // A .fifo name needs FifoQueue=true, which CreateQueue does not infer: the form does.
+      if (name.endsWith(".fifo") && !("FifoQueue" in attributes)) attributes.FifoQueue = "true";
+      const ns = { account: String(f.get("account")).trim(), region: String(f.get("region")).trim() };
+      await sqs("CreateQueue", { QueueName: name, Attributes: attributes }, ns);
+      toast(`Created ${name}`);
+      createForm.reset();
+      await refresh();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+  main.replaceChildren(h("h1", {}, "Queues"), h("div", { class: "row" }, filter), summary, table,
+    h("section", { class: "panel", style: "margin-top:1rem", "aria-labelledby": "h-create" },
+      h("h2", { id: "h-create" }, "Create a queue"), createForm));
 
   async function refresh() {
     const stats = await getJson("/_sqsim/stats");
@@ -207,6 +295,31 @@ async function queuePage(main, ns, name, token) {
   let nextOffset = null;
   const earlier = [];
   let filter = {};
+  // Bodies expanded by the reader stay expanded when the rows are drawn again.
+  const expanded = new Set();
+  // Messages ticked for a bulk action, kept across refreshes.
+  const selected = new Set();
+  const selectedInfo = h("span", { class: "muted", id: "selected-info" });
+  const deleteSelected = h("button", { class: "danger", type: "button", id: "delete-selected", disabled: true, onclick: async () => {
+    const ids = [...selected];
+    if (!ids.length || !confirm(`Delete ${ids.length} selected message${ids.length === 1 ? "" : "s"}?`)) return;
+    let done = 0;
+    for (const id of ids) {
+      try {
+        await postJson("/_sqsim/console/delete-message", { queue_url: url, region: ns.region, message_id: id });
+        done += 1;
+      } catch (_) {
+        /* gone already: received and deleted elsewhere */
+      }
+      selected.delete(id);
+    }
+    toast(`Deleted ${done} of ${ids.length}`);
+    await refresh();
+  } }, "Delete selected");
+  const onSelect = () => {
+    deleteSelected.disabled = selected.size === 0;
+    selectedInfo.textContent = selected.size ? `${selected.size} selected` : "";
+  };
 
   const counters = h("dl", { id: "counters" });
   const messages = h("tbody", { id: "message-rows" });
@@ -268,8 +381,8 @@ async function queuePage(main, ns, name, token) {
 
   const sendForm = h("form", { id: "send-form", "aria-label": "Send a message" },
     h("label", {}, "Body", h("textarea", { name: "body", rows: 3, required: true })),
-    h("label", {}, "Message attributes (JSON object of name → string value)",
-      h("input", { name: "attributes", placeholder: '{"kind": "test"}' })),
+    h("label", {}, "Message attributes (JSON: name → text, or → {DataType, StringValue | BinaryValue in base64})",
+      h("input", { name: "attributes", placeholder: '{"kind": "test", "weight": {"DataType": "Number", "StringValue": "2.5"}}' })),
     fifo ? h("label", {}, "MessageGroupId", h("input", { name: "group", required: true })) : null,
     fifo ? h("label", {}, "MessageDeduplicationId", h("input", { name: "dedup" })) : null,
     fifo ? null : h("label", {}, "Delay (seconds)", h("input", { name: "delay", type: "number", min: 0, max: 900, value: 0 })),
@@ -281,8 +394,9 @@ async function queuePage(main, ns, name, token) {
     try {
       const a = (f.get("attributes") || "").trim();
       if (a) {
+        // Plain values are Strings; an object gives its own type (Number, Binary, String.custom…).
         params.MessageAttributes = Object.fromEntries(Object.entries(JSON.parse(a))
-          .map(([k, v]) => [k, { DataType: "String", StringValue: String(v) }]));
+          .map(([k, v]) => [k, v !== null && typeof v === "object" ? v : { DataType: "String", StringValue: String(v) }]));
       }
       if (fifo) {
         params.MessageGroupId = f.get("group");
@@ -310,6 +424,41 @@ async function queuePage(main, ns, name, token) {
     }
   } }, "Purge queue");
 
+  const deleteQueue = h("button", { class: "danger", id: "delete-queue", type: "button", onclick: async () => {
+    if (!confirm(`Delete the queue ${name} and every message in it?`)) return;
+    try {
+      await sqs("DeleteQueue", { QueueUrl: url }, ns);
+      toast(`Deleted ${name}`);
+      location.hash = "#/";
+    } catch (e) {
+      toast(e.message, true);
+    }
+  } }, "Delete queue");
+
+  // The attributes SetQueueAttributes takes, as they are now; only what is changed is sent,
+  // and SQS's own checks answer (the same errors as the API).
+  const editable = ["VisibilityTimeout", "DelaySeconds", "MessageRetentionPeriod", "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds", "RedrivePolicy", "RedriveAllowPolicy"]
+    .concat(fifo ? ["ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"] : []);
+  const editForm = h("form", { id: "edit-form", "aria-label": "Edit attributes" },
+    ...editable.map((k) => h("label", {}, k, h("input", { name: k, value: attrs[k] ?? "" }))),
+    h("button", { type: "submit" }, "Save attributes"));
+  editForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(editForm);
+    const changed = Object.fromEntries(editable
+      .map((k) => [k, String(f.get(k) ?? "").trim()])
+      .filter(([k, v]) => v !== (attrs[k] ?? "")));
+    if (!Object.keys(changed).length) return toast("Nothing changed");
+    try {
+      await sqs("SetQueueAttributes", { QueueUrl: url, Attributes: changed }, ns);
+      toast(`Saved ${Object.keys(changed).join(", ")}`);
+      route();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+
   const rate = h("input", { id: "redrive-rate", type: "number", min: 1, max: 500, placeholder: "as fast as allowed" });
   const startRedrive = sources.length
     ? h("button", { id: "start-redrive", type: "button", onclick: async () => {
@@ -330,7 +479,7 @@ async function queuePage(main, ns, name, token) {
     h("h1", {}, name, h("span", { class: "muted" }, ` · ${ns.account} · ${ns.region}`)),
     h("div", { class: "grid" },
       h("section", { class: "panel", "aria-labelledby": "h-counts" }, h("h2", { id: "h-counts" }, "Now"), counters,
-        h("div", { class: "row", style: "margin-top:.6rem" }, purge)),
+        h("div", { class: "row", style: "margin-top:.6rem" }, purge, deleteQueue)),
       h("section", { class: "panel", "aria-labelledby": "h-wiring" }, h("h2", { id: "h-wiring" }, "Redrive wiring"), wiring,
         startRedrive ? h("div", { style: "margin-top:.6rem", class: "row" },
           h("label", {}, "Messages per second", rate), startRedrive) : null),
@@ -340,7 +489,9 @@ async function queuePage(main, ns, name, token) {
       h("p", { class: "muted" }, "Shown without receiving them: receive counts and visibility do not change."),
       searchForm,
       h("div", { class: "row" }, prevPage, nextPage, pageInfo),
+      h("div", { class: "row", style: "justify-content:flex-end" }, selectedInfo, deleteSelected),
       h("table", {}, h("thead", {}, h("tr", {},
+        h("th", { scope: "col" }, h("span", { class: "muted" }, "Select")),
         h("th", { scope: "col" }, "MessageId"), h("th", { scope: "col" }, "Body"),
         h("th", { scope: "col" }, "Attributes"), h("th", { scope: "col" }, "State"),
         h("th", { scope: "col", class: "num" }, "Receives"),
@@ -353,7 +504,8 @@ async function queuePage(main, ns, name, token) {
         h("th", { scope: "col", class: "num" }, "Moved"), h("th", { scope: "col", class: "num" }, "To move"),
         h("th", { scope: "col" }, "Started"), h("th", { scope: "col" }, ""))), tasks)),
     h("div", { class: "grid" },
-      h("section", { class: "panel wide", "aria-labelledby": "h-attrs" }, h("h2", { id: "h-attrs" }, "Attributes"), attrList),
+      h("section", { class: "panel wide", "aria-labelledby": "h-attrs" }, h("h2", { id: "h-attrs" }, "Attributes"), attrList,
+        h("details", { id: "edit-attributes" }, h("summary", {}, "Edit attributes"), editForm)),
       h("section", { class: "panel", "aria-labelledby": "h-tags" }, h("h2", { id: "h-tags" }, "Tags"), tagList),
       h("section", { class: "panel", "aria-labelledby": "h-policy" }, h("h2", { id: "h-policy" }, "Policy"), policy)),
   ].filter(Boolean));
@@ -375,7 +527,8 @@ async function queuePage(main, ns, name, token) {
       ...row("Delayed", q.delayed, "delayed"), ...row("Oldest message", ageText(q.oldest_age_s), "oldest"),
       ...row("Long polls waiting", q.waiting, "waiting"), ...row("Sent", q.sent, "sent"),
       ...row("Received", q.received, "received"), ...row("Deleted", q.deleted, "deleted"),
-      ...row("Moved to DLQ", q.dead_lettered, "dead_lettered"), ...row("Expired", q.expired, "expired"),
+      ...row("Moved to DLQ", q.dead_lettered, "dead_lettered"),
+      ...row("Arrived from other queues", q.arrived ?? 0, "arrived"), ...row("Expired", q.expired, "expired"),
       ...row("Purged", q.purged, "purged"));
     const total = peek.total;
     nextOffset = peek.next_offset ?? null;
@@ -389,10 +542,10 @@ async function queuePage(main, ns, name, token) {
     }
     prevPage.disabled = earlier.length === 0;
     nextPage.disabled = nextOffset === null;
-    const rows = peek.messages.map((m) => messageRow(m, url, ns, fifo, refresh));
+    const rows = peek.messages.map((m) => messageRow(m, url, ns, fifo, refresh, expanded, selected, onSelect));
     if (!rows.length) {
       const why = Object.keys(filter).length ? "Nothing found on this page." : "No messages.";
-      rows.push(h("tr", { class: "empty" }, h("td", { colspan: 7, class: "muted" }, why)));
+      rows.push(h("tr", { class: "empty" }, h("td", { colspan: 8, class: "muted" }, why)));
     }
     messages.replaceChildren(...rows);
     if (sources.length) {
@@ -409,14 +562,24 @@ async function queuePage(main, ns, name, token) {
   every(REFRESH_MS, refresh);
 }
 
-function messageRow(m, url, ns, fifo, refresh) {
+function messageRow(m, url, ns, fifo, refresh, expanded, selected, onSelect) {
   const attrs = Object.entries(m.message_attributes || {});
-  const state = m.state === "visible" ? "visible" : `${m.state.replace("_", " ")} until ${timeText(m.until_ms)}`;
+  const state = m.state === "visible"
+    ? "visible"
+    : [`${m.state.replace("_", " ")}, ${m.state === "delayed" ? "visible" : "again visible"} `, whenNode(m.until_ms)];
+  const toggle = (open) => (open ? expanded.add(m.message_id) : expanded.delete(m.message_id));
+  const pick = h("input", { type: "checkbox", "aria-label": `Select message ${m.message_id}`, checked: selected.has(m.message_id) });
+  pick.addEventListener("change", () => {
+    if (pick.checked) selected.add(m.message_id);
+    else selected.delete(m.message_id);
+    onSelect();
+  });
   return h("tr", { dataset: { messageId: m.message_id } },
-    h("td", {}, h("code", {}, m.message_id)),
-    h("td", {}, bodyNode(m.body)),
+    h("td", {}, pick),
+    h("td", {}, h("code", {}, m.message_id), h("div", { class: "muted" }, "sent ", whenNode(m.sent_timestamp))),
+    h("td", { dataset: { col: "body" } }, messageBody(m.body, expanded.has(m.message_id), toggle)),
     h("td", {}, attrs.length
-      ? h("dl", {}, attrs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v.StringValue ?? `(binary) ${v.BinaryValue}`)]))
+      ? h("dl", {}, attrs.flatMap(([k, v]) => [h("dt", {}, k), attributeNode(v)]))
       : h("span", { class: "muted" }, "–"),
       h("details", {}, h("summary", { class: "muted" }, "System attributes"), h("dl", { class: "system" },
         Object.entries({

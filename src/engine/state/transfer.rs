@@ -96,6 +96,9 @@ impl QueueState {
             }
             Transfer::Restore => {}
         }
+        if !matches!(transfer, Transfer::Restore) {
+            self.traffic.arrived += 1;
+        }
         // A standard queue keeps the original enqueue time (retention counts from the first
         // send); a FIFO queue starts it afresh.
         let sent_ms = if fifo && !matches!(transfer, Transfer::Restore) {
