@@ -70,7 +70,8 @@
 //!   store and which records an answer relies on; `replay` with its `tests`, and `restore`:
 //!   recovery and snapshots; `compactor`, snapshots of a grown log; `durable_answers`, tests
 //!   that no answer goes out before what it relies on is kept); `moves` (`task`: message move
-//!   tasks; `outbox`: messages bound for a queue another shard serves, in cluster mode).
+//!   tasks; `outbox`: messages bound for a queue another shard serves, in cluster mode;
+//!   `selected`: messages the console moves by hand).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
 //!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
 //!   JetStream stream, fenced by expected sequences), `memory` (tests), `suite` (the one

@@ -454,6 +454,12 @@ impl Queue {
         self.with_state(now_ms, |st, _, _| st.take_for_move(n))
     }
 
+    /// Takes out the visible messages among `ids` for a move; the receiving queue records
+    /// their removal.
+    pub(crate) fn take_by_ids(&self, ids: &[uuid::Uuid], now_ms: u64) -> Vec<Taken> {
+        self.with_state(now_ms, |st, _, _| st.take_by_ids(ids))
+    }
+
     /// Reads up to `n` of the oldest stored messages (arrival order).
     pub(crate) fn with_oldest<R>(
         &self,

@@ -374,6 +374,39 @@ describe('web console', () => {
     await assert.rejects(client.send(new sqs.GetQueueUrlCommand({ QueueName: 'console-made.fifo' })), /QueueDoesNotExist|does not exist/);
   });
 
+  it('moves selected messages out of a dead-letter queue back to their source', async () => {
+    const dlq = await createQueue('console-pick-dlq');
+    const { arn } = await counts(dlq);
+    const src = await createQueue('console-pick', {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount: 1 }),
+    });
+    for (const body of ['d1', 'd2', 'd3']) {
+      await client.send(new sqs.SendMessageCommand({ QueueUrl: src, MessageBody: body }));
+    }
+    for (let i = 0; i < 2; i += 1) {
+      await client.send(new sqs.ReceiveMessageCommand({ QueueUrl: src, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
+    }
+    await openQueue('console-pick-dlq');
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 3, WAIT);
+    assert.match(await page.$eval('#move-to', (s) => s.options[0].textContent), /^console-pick \(a source of this queue\)$/);
+    const boxes = await page.$$('#message-rows tr[data-message-id] input[type="checkbox"]');
+    await boxes[0].click();
+    await boxes[2].click();
+    const asked = dialogs.length;
+    await page.click('#move-selected');
+    await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 1, WAIT);
+    assert.match(dialogs[asked], /Move 2 selected messages to console-pick\?/);
+    assert.equal((await counts(dlq)).visible, 1);
+    const back = await client.send(new sqs.ReceiveMessageCommand({
+      QueueUrl: src, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'],
+    }));
+    assert.equal(back.Messages.length, 2);
+    for (const m of back.Messages) {
+      assert.equal(m.Attributes.ApproximateReceiveCount, '1', 'a redrive starts the count again');
+      assert.equal(m.Attributes.DeadLetterQueueSourceArn, undefined);
+    }
+  });
+
   it('starts a redrive from a dead-letter queue and shows its progress', async () => {
     const dlq = await createQueue('console-dlq');
     const dlqArn = (await counts(dlq)).arn;

@@ -325,6 +325,27 @@ def test_a_dead_letter_queue_counts_what_arrived_not_what_was_sent(fresh, sqs):
     assert stats_of(fresh, "arrivals")["dead_lettered"] == 2
 
 
+def test_console_moves_selected_messages_and_says_why_not(fresh, sqs):
+    a = sqs.create_queue(QueueName="pick-a")["QueueUrl"]
+    b = sqs.create_queue(QueueName="pick-b")["QueueUrl"]
+    ids = [sqs.send_message(QueueUrl=a, MessageBody=f"m{i}")["MessageId"] for i in range(3)]
+    held = receive_one(sqs, a, VisibilityTimeout=60)  # in flight: it stays
+
+    def move(body, status=200):
+        return fresh.admin("POST", "/_sqsim/console/move-messages", body, status=status)
+
+    done = move({"queue_url": a, "message_ids": ids, "to_queue_url": b})
+    assert done == {"moved": 2, "stayed": 1}
+    assert sorted(m["body"] for m in peek(fresh, b)["messages"]) == sorted(
+        f"m{i}" for i in range(3) if ids[i] != held["MessageId"]
+    )
+    assert [m["message_id"] for m in peek(fresh, a)["messages"]] == [held["MessageId"]]
+    assert move({"queue_url": a, "message_ids": [], "to_queue_url": b}) == {"moved": 0, "stayed": 0}
+    move({"queue_url": a, "message_ids": ids, "to_queue_url": a}, status=400)
+    move({"queue_url": a, "message_ids": ids, "to_queue_url": b + "-missing"}, status=404)
+    move({"queue_url": a, "message_ids": ["not-an-id"], "to_queue_url": b}, status=400)
+
+
 # --- faults ---------------------------------------------------------------------------------
 
 

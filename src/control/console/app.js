@@ -316,7 +316,31 @@ async function queuePage(main, ns, name, token) {
     toast(`Deleted ${done} of ${ids.length}`);
     await refresh();
   } }, "Delete selected");
+  // Move the selected to another queue of this namespace; a dead-letter queue's sources first.
+  const sourceNames = sources.map((u) => decodeURIComponent(u.split("/").pop()));
+  const others = (await getJson("/_sqsim/stats")).queues
+    .filter((q) => q.account === ns.account && q.region === ns.region && q.name !== name)
+    .map((q) => q.name)
+    .sort((a, b) => (sourceNames.includes(b) - sourceNames.includes(a)) || a.localeCompare(b));
+  const moveTo = h("select", { id: "move-to", "aria-label": "Queue to move the selected messages to" },
+    ...others.map((n) => h("option", { value: n }, sourceNames.includes(n) ? `${n} (a source of this queue)` : n)));
+  const moveSelected = h("button", { class: "secondary", type: "button", id: "move-selected", disabled: true, onclick: async () => {
+    const ids = [...selected];
+    const to = moveTo.value;
+    if (!ids.length || !to || !confirm(`Move ${ids.length} selected message${ids.length === 1 ? "" : "s"} to ${to}?`)) return;
+    try {
+      const r = await postJson("/_sqsim/console/move-messages",
+        { queue_url: url, region: ns.region, message_ids: ids, to_queue_url: queueUrl(ns, to) });
+      ids.forEach((id) => selected.delete(id));
+      onSelect();
+      toast(`Moved ${r.moved} to ${to}${r.stayed ? `; ${r.stayed} stayed (in flight, delayed or gone)` : ""}`);
+      await refresh();
+    } catch (e) {
+      toast(e.message, true);
+    }
+  } }, "Move selected to");
   const onSelect = () => {
+    moveSelected.disabled = selected.size === 0 || !moveTo.value;
     deleteSelected.disabled = selected.size === 0;
     selectedInfo.textContent = selected.size ? `${selected.size} selected` : "";
   };
@@ -489,7 +513,8 @@ async function queuePage(main, ns, name, token) {
       h("p", { class: "muted" }, "Shown without receiving them: receive counts and visibility do not change."),
       searchForm,
       h("div", { class: "row" }, prevPage, nextPage, pageInfo),
-      h("div", { class: "row", style: "justify-content:flex-end" }, selectedInfo, deleteSelected),
+      h("div", { class: "row", style: "justify-content:flex-end" }, selectedInfo,
+        others.length ? [moveSelected, moveTo] : null, deleteSelected),
       h("table", {}, h("thead", {}, h("tr", {},
         h("th", { scope: "col" }, h("span", { class: "muted" }, "Select")),
         h("th", { scope: "col" }, "MessageId"), h("th", { scope: "col" }, "Body"),

@@ -93,6 +93,10 @@ pub(crate) async fn handle(state: &Plane, req: Request<RequestBody>) -> Response
             Ok(d) => delete_by_id(state, &state.engine, d),
             Err(e) => e.reply(),
         },
+        (&Method::POST, "/move-messages") => match read_json::<MoveSelected>(req).await {
+            Ok(m) => move_selected(state, &state.engine, m),
+            Err(e) => e.reply(),
+        },
         (&Method::POST, r) if r.starts_with("/sqs/") => {
             let name = r["/sqs/".len()..].to_string();
             match Call::read(state, req, &name).await {
@@ -131,6 +135,51 @@ pub(crate) fn delete_by_id(state: &Plane, engine: &Engine, d: DeleteById) -> Res
         reply(StatusCode::OK, json!({"deleted": d.message_id}))
     } else {
         ControlError::not_found("no such message").reply()
+    }
+}
+
+/// Messages to move, by id, to another queue of the same namespace or any other.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MoveSelected {
+    queue_url: String,
+    region: Option<String>,
+    message_ids: Vec<String>,
+    to_queue_url: String,
+}
+
+/// Moves the visible messages among the selected to the destination (the console's "move
+/// selected"); both queues must be served by `engine`.
+pub(crate) fn move_selected(
+    state: &Plane,
+    engine: &Engine,
+    m: MoveSelected,
+) -> Response<Full<Bytes>> {
+    let mut ids = Vec::with_capacity(m.message_ids.len());
+    for id in &m.message_ids {
+        match uuid::Uuid::parse_str(id) {
+            Ok(u) => ids.push(u),
+            Err(_) => {
+                return ControlError::bad_request(format!("{id:?} is not a MessageId")).reply()
+            }
+        }
+    }
+    let region = m.region.as_deref();
+    let (Some(from), Some(to)) = (
+        queue_id_of(state, &m.queue_url, region),
+        queue_id_of(state, &m.to_queue_url, region),
+    ) else {
+        return ControlError::bad_request("queue_url and to_queue_url must name queues").reply();
+    };
+    use crate::engine::moves::selected::MoveSelectedError as E;
+    match engine.move_selected(&from, &ids, &to) {
+        Ok(done) => reply(
+            StatusCode::OK,
+            json!({"moved": done.moved, "stayed": done.stayed}),
+        ),
+        Err(e @ (E::NoSource | E::NoDestination)) => ControlError::not_found(e.to_string()).reply(),
+        Err(e @ E::SameQueue) => ControlError::bad_request(e.to_string()).reply(),
+        Err(e @ E::Elsewhere) => ControlError::new(StatusCode::CONFLICT, e.to_string()).reply(),
     }
 }
 

@@ -34,6 +34,31 @@ impl QueueState {
         out
     }
 
+    /// Takes out the visible messages among `ids` for a move (the console's "move selected");
+    /// messages in flight or delayed stay.
+    pub(in crate::engine) fn take_by_ids(&mut self, ids: &[uuid::Uuid]) -> Vec<Taken> {
+        let keys: Vec<_> = self
+            .messages
+            .iter()
+            .filter(|(_, m)| {
+                matches!(m.delivery, Delivery::Visible) && ids.contains(&m.payload.message_id)
+            })
+            .map(|(k, _)| k)
+            .collect();
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(message) = self.remove(&key) {
+                self.rec.depart(self.uid, key, &message);
+                out.push(Taken {
+                    from: self.uid,
+                    key,
+                    message,
+                });
+            }
+        }
+        out
+    }
+
     /// Takes in a message from another queue (or back into this one), recording its
     /// removal there with its arrival here.
     pub(in crate::engine) fn accept(&mut self, taken: Taken, transfer: Transfer<'_>, now: u64) {
