@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
@@ -59,9 +60,24 @@ class Durable:
         syscalls = ",".join(sorted({r.split(":")[0] for r in rules}))
         args[1:1] = ["-e", f"trace={syscalls}"]
         self.strace = subprocess.Popen(args, stderr=subprocess.PIPE)
-        # Attached once a traced call shows up as delayed/failed, or after a short wait.
-        time.sleep(0.5)
-        assert self.strace.poll() is None, self.strace.stderr.read()
+        # Attached once every thread of the server names strace as its tracer: a fixed wait
+        # was too short on a loaded machine, and the call meant to fail went through.
+        deadline = time.monotonic() + 20
+        while not self._traced_by(self.strace.pid):
+            assert self.strace.poll() is None, self.strace.stderr.read()
+            assert time.monotonic() < deadline, "strace did not attach to every thread"
+            time.sleep(0.02)
+
+    def _traced_by(self, tracer):
+        tasks = Path(f"/proc/{self.proc.pid}/task")
+        for status in tasks.glob("*/status"):
+            try:
+                text = status.read_text()
+            except OSError:
+                continue  # a thread that just ended
+            if f"TracerPid:\t{tracer}\n" not in text:
+                return False
+        return True
 
     def detach(self):
         if self.strace is not None:
