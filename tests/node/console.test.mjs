@@ -407,6 +407,39 @@ describe('web console', () => {
     }
   });
 
+  it('charts the counts as they change, and shows a FIFO queue by group with its lock', async () => {
+    const url = await createQueue('console-chart');
+    await openQueue('console-chart');
+    const last = (series) => page.$eval(`#count-chart path[data-series="${series}"]`, (p) => Number(p.dataset.last));
+    await page.waitForSelector('#count-chart path[data-series="visible"]', WAIT);
+    assert.equal(await last('visible'), 0);
+    for (let i = 0; i < 3; i += 1) {
+      await client.send(new sqs.SendMessageCommand({ QueueUrl: url, MessageBody: `c${i}` }));
+    }
+    await client.send(new sqs.SendMessageCommand({ QueueUrl: url, MessageBody: 'later', DelaySeconds: 60 }));
+    await page.waitForFunction(() => Number(document.querySelector('#count-chart path[data-series="visible"]')?.dataset.last) === 3, WAIT);
+    assert.equal(await last('delayed'), 1);
+    await client.send(new sqs.ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 2, VisibilityTimeout: 60 }));
+    await page.waitForFunction(() => Number(document.querySelector('#count-chart path[data-series="in_flight"]')?.dataset.last) === 2, WAIT);
+    const points = await page.$eval('#count-chart path[data-series="visible"]', (p) => p.getAttribute('d').split('L').length);
+    assert.ok(points >= 3, `one point a refresh, got ${points}`);
+
+    const fifo = await createQueue('console-groups.fifo', { FifoQueue: 'true', ContentBasedDeduplication: 'true' });
+    for (const [body, group] of [['a1', 'ga'], ['b1', 'gb'], ['a2', 'ga']]) {
+      await client.send(new sqs.SendMessageCommand({ QueueUrl: fifo, MessageBody: body, MessageGroupId: group }));
+    }
+    await client.send(new sqs.ReceiveMessageCommand({ QueueUrl: fifo, MaxNumberOfMessages: 1, VisibilityTimeout: 60 }));
+    await openQueue('console-groups.fifo');
+    await page.waitForSelector('#message-rows tr.group-head[data-group="gb"]', WAIT);
+    const heads = await page.$$eval('#message-rows tr.group-head', (trs) => trs.map((tr) => [tr.dataset.group, tr.dataset.locked, tr.textContent]));
+    assert.deepEqual(heads.map(([g, locked]) => [g, locked]), [['ga', 'true'], ['gb', 'false']]);
+    assert.match(heads[0][2], /^Group ga · 2 messages on this page · locked by a message in flight, free again in/);
+    assert.match(heads[1][2], /^Group gb · 1 message on this page · free$/);
+    const order = await page.$$eval('#message-rows tr', (trs) => trs.map((tr) => tr.dataset.group
+      ?? tr.querySelector('td[data-col="body"] pre')?.textContent));
+    assert.deepEqual(order, ['ga', 'a1', 'a2', 'gb', 'b1']);
+  });
+
   it('starts a redrive from a dead-letter queue and shows its progress', async () => {
     const dlq = await createQueue('console-dlq');
     const dlqArn = (await counts(dlq)).arn;

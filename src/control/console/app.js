@@ -150,6 +150,55 @@ function bodyNode(body) {
   return h("pre", {}, body);
 }
 
+// ---- the counts over time ------------------------------------------------------------
+
+const HISTORY_S = 300;
+const SERIES = [["visible", "Visible"], ["in_flight", "In flight"], ["delayed", "Delayed"]];
+
+/** The queue's counts of the last five minutes, one sample a refresh, kept for the tab's
+ *  life (sessionStorage) so that coming back to a queue shows its recent past. */
+function history(key, sample) {
+  const all = JSON.parse(sessionStorage.getItem("history") || "{}");
+  const now = Date.now();
+  const kept = (all[key] || []).filter((p) => now - p.t <= HISTORY_S * 1000);
+  if (sample) kept.push({ t: now, ...sample });
+  all[key] = kept;
+  try {
+    sessionStorage.setItem("history", JSON.stringify(all));
+  } catch (_) {
+    /* storage full: the chart starts afresh */
+  }
+  return kept;
+}
+
+/** A small SVG line chart of visible / in flight / delayed over the last five minutes. */
+function chartNode(points) {
+  const W = 600;
+  const H = 120;
+  const svgNs = "http://www.w3.org/2000/svg";
+  const el = (tag, attrs) => {
+    const e = document.createElementNS(svgNs, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    return e;
+  };
+  const max = Math.max(1, ...points.flatMap((p) => SERIES.map(([k]) => p[k])));
+  const now = Date.now();
+  const x = (t) => W - ((now - t) / (HISTORY_S * 1000)) * W;
+  const y = (v) => H - 4 - (v / max) * (H - 12);
+  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart", id: "count-chart",
+    "aria-label": `Counts over the last ${HISTORY_S / 60} minutes, at most ${max}` });
+  svg.append(el("line", { x1: 0, y1: H - 4, x2: W, y2: H - 4, class: "axis" }));
+  for (const [k] of SERIES) {
+    const d = points.map((p, i) => `${i ? "L" : "M"}${x(p.t).toFixed(1)},${y(p[k]).toFixed(1)}`).join("");
+    if (d) svg.append(el("path", { d, class: `line-${k}`, "data-series": k, "data-last": points.at(-1)?.[k] ?? 0 }));
+  }
+  const label = el("text", { x: 4, y: 12, class: "axis-label" });
+  label.textContent = `max ${max}`;
+  svg.append(label);
+  return h("figure", { class: "chart" }, svg, h("figcaption", { class: "muted" },
+    ...SERIES.map(([k, name]) => h("span", { class: `key-${k}` }, `■ ${name} `)), ` · last ${HISTORY_S / 60} min`));
+}
+
 function queueUrl(ns, name) {
   return `${location.origin}/${ns.account}/${name}`;
 }
@@ -346,6 +395,8 @@ async function queuePage(main, ns, name, token) {
   };
 
   const counters = h("dl", { id: "counters" });
+  const chart = h("div", { id: "chart" });
+  const historyKey = `${ns.account}/${ns.region}/${name}`;
   const messages = h("tbody", { id: "message-rows" });
   const pageInfo = h("span", { class: "muted", id: "page-info" });
   const prevPage = h("button", { class: "secondary", type: "button", id: "prev-page", onclick: () => {
@@ -502,7 +553,7 @@ async function queuePage(main, ns, name, token) {
     h("p", {}, h("a", { href: "#/" }, "← Queues")),
     h("h1", {}, name, h("span", { class: "muted" }, ` · ${ns.account} · ${ns.region}`)),
     h("div", { class: "grid" },
-      h("section", { class: "panel", "aria-labelledby": "h-counts" }, h("h2", { id: "h-counts" }, "Now"), counters,
+      h("section", { class: "panel", "aria-labelledby": "h-counts" }, h("h2", { id: "h-counts" }, "Now"), counters, chart,
         h("div", { class: "row", style: "margin-top:.6rem" }, purge, deleteQueue)),
       h("section", { class: "panel", "aria-labelledby": "h-wiring" }, h("h2", { id: "h-wiring" }, "Redrive wiring"), wiring,
         startRedrive ? h("div", { style: "margin-top:.6rem", class: "row" },
@@ -555,6 +606,7 @@ async function queuePage(main, ns, name, token) {
       ...row("Moved to DLQ", q.dead_lettered, "dead_lettered"),
       ...row("Arrived from other queues", q.arrived ?? 0, "arrived"), ...row("Expired", q.expired, "expired"),
       ...row("Purged", q.purged, "purged"));
+    chart.replaceChildren(chartNode(history(historyKey, { visible: q.visible, in_flight: q.in_flight, delayed: q.delayed })));
     const total = peek.total;
     nextOffset = peek.next_offset ?? null;
     const searched = Math.min(offset + peek.scanned, total);
@@ -567,7 +619,10 @@ async function queuePage(main, ns, name, token) {
     }
     prevPage.disabled = earlier.length === 0;
     nextPage.disabled = nextOffset === null;
-    const rows = peek.messages.map((m) => messageRow(m, url, ns, fifo, refresh, expanded, selected, onSelect));
+    const rowOf = (m) => messageRow(m, url, ns, fifo, refresh, expanded, selected, onSelect);
+    // A FIFO queue's page is shown by message group, each with its lock: while one of its
+    // messages is in flight, no other message of the group can be received.
+    const rows = fifo ? groupRows(peek.messages, rowOf) : peek.messages.map(rowOf);
     if (!rows.length) {
       const why = Object.keys(filter).length ? "Nothing found on this page." : "No messages.";
       rows.push(h("tr", { class: "empty" }, h("td", { colspan: 8, class: "muted" }, why)));
@@ -585,6 +640,26 @@ async function queuePage(main, ns, name, token) {
   await refresh();
   main.dataset.view = `queue:${ns.account}/${ns.region}/${name}`;
   every(REFRESH_MS, refresh);
+}
+
+/** A FIFO page's rows under one header per message group (in the order groups first
+ *  appear), the header saying whether the group is locked by a message in flight. */
+function groupRows(messages, row) {
+  const groups = new Map();
+  for (const m of messages) {
+    const g = m.message_group_id ?? "";
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g).push(m);
+  }
+  return [...groups].flatMap(([g, ms]) => {
+    const held = ms.filter((m) => m.state === "in_flight");
+    const lock = held.length
+      ? ["locked by a message in flight, free again ", whenNode(Math.max(...held.map((m) => m.until_ms)))]
+      : "free";
+    const head = h("tr", { class: "group-head", dataset: { group: g, locked: held.length > 0 } },
+      h("td", { colspan: 8 }, `Group ${g} · ${ms.length} message${ms.length === 1 ? "" : "s"} on this page · `, lock));
+    return [head, ...ms.map(row)];
+  });
 }
 
 function messageRow(m, url, ns, fifo, refresh, expanded, selected, onSelect) {
