@@ -14,7 +14,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: screenshots wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up). Built without cluster
@@ -173,6 +173,11 @@ chromium:
 test-node: build tests/node/node_modules/.installed chromium
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node --test
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) npx --no jest
+
+## The console's screenshots in docs/ (console-queues, console, console-search, console-fifo,
+## console-controls), taken in the system's Chromium at 1280×800 from a demo set of queues.
+screenshots: build tests/node/node_modules/.installed chromium
+	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node screenshots.mjs
 
 ## Durable mode's crash test at full length: 100 SIGKILL/restart cycles in each sync mode
 ## (`make test` runs tests/python/test_crash.py, 5 of each, in both test-python and

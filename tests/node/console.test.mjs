@@ -1,8 +1,7 @@
 // The web console in a real headless Chromium (the system's, driven by puppeteer-core):
 // queues and counts through the SDK, then what the page shows and does, checked through the
-// SDK again. CHROMIUM_BIN names the browser (default: `chromium` on PATH); CONSOLE_SCREENSHOT,
-// when set, is where the queue page's screenshot for docs/console-and-metrics.md is written:
-//   cd tests/node && CONSOLE_SCREENSHOT=../../docs/console.png node --test console.test.mjs
+// SDK again. CHROMIUM_BIN names the browser (default: `chromium` on PATH). The screenshots of
+// docs/ come from screenshots.mjs (`make screenshots`).
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -488,16 +487,6 @@ describe('web console', () => {
     await openQueue('console-src');
     const srcWiring = await page.$eval('section[aria-labelledby="h-wiring"]', (s) => s.textContent);
     assert.match(srcWiring, /console-dlq/, 'the source page names its DLQ');
-    if (process.env.CONSOLE_SCREENSHOT) {
-      await page.waitForSelector('#message-rows tr[data-message-id]', WAIT);
-      await page.evaluate(() => {
-        const t = document.getElementById('toast');
-        t.style.display = 'none';
-        window.scrollTo(0, 0);
-      });
-      await page.screenshot({ path: process.env.CONSOLE_SCREENSHOT, fullPage: false });
-      await page.evaluate(() => { document.getElementById('toast').style.display = ''; });
-    }
   });
 
   it('moves the clock and resets from the test controls', async () => {

@@ -183,10 +183,12 @@ function chartNode(points) {
   };
   const max = Math.max(1, ...points.flatMap((p) => SERIES.map(([k]) => p[k])));
   const now = Date.now();
-  const x = (t) => W - ((now - t) / (HISTORY_S * 1000)) * W;
+  // The window grows with the history, from one minute to five.
+  const spanMs = Math.min(HISTORY_S * 1000, Math.max(60_000, points.length ? now - points[0].t : 0));
+  const x = (t) => W - ((now - t) / spanMs) * W;
   const y = (v) => H - 4 - (v / max) * (H - 12);
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "chart", id: "count-chart",
-    "aria-label": `Counts over the last ${HISTORY_S / 60} minutes, at most ${max}` });
+    "aria-label": `Counts over the last ${ageText(spanMs / 1000)}, at most ${max}` });
   svg.append(el("line", { x1: 0, y1: H - 4, x2: W, y2: H - 4, class: "axis" }));
   for (const [k] of SERIES) {
     const d = points.map((p, i) => `${i ? "L" : "M"}${x(p.t).toFixed(1)},${y(p[k]).toFixed(1)}`).join("");
@@ -196,7 +198,7 @@ function chartNode(points) {
   label.textContent = `max ${max}`;
   svg.append(label);
   return h("figure", { class: "chart" }, svg, h("figcaption", { class: "muted" },
-    ...SERIES.map(([k, name]) => h("span", { class: `key-${k}` }, `■ ${name} `)), ` · last ${HISTORY_S / 60} min`));
+    ...SERIES.map(([k, name]) => h("span", { class: `key-${k}` }, `■ ${name} `)), ` · last ${ageText(spanMs / 1000)}`));
 }
 
 function queueUrl(ns, name) {
