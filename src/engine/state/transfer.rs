@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{fifo_group, Order, QueueState};
 use crate::engine::durable::change::Change;
+use crate::engine::ids::MessageKey;
 use crate::engine::message::{Delivery, StoredMessage};
 use crate::engine::receive::{Taken, Transfer};
 
@@ -20,18 +21,24 @@ impl QueueState {
             if keys.is_empty() {
                 break;
             }
-            for key in keys {
-                if let Some(message) = self.remove(&key) {
-                    self.rec.depart(self.uid, key, &message);
-                    out.push(Taken {
-                        from: self.uid,
-                        key,
-                        message,
-                    });
-                }
-            }
+            self.take_keys(keys, &mut out);
         }
         out
+    }
+
+    /// Removes the messages under `keys` (those still here) for a move, recording their
+    /// departure, into `out`.
+    fn take_keys(&mut self, keys: Vec<MessageKey>, out: &mut Vec<Taken>) {
+        for key in keys {
+            if let Some(message) = self.remove(&key) {
+                self.rec.depart(self.uid, key, &message);
+                out.push(Taken {
+                    from: self.uid,
+                    key,
+                    message,
+                });
+            }
+        }
     }
 
     /// Takes out the visible messages among `ids` for a move (the console's "move selected");
@@ -46,16 +53,7 @@ impl QueueState {
             .map(|(k, _)| k)
             .collect();
         let mut out = Vec::with_capacity(keys.len());
-        for key in keys {
-            if let Some(message) = self.remove(&key) {
-                self.rec.depart(self.uid, key, &message);
-                out.push(Taken {
-                    from: self.uid,
-                    key,
-                    message,
-                });
-            }
-        }
+        self.take_keys(keys, &mut out);
         out
     }
 
