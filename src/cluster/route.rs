@@ -374,6 +374,7 @@ pub(crate) async fn admin(
             console_action(state, link, req, &action).await
         }
         (Method::POST, "/_sqsim/console/delete-message") => console_delete(state, link, req).await,
+        (Method::POST, "/_sqsim/console/move-messages") => console_move(state, link, req).await,
         // The console's page, script and style.
         (Method::GET, p) if p.starts_with(crate::control::console::PREFIX) => return Err(req),
         (Method::POST, "/_sqsim/cluster/stats") => reply(StatusCode::OK, local_stats(link)),
@@ -533,6 +534,32 @@ async fn console_delete(
         Ok(engine) => {
             let delete = async { crate::control::console::delete_by_id(state, &engine, d) };
             crate::control::kept_on(delete).await
+        }
+        Err(resp) => resp,
+    }
+}
+
+/// The console's "move selected", on the engine serving the source queue's shard; a
+/// destination another shard serves is refused there (a move task carries messages across).
+async fn console_move(
+    state: &Plane,
+    link: &Link,
+    req: Request<RequestBody>,
+) -> Response<Full<Bytes>> {
+    use crate::control::console::MoveSelected;
+    let (parts, bytes, m) =
+        match crate::control::error::read_json_keeping::<MoveSelected>(req).await {
+            Ok(read) => read,
+            Err(e) => return e.reply(),
+        };
+    let Some(id) = crate::control::admin::queue_id_of(state, &m.queue_url, m.region.as_deref())
+    else {
+        return ControlError::not_found("no such queue").reply();
+    };
+    match on_owner(state, link, &parts, &bytes, &id).await {
+        Ok(engine) => {
+            let moving = async { crate::control::console::move_selected(state, &engine, m) };
+            crate::control::kept_on(moving).await
         }
         Err(resp) => resp,
     }

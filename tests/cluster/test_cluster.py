@@ -124,6 +124,18 @@ def test_traffic_through_every_node(cluster):
     with urllib.request.urlopen(f"{owner.endpoint}/metrics") as r:
         metrics = r.read().decode()
     assert f'sqsim_queue_messages_visible{{queue="{name_of(std[2])}"' in metrics, metrics[:2000]
+    # Moving selected messages runs where the source is served; a destination another node
+    # serves is refused with the way that works (a move task), and nothing moves.
+    there = next(u for u in std + fifos if cluster.owner_of(u) != cluster.owner_of(std[2]))
+    req = urllib.request.Request(
+        f"{cluster.nodes[1].endpoint}/_sqsim/console/move-messages",
+        data=json.dumps({"queue_url": std[2], "message_ids": [sent["MessageId"]], "to_queue_url": there}).encode(),
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(req)
+    assert refused.value.code == 409
+    assert "use a message move task" in refused.value.read().decode()
     console(cluster.nodes[2], "delete-message", {"queue_url": std[2], "message_id": sent["MessageId"]})
     assert "Messages" not in a.receive_message(QueueUrl=std[2])
     reset = urllib.request.Request(

@@ -142,8 +142,8 @@ pub(crate) fn delete_by_id(state: &Plane, engine: &Engine, d: DeleteById) -> Res
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct MoveSelected {
-    queue_url: String,
-    region: Option<String>,
+    pub queue_url: String,
+    pub region: Option<String>,
     message_ids: Vec<String>,
     to_queue_url: String,
 }
