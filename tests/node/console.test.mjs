@@ -291,6 +291,7 @@ describe('web console', () => {
     await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 4, WAIT);
     await page.click('#purge');
     await page.waitForFunction(() => document.querySelectorAll('#message-rows tr[data-message-id]').length === 0, WAIT);
+    assert.match(dialogs.at(-1), /^Purge every message of console-actions\?$/, 'a purge asks first');
     const c = await counts(url);
     assert.equal(c.visible + c.inFlight, 0);
   });
