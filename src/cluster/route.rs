@@ -519,24 +519,9 @@ async fn console_delete(
     link: &Link,
     req: Request<RequestBody>,
 ) -> Response<Full<Bytes>> {
-    let (parts, bytes, d) =
-        match crate::control::error::read_json_keeping::<crate::control::console::DeleteById>(req)
-            .await
-        {
-            Ok(read) => read,
-            Err(e) => return e.reply(),
-        };
-    let Some(id) = crate::control::admin::queue_id_of(state, &d.queue_url, d.region.as_deref())
-    else {
-        return ControlError::not_found("no such queue").reply();
-    };
-    match on_owner(state, link, &parts, &bytes, &id).await {
-        Ok(engine) => {
-            let delete = async { crate::control::console::delete_by_id(state, &engine, d) };
-            crate::control::kept_on(delete).await
-        }
-        Err(resp) => resp,
-    }
+    use crate::control::console::{delete_by_id, DeleteById};
+    let queue: fn(&DeleteById) -> (&str, Option<&str>) = |d| (&d.queue_url, d.region.as_deref());
+    console_on_queue(state, link, req, queue, delete_by_id).await
 }
 
 /// The console's "move selected", on the engine serving the source queue's shard; a
@@ -546,21 +531,31 @@ async fn console_move(
     link: &Link,
     req: Request<RequestBody>,
 ) -> Response<Full<Bytes>> {
-    use crate::control::console::MoveSelected;
-    let (parts, bytes, m) =
-        match crate::control::error::read_json_keeping::<MoveSelected>(req).await {
-            Ok(read) => read,
-            Err(e) => return e.reply(),
-        };
-    let Some(id) = crate::control::admin::queue_id_of(state, &m.queue_url, m.region.as_deref())
-    else {
+    use crate::control::console::{move_selected, MoveSelected};
+    let queue: fn(&MoveSelected) -> (&str, Option<&str>) = |m| (&m.queue_url, m.region.as_deref());
+    console_on_queue(state, link, req, queue, move_selected).await
+}
+
+/// A console request about messages of one queue (`queue` reads its URL and region off the
+/// body), run by `act` on the engine serving that queue — here, or forwarded to its owner —
+/// and answered once what it changed is kept.
+async fn console_on_queue<T: serde::de::DeserializeOwned>(
+    state: &Plane,
+    link: &Link,
+    req: Request<RequestBody>,
+    queue: fn(&T) -> (&str, Option<&str>),
+    act: fn(&Plane, &Engine, T) -> Response<Full<Bytes>>,
+) -> Response<Full<Bytes>> {
+    let (parts, bytes, body) = match crate::control::error::read_json_keeping::<T>(req).await {
+        Ok(read) => read,
+        Err(e) => return e.reply(),
+    };
+    let (url, region) = queue(&body);
+    let Some(id) = crate::control::admin::queue_id_of(state, url, region) else {
         return ControlError::not_found("no such queue").reply();
     };
     match on_owner(state, link, &parts, &bytes, &id).await {
-        Ok(engine) => {
-            let moving = async { crate::control::console::move_selected(state, &engine, m) };
-            crate::control::kept_on(moving).await
-        }
+        Ok(engine) => crate::control::kept_on(async { act(state, &engine, body) }).await,
         Err(resp) => resp,
     }
 }
