@@ -76,7 +76,7 @@ impl Params {
         });
         Ok(Filter {
             text: text("q"),
-            id: text("id"),
+            id: text("id").map(|id| id.to_ascii_lowercase()),
             attribute,
             group: text("group"),
             state,

@@ -16,7 +16,8 @@ use super::view::PeekedMessage;
 pub(crate) struct Filter {
     /// A substring of the body.
     pub text: Option<String>,
-    /// A substring of the MessageId (its first characters are enough).
+    /// A substring of the MessageId (its first characters are enough), in lower case, as
+    /// MessageIds are written.
     pub id: Option<String>,
     /// A message attribute's name, and its value when given: a String or Number attribute's
     /// text, a Binary one's base64.
@@ -72,8 +73,14 @@ impl Filter {
             }
         }
         if let Some(id) = &self.id {
-            let text = payload.message_id.as_hyphenated().to_string();
-            if !text.contains(id.to_ascii_lowercase().as_str()) {
+            // Written into a stack buffer: this runs for every message a page scans.
+            let mut buf = uuid::Uuid::encode_buffer();
+            if !payload
+                .message_id
+                .as_hyphenated()
+                .encode_lower(&mut buf)
+                .contains(id.as_str())
+            {
                 return false;
             }
         }
