@@ -208,6 +208,41 @@ def test_a_failed_fsync_is_answered_500_and_its_retry_only_once_rewritten(tmp_pa
     srv.sigterm()
 
 
+def move_selected(srv, source, ids, destination):
+    """The console's move of selected messages; the status and the parsed answer."""
+    body = {"queue_url": source, "message_ids": ids, "to_queue_url": destination}
+    status, _, raw = srv.http("POST", "/_sqsim/console/move-messages", body)
+    return status, json.loads(raw)
+
+
+@pytest.mark.parametrize("fault", [None, "fdatasync:error=EIO:when=1"])
+def test_messages_moved_by_hand_are_in_one_queue_after_kill_9(tmp_path, fault):
+    # The console's move answers 200 only once the move is on disk; a failed fsync is a
+    # 500. Either way, after kill -9 every message is in exactly one of the two queues.
+    srv = Durable(tmp_path)
+    c = srv.client()
+    src = c.create_queue(QueueName="moved-from")["QueueUrl"]
+    dst = c.create_queue(QueueName="moved-to")["QueueUrl"]
+    ids = [c.send_message(QueueUrl=src, MessageBody=f"m{i}")["MessageId"] for i in range(4)]
+    if fault:
+        srv.inject(fault)
+    status, answer = move_selected(srv, src, ids[:2], dst)
+    if fault:
+        assert status == 500, answer
+    else:
+        assert (status, answer) == (200, {"moved": 2, "stayed": 0})
+    srv.kill9()
+    srv = Durable(tmp_path)
+    left = {m["message_id"] for m in srv.peek(src)}
+    moved = {m["message_id"]: m for m in srv.peek(dst)}
+    assert not left & set(moved), "a message in both queues"
+    assert left | set(moved) == set(ids), "a message lost"
+    if not fault:
+        assert set(moved) == set(ids[:2])
+        assert all(m["receive_count"] == 0 and m["dead_letter_source_arn"] is None for m in moved.values())
+    srv.sigterm()
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     d = tmp_path / "data"
