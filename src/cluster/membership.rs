@@ -403,9 +403,9 @@ impl Control {
         }
         // Nodes starting together see each other before anyone takes everything.
         let settled = now.duration_since(self.started) >= self.lease() / 2;
+        let preferred = placement::owners(shards, &live);
         for s in 0..shards {
-            let preferred = placement::owner(s, &live);
-            let mine = preferred == Some(self.me());
+            let mine = preferred[s as usize] == Some(self.me());
             if let Some(h) = self.held.get(&s) {
                 self.orphaned.remove(&s);
                 if !mine && h.opening.is_none() {

@@ -240,9 +240,11 @@ pub struct Flags {
     /// The URL other nodes reach this one at [default: http://127.0.0.1:PORT].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_PEER_URL")]
     pub peer_url: Option<String>,
-    /// Shards queues are hashed into [default: 16].
+    /// Shards queues are hashed into [default: 48].
     ///
-    /// Shards queues are hashed into; the same on every node [default: 16].
+    /// Shards queues are hashed into; the same on every node. Nodes serve equal numbers of
+    /// shards, so the default spreads evenly over clusters of up to about ten nodes
+    /// [default: 48].
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_SHARDS")]
     pub cluster_shards: Option<u32>,
     /// Copies of each shard's log [default: 3].

@@ -168,8 +168,9 @@ pub struct Cluster {
     pub gateway: bool,
 }
 
-/// Shards by default: a few per node of a small cluster, few enough JetStream streams.
-pub const DEFAULT_CLUSTER_SHARDS: u32 = 16;
+/// Shards by default: divides evenly (or nearly) among 1 to 10 nodes, few enough JetStream
+/// streams (each a Raft group) for a small cluster.
+pub const DEFAULT_CLUSTER_SHARDS: u32 = 48;
 /// Lease length by default.
 pub const DEFAULT_CLUSTER_LEASE: std::time::Duration = std::time::Duration::from_millis(2500);
 

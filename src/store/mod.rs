@@ -17,6 +17,8 @@ pub(crate) mod jetstream;
 pub(crate) mod log;
 #[cfg(test)]
 pub(crate) mod memory;
+#[cfg(feature = "cluster")]
+mod nats_io;
 #[cfg(test)]
 mod suite;
 

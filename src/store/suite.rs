@@ -407,6 +407,9 @@ pub(crate) mod nats {
     /// `nats-server` on PATH).
     pub(crate) struct NatsServer {
         child: std::process::Child,
+        conf: std::path::PathBuf,
+        binary: String,
+        port: u16,
         _dir: tempfile::TempDir,
         pub url: String,
     }
@@ -436,31 +439,48 @@ pub(crate) mod nats {
                     "nats-server".into()
                 }
             });
-            let mut child = std::process::Command::new(&binary)
-                .arg("-c")
-                .arg(&conf)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect(
-                    "nats-server is needed for the JetStream store's tests (make test installs it)",
-                );
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                let exited = child.try_wait().ok().flatten();
-                assert!(
-                    exited.is_none() && std::time::Instant::now() < deadline,
-                    "{binary} did not start ({exited:?}): it must be nats-server 2.10.23 or newer \
-                     (`sync_interval`); `make nats` installs one and sets NATS_SERVER_BIN"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
+            let child = spawn(&binary, &conf, port);
             NatsServer {
                 child,
+                conf,
+                binary,
+                port,
                 _dir: dir,
                 url: format!("nats://127.0.0.1:{port}"),
             }
         }
+
+        /// `kill -9` of the server, then the same server started again on its port and
+        /// store directory (what it had stored survives: it syncs always).
+        pub(crate) fn kill_and_restart(&mut self, down_for: std::time::Duration) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            std::thread::sleep(down_for);
+            self.child = spawn(&self.binary, &self.conf, self.port);
+        }
+    }
+
+    fn spawn(binary: &str, conf: &std::path::Path, port: u16) -> std::process::Child {
+        let mut child = std::process::Command::new(binary)
+            .arg("-c")
+            .arg(conf)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect(
+                "nats-server is needed for the JetStream store's tests (make test installs it)",
+            );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            let exited = child.try_wait().ok().flatten();
+            assert!(
+                exited.is_none() && std::time::Instant::now() < deadline,
+                "{binary} did not start ({exited:?}): it must be nats-server 2.10.23 or newer \
+                 (`sync_interval`); `make nats` installs one and sets NATS_SERVER_BIN"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child
     }
 
     impl Drop for NatsServer {

@@ -1,17 +1,21 @@
 """1 node vs 3 nodes on this machine (`make cluster-bench`): sqsim-bench's send scenario
-(SendMessageBatch of 10 x 256 B over 32 connections; JSON) under three loads — 12 queues
-through one node, one queue through one node (what a single queue can do), and 16 queues
-per node through every node at once (one load generator per node) — against
+(SendMessageBatch of 10 x 256 B; JSON) under five loads — 12 queues through one node with
+32 connections (latency-bound) and with 256 (as much as the machine takes), one queue through
+one node with 32 and with 256 connections (what a single queue can do), and 16 queues per
+node through every node at once (one load generator per node, 128 connections each) —
+against
 
 - one sqsim process, in memory;
 - a 1-node cluster on one JetStream server (R1);
 - a 3-node cluster on three JetStream servers (R3), the load sent through one node;
+- the same with JetStream's default `sync_interval` (2 minutes) instead of `always`;
 
 in rounds that take turns, all in one run, so the shares of the in-memory process are
 measured together. Besides msgs/s it reports the CPU microseconds per message of the sqsim
 and the nats-server processes (from /proc): that figure predicts how more nodes and cores
 would scale, and it can be measured on two cores. Release builds: SQSIM_BIN and SQSIM_BENCH_BIN. CLUSTER_BENCH_ROUNDS
-rounds (default 2)."""
+rounds (default 2); CLUSTER_BENCH_ONLY=a,b keeps the loads and setups whose labels contain
+one of the words (for a quick look at one line while working on it)."""
 
 import json
 import os
@@ -27,8 +31,10 @@ SECONDS = 4
 REPEATS = 3  # sqsim-bench's runs of the scenario; it reports their median
 BENCH_ARGS = [
     "--only", "send", "--protocols", "json", "--no-floor",
-    "--send-connections", "32", "--seconds", str(SECONDS), "--send-repeats", str(REPEATS),
+    "--seconds", str(SECONDS), "--send-repeats", str(REPEATS),
 ]
+# Connections per load generator (the loads set it).
+CONNECTIONS = 32
 TICK = os.sysconf("SC_CLK_TCK")
 # Cores the load generators are pinned to (`taskset -c` list), when scale.py sets it.
 PIN = None
@@ -55,6 +61,7 @@ def bench(endpoints, queues):
         pinned = ["taskset", "-c", PIN] if PIN else []
         proc = subprocess.Popen(
             [*pinned, binary, "--endpoint", endpoint, *BENCH_ARGS, "--send-queues", str(queues),
+             "--send-connections", str(CONNECTIONS),
              "--queue-prefix", f"gen{i}", "--json", out.name],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -69,16 +76,26 @@ def bench(endpoints, queues):
     return total
 
 
+# CPU microseconds per message of each process of the last measurement, by name (the model
+# in docs/scale-out.md reads how the work spreads over the processes).
+LAST_PER_PROCESS = {}
+
+
 def measured(endpoints, queues, sqsim_pids, nats_pids):
     """msgs/s and CPU microseconds per message of the sqsim and the nats-server processes:
     the figure that predicts how the setup scales, measurable on any number of cores."""
-    before = (cpu_seconds(sqsim_pids), cpu_seconds(nats_pids))
+    pids = [(f"sqsim{i}", p) for i, p in enumerate(sqsim_pids)]
+    pids += [(f"nats{i}", p) for i, p in enumerate(nats_pids)]
+    before = {name: cpu_seconds([pid]) for name, pid in pids}
     rate = bench(endpoints, queues)
-    after = (cpu_seconds(sqsim_pids), cpu_seconds(nats_pids))
+    after = {name: cpu_seconds([pid]) for name, pid in pids}
     # The CPU spans every run; the rate is their median: a close estimate of the messages.
     messages = max(rate * SECONDS * REPEATS, 1.0)
-    per = [(a - b) * 1e6 / messages for a, b in zip(after, before)]
-    return rate, per[0], per[1]
+    LAST_PER_PROCESS.clear()
+    LAST_PER_PROCESS.update({n: (after[n] - before[n]) * 1e6 / messages for n, _ in pids})
+    sqsim = sum(v for n, v in LAST_PER_PROCESS.items() if n.startswith("sqsim"))
+    nats = sum(v for n, v in LAST_PER_PROCESS.items() if n.startswith("nats"))
+    return rate, sqsim, nats
 
 
 def in_memory(queues, _all_nodes):
@@ -97,8 +114,8 @@ def in_memory(queues, _all_nodes):
         proc.wait()
 
 
-def clustered(size, queues, all_nodes):
-    cluster = Cluster(size=size).start()
+def clustered(size, queues, all_nodes, sync="always"):
+    cluster = Cluster(size=size, sync=sync).start()
     try:
         nodes = cluster.nodes if all_nodes else cluster.nodes[:1]
         return measured(
@@ -112,44 +129,56 @@ def clustered(size, queues, all_nodes):
 
 
 def main():
+    global CONNECTIONS
     rounds = int(os.environ.get("CLUSTER_BENCH_ROUNDS", "2"))
     setups = [
         ("one process, in memory", in_memory),
         ("1 node + 1 JetStream server (R1)", lambda q, a: clustered(1, q, a)),
         ("3 nodes + 3 JetStream servers (R3)", lambda q, a: clustered(3, q, a)),
+        ("3 nodes + 3 JetStream servers (R3), sync_interval default",
+         lambda q, a: clustered(3, q, a, sync="default")),
     ]
-    # (label, queues per load generator, one generator per node): 12 queues through one
-    # node; one queue (what a single queue can do); 16 queues through every node at once
-    # (48 on three nodes).
+    # (label, queues per load generator, connections per generator, one generator per node).
     loads = [
-        ("12 queues, through one node", 12, False),
-        ("1 queue, through one node", 1, False),
-        ("16 queues per node, through every node", 16, True),
+        ("12 queues, 32 connections, through one node", 12, 32, False),
+        ("12 queues, 256 connections, through one node", 12, 256, False),
+        ("1 queue, 32 connections, through one node", 1, 32, False),
+        ("1 queue, 256 connections, through one node", 1, 256, False),
+        ("16 queues and 128 connections per node, through every node", 16, 128, True),
     ]
+    only = [w for w in os.environ.get("CLUSTER_BENCH_ONLY", "").split(",") if w]
+    if only:
+        keep = lambda label: any(w in label for w in only)  # noqa: E731
+        loads = [x for x in loads if keep(x[0])] or loads
+        setups = [setups[0]] + [x for x in setups[1:] if keep(x[0])]
     got = {}
     for r in range(rounds):
-        for load, queues, all_nodes in loads:
+        for load, queues, connections, all_nodes in loads:
+            CONNECTIONS = connections
             for name, run in setups:
                 rate, sqsim_us, nats_us = run(queues, all_nodes)
                 got.setdefault((load, name), []).append((rate, sqsim_us, nats_us))
+                each = ", ".join(f"{n} {v:.1f}" for n, v in LAST_PER_PROCESS.items())
                 print(
                     f"round {r + 1}: {load}: {name}: {rate:,.0f} msgs/s, CPU per message "
-                    f"{sqsim_us:.1f} us sqsim + {nats_us:.1f} us nats-server",
+                    f"{sqsim_us:.1f} us sqsim + {nats_us:.1f} us nats-server ({each})",
                     flush=True,
                 )
     print(
         "\n| load | setup | msgs/s by round | share of one process | CPU us/msg sqsim | "
-        "CPU us/msg nats-server |\n|---|---|---:|---:|---:|---:|"
+        "CPU us/msg nats-server | CPU per message, share of one process |"
+        "\n|---|---|---:|---:|---:|---:|---:|"
     )
-    for load, _, _ in loads:
-        base = [x[0] for x in got[(load, setups[0][0])]]
+    for load, _, _, _ in loads:
+        base = got[(load, setups[0][0])]
         for name, _ in setups:
             runs = got[(load, name)]
             rates = " / ".join(f"{x[0]:,.0f}" for x in runs)
-            shares = " / ".join(f"{x[0] / b:.2f}" for x, b in zip(runs, base))
+            shares = " / ".join(f"{x[0] / b[0]:.2f}" for x, b in zip(runs, base))
             sq = " / ".join(f"{x[1]:.1f}" for x in runs)
             na = " / ".join(f"{x[2]:.1f}" for x in runs)
-            print(f"| {load} | {name} | {rates} | {shares} | {sq} | {na} |")
+            cost = " / ".join(f"{(x[1] + x[2]) / b[1]:.1f}x" for x, b in zip(runs, base))
+            print(f"| {load} | {name} | {rates} | {shares} | {sq} | {na} | {cost} |")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,11 @@ class Load:
         self.deleted = set()  # bodies whose delete was acknowledged
         self.fifo_sent = defaultdict(list)  # (url, group) -> acknowledged numbers, in order
         self.dead = list(dead)  # (source url, dead-letter queue url)
-        self.poison_sent = set()  # bodies of acknowledged sends to a source
+        # Acknowledged sends to a dead-letter source: body -> MessageId. A send the SDK retried
+        # (its first attempt cut off by a node's death, yet applied) leaves a second message
+        # with the same body and another id, as SQS may: what must never happen is one
+        # message (one id) in both queues, or an acknowledged one in neither.
+        self.poison_sent = {}
         self.errors = Counter()
         self.avoid = set()  # node names not to send through (dead)
         self.stop = threading.Event()
@@ -102,12 +106,12 @@ class Load:
                 return
             body = f"p{seed}-{n}"
             try:
-                self._client(rng).send_message(QueueUrl=source, MessageBody=body)
+                sent = self._client(rng).send_message(QueueUrl=source, MessageBody=body)
             except Exception as e:
                 self._error(e)
                 continue
             with self.lock:
-                self.poison_sent.add(body)
+                self.poison_sent[body] = sent["MessageId"]
             # Received once and left: the receive after its visibility ends dead-letters it.
             try:
                 self._client(rng).receive_message(QueueUrl=source, MaxNumberOfMessages=10)
@@ -212,17 +216,17 @@ class Load:
         while time.monotonic() < deadline:
             for pair in self.dead:
                 # Messages received once wait out their visibility in the source; the receive
-                # after it moves them to the dead-letter queue.
+                # after it moves them to the dead-letter queue (keeping their MessageId).
                 for url in pair:
                     while got := take(client, url):
-                        seen.update(m["Body"] for m in got)
+                        seen.update(m["MessageId"] for m in got)
                         in_dlq += len(got) if url == pair[1] else 0
-            missing = self.poison_sent - set(seen)
+            missing = {b for b, i in self.poison_sent.items() if i not in seen}
             if not missing:
                 break
             time.sleep(0.5)
         assert not missing, f"{len(missing)} dead-letter-wired sends lost, e.g. {sorted(missing)[:5]}"
-        twice = sorted(b for b, n in seen.items() if n > 1)
+        twice = sorted(i for i, n in seen.items() if n > 1)
         assert not twice, f"messages found twice (source and dead-letter queue?): {twice[:5]}"
         if self.dead:
             print(f"{len(self.poison_sent)} sends to dead-letter sources, {in_dlq} found dead-lettered")

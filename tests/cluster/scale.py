@@ -25,6 +25,7 @@ from harness import Cluster  # noqa: E402
 SIZES = (3, 6)
 REPLICAS = 3
 QUEUES_PER_NODE = 16
+CONNECTIONS_PER_NODE = 128
 
 
 def cores():
@@ -46,6 +47,7 @@ def run(size, available):
             pin(node.proc.pid, available[(2 * i + 1) % len(available)])
         left = available[2 * size:] or available
         bench.PIN = ",".join(str(c) for c in left)
+        bench.CONNECTIONS = CONNECTIONS_PER_NODE
         return bench.measured(
             [n.endpoint for n in cluster.nodes],
             QUEUES_PER_NODE,
