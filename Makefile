@@ -14,7 +14,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: screenshots wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: screenshots wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-spread cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up). Built without cluster
@@ -58,11 +58,19 @@ cluster-suites: build nats promtool $(VENV)/.installed $(VENV_QUERY)/.installed 
 	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/cluster/run_suites.py
 
 ## 1 node vs 3 nodes on this machine (release build): sqsim-bench's send scenario against one
-## process in memory, a 1-node cluster (R1) and a 3-node cluster (R3), in alternating rounds;
-## a table of msgs/s and shares of the in-memory process (docs/scale-out.md).
+## process in memory, a 1-node cluster (R1) and a 3-node cluster (R3, JetStream syncing always
+## and at its default), at 32 and 256 connections, one queue, 12 and 16 per node, in
+## alternating rounds; msgs/s, shares of the in-memory process and CPU per message of every
+## process (docs/scale-out.md).
 cluster-bench: nats $(VENV)/.installed
 	cargo build --release $(FEATURES) --bins
 	SQSIM_BIN=$(CURDIR)/target/release/sqsim SQSIM_BENCH_BIN=$(CURDIR)/target/release/sqsim-bench $(VENV)/bin/python tests/cluster/bench.py
+
+## How shards, queues and stream leaders spread over 3 and over 6 nodes (no load; the shares
+## of docs/scale-out.md's model).
+cluster-spread: nats $(VENV)/.installed
+	cargo build --release $(FEATURES) --bins
+	SQSIM_BIN=$(CURDIR)/target/release/sqsim $(VENV)/bin/python tests/cluster/spread.py
 
 ## 3 nodes vs 6 nodes with every process pinned to a core of its own (taskset), for a
 ## machine with 12+ cores; CLUSTER_SCALE_FORCE=1 runs it on fewer (a check, not a measurement).
