@@ -43,15 +43,13 @@ const COUNT: &str = "Sqsim-Count";
 const MAX_GROUP_BYTES: usize = 512 << 10;
 /// Largest record the stream takes (a full batch with attributes fits many times).
 const MAX_RECORD: i32 = 8 << 20;
-/// Most records taken into one flush: well under the client's limit of acks in flight,
-/// which would otherwise make a publish wait for acks nobody awaits.
+/// Most records taken into one flush.
 const MAX_BATCH: usize = 1_000;
-/// Most log messages a shard has published and not yet seen acknowledged. More than one, so
-/// that a request does not wait for the ack of the publish before its own (a shard's
-/// throughput is no longer one round trip and fsync per flush); few, so that under load the
-/// records queued meanwhile go out together as one bigger message (JetStream's cost, and its
-/// replicas', is per message).
-const WINDOW: usize = 4;
+/// Most log messages a shard has published and not yet seen acknowledged: well under the
+/// client's limit of acks in flight, which would otherwise make a publish wait for acks
+/// nobody awaits. More than one, so that a request does not wait for the ack of the publish
+/// before its own (a shard's throughput is no longer one round trip and fsync per flush).
+const WINDOW: usize = 16;
 
 /// How long a write JetStream did not acknowledge (and did not refuse) is retried before
 /// the store gives up: longer than JetStream takes to elect a stream's new leader.
@@ -419,7 +417,17 @@ impl Writer {
             }
         };
         let mut window: std::collections::VecDeque<Sent> = std::collections::VecDeque::new();
+        // Appends not yet published.
+        let mut pending: Vec<(Lsn, Vec<u8>)> = Vec::new();
         loop {
+            // With k messages in flight, the next goes once it holds at least k records: a
+            // lone request never waits for an ack it does not need, and under load the
+            // messages grow with the window (JetStream's cost, and its replicas', is per
+            // message, not per record).
+            if !pending.is_empty() && window.len() < WINDOW && pending.len() >= window.len() {
+                let batch = std::mem::take(&mut pending);
+                self.send(&js, batch, &mut window).await;
+            }
             tokio::select! {
                 // Acks first: they free room in the window and wake the requests waiting.
                 biased;
@@ -429,15 +437,14 @@ impl Writer {
                     let sent = window.pop_front().expect("not empty");
                     self.settle(&js, sent, acked, &mut window).await;
                 }
-                cmd = rx.recv(), if window.len() < WINDOW => {
+                cmd = rx.recv(), if pending.len() < MAX_BATCH => {
                     let mut next = cmd;
-                    // Appends queued while the window was full go out together.
                     if let Some(Cmd::Append(lsn, r)) = next {
-                        let mut batch = vec![(lsn, r)];
+                        pending.push((lsn, r));
                         next = None;
-                        while batch.len() < MAX_BATCH {
+                        while pending.len() < MAX_BATCH {
                             match rx.try_recv() {
-                                Ok(Cmd::Append(lsn, r)) => batch.push((lsn, r)),
+                                Ok(Cmd::Append(lsn, r)) => pending.push((lsn, r)),
                                 Ok(other) => {
                                     next = Some(other);
                                     break;
@@ -445,12 +452,15 @@ impl Writer {
                                 Err(_) => break,
                             }
                         }
-                        self.send(&js, batch, &mut window).await;
                         if next.is_none() {
                             continue;
                         }
                     }
                     // Anything else runs once every append before it is acknowledged.
+                    if !pending.is_empty() {
+                        let batch = std::mem::take(&mut pending);
+                        self.send(&js, batch, &mut window).await;
+                    }
                     self.drain(&js, &mut window).await;
                     match next {
                         Some(Cmd::Recover(reply)) => {
