@@ -278,6 +278,10 @@ class Cluster:
         for n in self.nats:
             if n.proc and n.proc.poll() is None:
                 n.kill9()
+        # The logs stay (small, read when a test fails); the JetStream stores go: a
+        # benchmark's reach hundreds of MB each, and hundreds of runs filled the disk.
+        for n in self.nats:
+            shutil.rmtree(n.dir, ignore_errors=True)
 
     def logs(self):
         out = []
