@@ -560,6 +560,16 @@ impl Writer {
         }
     }
 
+    /// Marks `headers` with this writer's message id for `what` (a position, `fence`, a
+    /// snapshot record): JetStream drops a retry of a message it already stored, and
+    /// recovery tells writers apart by it.
+    fn stamp(&self, headers: &mut HeaderMap, what: impl std::fmt::Display) {
+        headers.insert(
+            async_nats::header::NATS_MESSAGE_ID,
+            format!("{}-{what}", self.writer_id).as_str(),
+        );
+    }
+
     /// Publishes one log message expecting the stream's last sequence to be `expect`.
     async fn publish_group(
         &self,
@@ -576,10 +586,7 @@ impl Writer {
             async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
             expect.to_string().as_str(),
         );
-        headers.insert(
-            async_nats::header::NATS_MESSAGE_ID,
-            format!("{}-{}", self.writer_id, group.first).as_str(),
-        );
+        self.stamp(&mut headers, group.first);
         js.publish_with_headers(self.log_subject(), headers, group.payload.clone())
             .await
     }
@@ -763,21 +770,14 @@ impl Writer {
         js: &jetstream::Context,
         subject: String,
         mut headers: HeaderMap,
-        payload: Vec<u8>,
+        payload: Bytes,
         id: &str,
     ) -> Result<jetstream::publish::PublishAck, Unacked> {
-        headers.insert(
-            async_nats::header::NATS_MESSAGE_ID,
-            format!("{}-{id}", self.writer_id).as_str(),
-        );
+        self.stamp(&mut headers, id);
         let started = std::time::Instant::now();
         loop {
             let attempt = match js
-                .publish_with_headers(
-                    subject.clone(),
-                    headers.clone(),
-                    Bytes::from(payload.clone()),
-                )
+                .publish_with_headers(subject.clone(), headers.clone(), payload.clone())
                 .await
             {
                 Ok(ack) => ack
@@ -933,7 +933,7 @@ impl Writer {
             read_to.to_string().as_str(),
         );
         let ack = self
-            .publish_one(js, self.fence_subject(), headers, Vec::new(), "fence")
+            .publish_one(js, self.fence_subject(), headers, Bytes::new(), "fence")
             .await
             .map_err(|e| {
                 io_error(format!(
@@ -987,15 +987,13 @@ impl Writer {
         // a snapshot of many records costs about one round trip, not one per record. From
         // the first one not acknowledged on, one at a time with retries (a retry of one that
         // landed is dropped by its message id).
+        let records: Vec<Bytes> = records.into_iter().map(Bytes::from).collect();
         let mut acks = Vec::with_capacity(records.len());
         for (i, record) in records.iter().enumerate() {
             let mut h = headers(i, self.last_seq + i as u64);
-            h.insert(
-                async_nats::header::NATS_MESSAGE_ID,
-                format!("{}-{}", self.writer_id, id(i)).as_str(),
-            );
+            self.stamp(&mut h, id(i));
             match js
-                .publish_with_headers(self.snap_subject(), h, Bytes::from(record.clone()))
+                .publish_with_headers(self.snap_subject(), h, record.clone())
                 .await
             {
                 Ok(ack) => acks.push(ack),

@@ -55,6 +55,9 @@ impl Io {
     /// The connection to `urls` (comma-separated), made on first use; each call counts one
     /// more user, to be given back with [`Io::release`].
     pub(super) async fn client(&self, urls: &str) -> Result<async_nats::Client, StoreError> {
+        // Held across the connect on purpose (an async lock): stores opening together wait
+        // for the one connection instead of each making its own; they would all wait on the
+        // same servers anyway.
         let mut clients = self.clients.lock().await;
         if let Some((client, users)) = clients.get_mut(urls) {
             *users += 1;
