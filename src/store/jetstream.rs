@@ -1291,6 +1291,14 @@ mod tests {
         assert_eq!(recovered(&reopened), expected);
     }
 
+    /// Stream `name` holding `record`, written by a store that is closed again.
+    fn kept_by_a_closed_store(url: &str, name: &str, record: &[u8]) {
+        let store = JetStreamStore::open(url, name, 1).unwrap();
+        recovered(&store);
+        let l = store.append(record);
+        block_on(durable(&store, l)).unwrap();
+    }
+
     /// A former owner's publish that slips in after a new owner's fence (its expected
     /// sequence matching the fence's slot, a publish of its own before it having been lost)
     /// was never acknowledged, and neither was a record after a gap in the positions:
@@ -1298,11 +1306,7 @@ mod tests {
     #[test]
     fn a_record_after_another_writers_fence_or_after_a_gap_is_not_recovered() {
         let server = NatsServer::start();
-        let store = JetStreamStore::open(&server.url, "slip", 1).unwrap();
-        recovered(&store);
-        let l = store.append(b"kept");
-        block_on(durable(&store, l)).unwrap();
-        drop(store);
+        kept_by_a_closed_store(&server.url, "slip", b"kept");
         // A new owner (writer "b") fences; the old one ("a") slips a record in after it.
         publish_raw(&server.url, "slip", "fence", "b-fence", None, b"");
         publish_raw(&server.url, "slip", "log", "a-2", Some(2), b"stale");
@@ -1327,11 +1331,7 @@ mod tests {
 
         // Another writer's record right after a fence, at the very position that follows:
         // only the fence's writer may continue the log.
-        let store = JetStreamStore::open(&server.url, "fenced-slot", 1).unwrap();
-        recovered(&store);
-        let l = store.append(b"kept");
-        block_on(durable(&store, l)).unwrap();
-        drop(store);
+        kept_by_a_closed_store(&server.url, "fenced-slot", b"kept");
         publish_raw(&server.url, "fenced-slot", "fence", "b-fence", None, b"");
         publish_raw(&server.url, "fenced-slot", "log", "a-1", Some(1), b"stale");
         let reopened = JetStreamStore::open(&server.url, "fenced-slot", 1).unwrap();
