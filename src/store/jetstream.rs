@@ -644,9 +644,9 @@ impl Writer {
     /// The oldest message in the window was not acknowledged (`stop`). A refusal (another
     /// writer) leaves the store failed; anything else (a timeout while JetStream elects a
     /// new leader, a lost connection) is retried for [`RETRY_FOR`], from that message on,
-    /// once every later one in the window has been answered: each carries a message id, so
-    /// one that was stored though its ack was lost (or that landed after the one before it
-    /// was retried) is not stored twice.
+    /// with every later one in the window (their own answers are not awaited): each carries
+    /// a message id, so one that was stored though its ack was lost (or that lands after
+    /// its retry was sent) is not stored twice.
     async fn repair(
         &mut self,
         js: &jetstream::Context,
