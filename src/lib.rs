@@ -52,7 +52,8 @@
 //!   its read deadline, headers, a credential scope, an encoded answer as a response.
 //! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `action` (the
 //!   SQS actions as one enum, read off the wire once), `form` (form decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
-//!   rendered as JSON when asked), `xml` (the XML writer).
+//!   rendered as JSON when asked), `member` (one member of a JSON body read without the rest: the
+//!   queue cluster mode routes by), `xml` (the XML writer).
 //! - `config` (uses: engine, store) — one [`Config`] from code, the config file and `flags`
 //!   (one struct: every setting as a command-line flag, its environment variable and its `[server]` key, `--help` from its
 //!   docs); it holds the engine's and the store's settings, and the credentials (compared

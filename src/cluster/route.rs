@@ -203,8 +203,9 @@ impl Link {
     }
 }
 
-/// The log size that triggers a shard's snapshot: small, because a node taking the shard
-/// over reads the log since the last snapshot before it serves.
+/// The log size past which a shard's snapshot is considered: small, because a node taking
+/// the shard over reads the log since the last snapshot before it serves (a log of live
+/// messages only is left as it is: a snapshot of them would be as long to read).
 const COMPACT_AFTER: u64 = 4 << 20;
 
 /// Where an SQS request is answered.

@@ -167,8 +167,8 @@ pub struct Flags {
     pub salvage: bool,
     /// Log bytes before a snapshot replaces it.
     ///
-    /// Durable mode: once the log passes this many bytes (and the last snapshot's size), a
-    /// snapshot replaces it [default: 67108864].
+    /// Durable mode: once the log passes this many bytes (and a snapshot would about halve
+    /// what a start reads), a snapshot replaces it [default: 67108864].
     #[arg(help_heading = "Durability", long, env = "SQSIM_COMPACT_AFTER")]
     pub compact_after: Option<u64>,
     /// Queues labelled one by one in /metrics [default: 1000].

@@ -487,6 +487,18 @@ impl Engine {
         }
     }
 
+    /// How many messages every queue (hidden ones too) stores, and their footprints' sum.
+    pub(crate) fn stored_size(&self) -> (u64, u64) {
+        let queues: Vec<Arc<Queue>> = (self.queues.read().unwrap_or_else(|p| p.into_inner()))
+            .values()
+            .cloned()
+            .collect();
+        queues
+            .iter()
+            .map(|q| q.stored_size())
+            .fold((0, 0), |(n, b), (qn, qb)| (n + qn, b + qb))
+    }
+
     /// Every queue of every namespace, sorted by region, account and name.
     pub(crate) fn all_queues(&self) -> Vec<Arc<Queue>> {
         self.depend_on_registry();

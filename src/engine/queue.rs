@@ -525,6 +525,12 @@ impl Queue {
         self.lock().messages.len() == 0
     }
 
+    /// How many messages are stored and their [`StoredMessage::footprint`]s' sum.
+    pub(crate) fn stored_size(&self) -> (u64, u64) {
+        let st = self.lock();
+        (st.messages.len() as u64, st.messages.bytes())
+    }
+
     /// How many messages are stored (visible, in flight and delayed).
     pub(crate) fn stored(&self, now_ms: u64) -> usize {
         self.with_state(now_ms, |st, _, _| st.messages.len())

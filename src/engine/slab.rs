@@ -185,6 +185,11 @@ impl MessageSlab {
         self.len
     }
 
+    /// Bytes of the stored messages, as [`StoredMessage::footprint`] counts them.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// Whether no message is stored.
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {

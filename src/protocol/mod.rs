@@ -3,6 +3,7 @@
 
 pub(crate) mod action;
 pub(crate) mod form;
+mod member;
 pub(crate) mod query;
 pub(crate) mod query_json;
 pub(crate) mod xml;
@@ -83,25 +84,20 @@ impl Params {
 }
 
 impl Params {
-    /// The QueueUrl member, if the request has one (for matching fault rules; costs a second
-    /// look at a JSON body, so call it only when faults are configured).
+    /// The QueueUrl member, if the request has one (for fault rules and cluster routing).
     pub(crate) fn queue_url_hint(&self) -> Option<String> {
         self.string_member("QueueUrl")
     }
 
-    /// A top-level string member of the input (a second look at a JSON body: for faults and
-    /// log lines, not the hot path).
+    /// A top-level string member of the input (a second look at a JSON body, which skips
+    /// the other members without building them).
     pub(crate) fn string_member(&self, member: &str) -> Option<String> {
         match self {
             Params::Query(shaped) => match shaped.get(member)? {
                 query::Shaped::Str(s) => Some(s.clone()),
                 _ => None,
             },
-            Params::Json(body) => {
-                let map: serde_json::Map<String, serde_json::Value> =
-                    serde_json::from_slice(body).ok()?;
-                map.get(member)?.as_str().map(str::to_string)
-            }
+            Params::Json(body) => member::string_member(body, member),
         }
     }
 }

@@ -79,6 +79,9 @@ def bench(endpoints, queues):
 # CPU microseconds per message of each process of the last measurement, by name (the model
 # in docs/scale-out.md reads how the work spreads over the processes).
 LAST_PER_PROCESS = {}
+# Records per JetStream message of the last clustered measurement (from `/_sqsim/stats`):
+# how far the stores' grouping amortizes JetStream's per-message cost.
+LAST_GROUPING = [None]
 
 
 def measured(endpoints, queues, sqsim_pids, nats_pids):
@@ -98,7 +101,14 @@ def measured(endpoints, queues, sqsim_pids, nats_pids):
     return rate, sqsim, nats
 
 
+def store_counts(endpoint):
+    """Records appended and JetStream messages acknowledged, over every shard's store."""
+    stores = get_json(f"{endpoint}/_sqsim/stats", timeout=30)["store"]
+    return (sum(s["appended_records"] for s in stores), sum(s["syncs"] for s in stores))
+
+
 def in_memory(queues, _all_nodes):
+    LAST_GROUPING[0] = None
     binary = os.environ.get("SQSIM_BIN") or str(REPO / "target" / "release" / "sqsim")
     port = free_port()
     proc = subprocess.Popen(
@@ -118,12 +128,17 @@ def clustered(size, queues, all_nodes, sync="always"):
     cluster = Cluster(size=size, sync=sync).start()
     try:
         nodes = cluster.nodes if all_nodes else cluster.nodes[:1]
-        return measured(
+        before = store_counts(nodes[0].endpoint)
+        got = measured(
             [n.endpoint for n in nodes],
             queues,
             [n.proc.pid for n in cluster.nodes],
             [n.proc.pid for n in cluster.nats],
         )
+        after = store_counts(nodes[0].endpoint)
+        records, messages = (a - b for a, b in zip(after, before))
+        LAST_GROUPING[0] = records / max(messages, 1)
+        return got
     finally:
         cluster.stop()
 
@@ -159,6 +174,8 @@ def main():
                 rate, sqsim_us, nats_us = run(queues, all_nodes)
                 got.setdefault((load, name), []).append((rate, sqsim_us, nats_us))
                 each = ", ".join(f"{n} {v:.1f}" for n, v in LAST_PER_PROCESS.items())
+                if LAST_GROUPING[0] is not None:
+                    each += f"; {LAST_GROUPING[0]:.1f} records per JetStream message"
                 print(
                     f"round {r + 1}: {load}: {name}: {rate:,.0f} msgs/s, CPU per message "
                     f"{sqsim_us:.1f} us sqsim + {nats_us:.1f} us nats-server ({each})",

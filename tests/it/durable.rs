@@ -606,6 +606,97 @@ async fn steady_send_and_delete_traffic_keeps_the_data_dir_bounded() {
     server.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_queue_that_only_grows_is_not_snapshotted_until_its_messages_go() {
+    use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+    let dir = tempfile::tempdir().unwrap();
+    let server = open_with(Durability {
+        compact_after_bytes: 32 << 10,
+        ..Durability::new(dir.path())
+    })
+    .await;
+    let c = sdk(&server);
+    let url = create(&c, "grows").await;
+    let snapshots = |body: &serde_json::Value| body["store"]["snapshots"].as_u64().unwrap();
+    let at_start = snapshots(&admin_stats(&server).await);
+    // 3,000 messages of 200 bytes: about twenty times the threshold, every record live.
+    for round in 0..300 {
+        let entries: Vec<_> = (0..10)
+            .map(|i| {
+                SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(format!("{round:03}-{i}-{}", "x".repeat(194)))
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        c.send_message_batch()
+            .queue_url(&url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .unwrap();
+    }
+    // The compactor looks every 25 ms.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let body = admin_stats(&server).await;
+    assert_eq!(
+        snapshots(&body),
+        at_start,
+        "a log of live messages was rewritten: {body}"
+    );
+    assert!(
+        body["store"]["log_bytes"].as_u64().unwrap() > 600_000,
+        "{body}"
+    );
+    // Once most of them are gone, the log is mostly dead records: a snapshot follows.
+    let mut deleted = 0;
+    while deleted < 2_500 {
+        let got = receive_msgs(&c, &url, 10, None).await;
+        let entries: Vec<_> = got
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(m.receipt_handle().unwrap())
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        c.delete_message_batch()
+            .queue_url(&url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .unwrap();
+        deleted += got.len();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let body = admin_stats(&server).await;
+        if snapshots(&body) > at_start || std::time::Instant::now() > deadline {
+            break body;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert!(
+        snapshots(&body) > at_start,
+        "no snapshot of a mostly dead log: {body}"
+    );
+    assert!(
+        body["store"]["log_bytes"].as_u64().unwrap() < 200_000,
+        "{body}"
+    );
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "grows").await;
+    let [visible, not_visible] = common::message_counts(&c, &url).await;
+    let kept = visible.parse::<usize>().unwrap() + not_visible.parse::<usize>().unwrap();
+    assert_eq!(kept, 3_000 - deleted);
+    server.shutdown().await;
+}
+
 async fn admin_stats(server: &Server) -> serde_json::Value {
     let r = common::raw(server, "GET", "/_sqsim/stats", &[], b"").await;
     serde_json::from_str(&r.body).unwrap()

@@ -11,9 +11,9 @@ a random moment, restarted on the same data directory, and checked:
 - FIFO order holds within each group, across restarts.
 
 `python crash.py --cycles 100 --sync fsync` is `make crash`'s run; test_crash.py runs a few
-cycles of each mode inside `make test`. The log is compacted once it passes 64 KiB and the last
-snapshot's size; with a few thousand messages kept that happens in only a few of the short
-cycles (the run prints how many snapshots the processes took, the start-up ones included), so
+cycles of each mode inside `make test`. The log is compacted once it passes 64 KiB and holds
+as many records of messages gone as of messages kept; with a few thousand messages kept that
+happens in only a few of the short cycles (the run prints how many snapshots the processes took, the start-up ones included), so
 snapshots racing dead letters, moves and crashes are tested step by step in
 src/engine/replay.rs.
 """

@@ -223,19 +223,26 @@ def running(*flags, env=None, token=None):
     assert proc.returncode == 0, f"sqsim exited with {proc.returncode} (log: {log.name})"
 
 
-def send_until_refused(client, url, prefix, pad, limit, refused=Exception):
+def send_until_refused(client, url, prefix, pad, limit, refused=Exception, churn=None):
     """Sends `prefix`0-, `prefix`1-, … (each padded with `pad` bytes) until one is refused
     (an exception of type `refused`) or `limit` were sent. Returns the acknowledged
     prefixes and the refusal (None if every send was acknowledged): what the durable-mode
-    fault tests check was kept."""
+    fault tests check was kept. With `churn` (another queue's URL), each send is followed by
+    one twice its size to that queue, received and deleted there: records of messages no
+    longer stored, which make the log worth compacting (a log of live messages only is
+    not)."""
     acked = []
     for i in range(limit):
         tag = f"{prefix}{i:05d}-"
         try:
             client.send_message(QueueUrl=url, MessageBody=tag + "x" * pad)
+            acked.append(tag)
+            if churn:
+                client.send_message(QueueUrl=churn, MessageBody="x" * (2 * pad))
+                for m in client.receive_message(QueueUrl=churn).get("Messages", []):
+                    client.delete_message(QueueUrl=churn, ReceiptHandle=m["ReceiptHandle"])
         except refused as e:  # noqa: BLE001 - the caller says what a refusal is
             return acked, e
-        acked.append(tag)
     return acked, None
 
 

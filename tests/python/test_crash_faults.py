@@ -338,8 +338,10 @@ def test_kill_9_at_each_step_of_segment_and_snapshot_creation(tmp_path, point, n
     srv = Durable(tmp_path, *flags, env={"SQSIM_CRASH_AT": f"{point}:{n}"})
     c = srv.client(connect_timeout=2, read_timeout=10)
     url = c.create_queue(QueueName="q")["QueueUrl"]
-    # Any exception: the crash point ends the process mid-request.
-    acked, _ = sqsim_process.send_until_refused(c, url, "c", 2000, 5000)
+    churn = c.create_queue(QueueName="churn")["QueueUrl"]
+    # Any exception: the crash point ends the process mid-request. Deleted messages make
+    # the log worth a snapshot.
+    acked, _ = sqsim_process.send_until_refused(c, url, "c", 2000, 5000, churn=churn)
     srv.proc.wait(timeout=10)
     assert srv.proc.returncode != 0
     assert f"crash point {point} reached" in srv.text(), srv.text()[-2000:]

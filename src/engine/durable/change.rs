@@ -79,6 +79,10 @@ impl Progress {
     }
 }
 
+/// About the bytes a message's `Put` holds besides its body and attributes (ids, digests,
+/// times, sender, delivery state; not the optional FIFO and trace strings).
+pub(crate) const RECORD_OVERHEAD: u64 = 128;
+
 /// A whole stored message.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct MessageRecord<'a> {
@@ -406,5 +410,46 @@ mod tests {
         let back = message.into_stored();
         assert_eq!(format!("{:?}", back), format!("{:?}", m));
         assert!(decode(&frame[..frame.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn a_plain_messages_put_holds_about_its_body_and_the_record_overhead() {
+        let body = "b".repeat(256);
+        let payload = Payload::new(
+            uuid::Uuid::new_v4(),
+            body.clone(),
+            Digest16([7; 16]),
+            Arc::from("AIDAIT2UOQQY3AUEKVGXU"),
+            None,
+            PayloadExtra::default(),
+        );
+        let m = StoredMessage {
+            payload: Arc::new(payload),
+            delivery: Delivery::InFlight {
+                until_ms: 1_800_000_000_000,
+            },
+            enqueued_ms: 1_800_000_000_000,
+            receive_count: 3,
+            first_receive_ms: NonZeroU64::new(1_800_000_000_000),
+            last_receive_ms: 1_800_000_000_000,
+            redelivered: false,
+        };
+        let mut frame = Vec::new();
+        let key = MessageKey {
+            sent_ms: 1_800_000_000_000,
+            seq: 1 << 40,
+        };
+        let put = Change::Put {
+            uid: 1 << 40,
+            key,
+            message: MessageRecord::of(&m),
+        };
+        encode(&mut frame, &put);
+        // The compactor's estimate of a snapshot rests on this figure: close, not below.
+        let overhead = (frame.len() - body.len()) as u64;
+        assert!(
+            (RECORD_OVERHEAD * 2 / 3..=RECORD_OVERHEAD).contains(&overhead),
+            "{overhead}"
+        );
     }
 }
