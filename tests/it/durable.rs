@@ -541,52 +541,17 @@ fn dir_bytes(dir: &Path) -> u64 {
 
 #[tokio::test]
 async fn steady_send_and_delete_traffic_keeps_the_data_dir_bounded() {
-    use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, SendMessageBatchRequestEntry};
     let dir = tempfile::tempdir().unwrap();
-    let server = open_with(Durability {
-        compact_after_bytes: 32 << 10,
-        ..Durability::new(dir.path())
-    })
-    .await;
+    let server = open_compacting_early(dir.path()).await;
     let c = sdk(&server);
     let url = create(&c, "steady").await;
     let mut largest = 0;
     for round in 0..300 {
-        let entries: Vec<_> = (0..10)
-            .map(|i| {
-                SendMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .message_body(format!("round {round} message {i} {}", "x".repeat(100)))
-                    .build()
-                    .unwrap()
-            })
-            .collect();
-        c.send_message_batch()
-            .queue_url(&url)
-            .set_entries(Some(entries))
-            .send()
-            .await
-            .unwrap();
-        let got = receive_msgs(&c, &url, 10, None).await;
-        let deletes: Vec<_> = got
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                DeleteMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .receipt_handle(m.receipt_handle().unwrap())
-                    .build()
-                    .unwrap()
-            })
-            .collect();
-        if !deletes.is_empty() {
-            c.delete_message_batch()
-                .queue_url(&url)
-                .set_entries(Some(deletes))
-                .send()
-                .await
-                .unwrap();
-        }
+        send_ten(&c, &url, |i| {
+            format!("round {round} message {i} {}", "x".repeat(100))
+        })
+        .await;
+        receive_and_delete_ten(&c, &url).await;
         if round % 10 == 0 {
             // Let the compactor (it looks every 25 ms) keep up with the test's pace.
             tokio::time::sleep(Duration::from_millis(40)).await;
@@ -608,34 +573,15 @@ async fn steady_send_and_delete_traffic_keeps_the_data_dir_bounded() {
 
 #[tokio::test]
 async fn a_queue_that_only_grows_is_not_snapshotted_until_its_messages_go() {
-    use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
     let dir = tempfile::tempdir().unwrap();
-    let server = open_with(Durability {
-        compact_after_bytes: 32 << 10,
-        ..Durability::new(dir.path())
-    })
-    .await;
+    let server = open_compacting_early(dir.path()).await;
     let c = sdk(&server);
     let url = create(&c, "grows").await;
     let snapshots = |body: &serde_json::Value| body["store"]["snapshots"].as_u64().unwrap();
     let at_start = snapshots(&admin_stats(&server).await);
     // 3,000 messages of 200 bytes: about twenty times the threshold, every record live.
     for round in 0..300 {
-        let entries: Vec<_> = (0..10)
-            .map(|i| {
-                SendMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .message_body(format!("{round:03}-{i}-{}", "x".repeat(194)))
-                    .build()
-                    .unwrap()
-            })
-            .collect();
-        c.send_message_batch()
-            .queue_url(&url)
-            .set_entries(Some(entries))
-            .send()
-            .await
-            .unwrap();
+        send_ten(&c, &url, |i| format!("{round:03}-{i}-{}", "x".repeat(194))).await;
     }
     // The compactor looks every 25 ms.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -652,25 +598,7 @@ async fn a_queue_that_only_grows_is_not_snapshotted_until_its_messages_go() {
     // Once most of them are gone, the log is mostly dead records: a snapshot follows.
     let mut deleted = 0;
     while deleted < 2_500 {
-        let got = receive_msgs(&c, &url, 10, None).await;
-        let entries: Vec<_> = got
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .receipt_handle(m.receipt_handle().unwrap())
-                    .build()
-                    .unwrap()
-            })
-            .collect();
-        c.delete_message_batch()
-            .queue_url(&url)
-            .set_entries(Some(entries))
-            .send()
-            .await
-            .unwrap();
-        deleted += got.len();
+        deleted += receive_and_delete_ten(&c, &url).await;
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let body = loop {
@@ -695,6 +623,61 @@ async fn a_queue_that_only_grows_is_not_snapshotted_until_its_messages_go() {
     let kept = visible.parse::<usize>().unwrap() + not_visible.parse::<usize>().unwrap();
     assert_eq!(kept, 3_000 - deleted);
     server.shutdown().await;
+}
+
+/// A durable server whose compactor considers a snapshot once the log passes 32 KiB.
+async fn open_compacting_early(dir: &std::path::Path) -> Server {
+    open_with(Durability {
+        compact_after_bytes: 32 << 10,
+        ..Durability::new(dir)
+    })
+    .await
+}
+
+/// Sends ten messages in one batch, the `i`th with the body `body(i)`.
+async fn send_ten(c: &aws_sdk_sqs::Client, url: &str, body: impl Fn(usize) -> String) {
+    use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+    let entries: Vec<_> = (0..10)
+        .map(|i| {
+            SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(body(i))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    c.send_message_batch()
+        .queue_url(url)
+        .set_entries(Some(entries))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Receives up to ten messages and deletes them in one batch; how many there were.
+async fn receive_and_delete_ten(c: &aws_sdk_sqs::Client, url: &str) -> usize {
+    use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
+    let got = receive_msgs(c, url, 10, None).await;
+    let deletes: Vec<_> = got
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .receipt_handle(m.receipt_handle().unwrap())
+                .build()
+                .unwrap()
+        })
+        .collect();
+    if !deletes.is_empty() {
+        c.delete_message_batch()
+            .queue_url(url)
+            .set_entries(Some(deletes))
+            .send()
+            .await
+            .unwrap();
+    }
+    got.len()
 }
 
 async fn admin_stats(server: &Server) -> serde_json::Value {
