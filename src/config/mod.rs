@@ -237,8 +237,9 @@ pub struct Durability {
     pub sync: SyncMode,
     /// Start past a corrupt record with everything before it, instead of refusing to start.
     pub salvage: bool,
-    /// Once the log passes this many bytes (and a snapshot would about halve it), a snapshot of the
-    /// current state replaces it, so steady traffic keeps the data directory bounded.
+    /// Once the log passes this many bytes (and a snapshot would about halve what a start
+    /// reads), a snapshot of the current state replaces it, so steady traffic keeps the data
+    /// directory bounded.
     pub compact_after_bytes: u64,
 }
 

@@ -13,9 +13,9 @@ a random moment, restarted on the same data directory, and checked:
 `python crash.py --cycles 100 --sync fsync` is `make crash`'s run; test_crash.py runs a few
 cycles of each mode inside `make test`. The log is compacted once it passes 64 KiB and holds
 as many records of messages gone as of messages kept; with a few thousand messages kept that
-happens in only a few of the short cycles (the run prints how many snapshots the processes took, the start-up ones included), so
-snapshots racing dead letters, moves and crashes are tested step by step in
-src/engine/replay.rs.
+happens in only a few of the short cycles (the run prints how many snapshots the processes
+took, the start-up ones included), so snapshots racing dead letters, moves and crashes are
+tested step by step in src/engine/durable/replay/tests.rs.
 """
 
 import argparse
