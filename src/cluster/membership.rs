@@ -198,6 +198,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         tracing::info!(attempts, "joined the cluster once JetStream was ready");
     }
     let _ = cluster.leases.set(leases.clone());
+    super::leaders::spawn(Arc::clone(&cluster), client.clone());
     let mut control = Control {
         cluster: Arc::clone(&cluster),
         client,

@@ -8,8 +8,10 @@
 //! - `placement`: queue → shard, shard → preferred node (rendezvous hashing).
 //! - `membership`: the loop that heartbeats, takes, renews and gives back leases.
 //! - `shard`: one served shard (an engine on its stream).
+//! - `leaders`: each shard stream's leadership moved to an even share per JetStream server.
 
 pub(crate) mod courier;
+mod leaders;
 mod membership;
 pub(crate) mod placement;
 pub(crate) mod route;
@@ -63,6 +65,8 @@ pub(crate) struct ClusterStats {
     pub open_failures: u64,
     /// The last takeover's time from lease to serving, ms.
     pub last_open_ms: u64,
+    /// Stream leaderships this node moved to their target server (`leaders`).
+    pub leader_moves: u64,
 }
 
 /// This node's view of the cluster.

@@ -18,6 +18,8 @@ use crate::store::{Store, StoreError};
 pub(crate) struct Shard {
     pub index: u32,
     pub engine: Arc<Engine>,
+    /// The engine's store, as what it is: leadership moves go through it.
+    pub store: Arc<JetStreamStore>,
     /// Until when this node may answer for the shard: the lease renewed last, less a margin
     /// (a node that stalls past it stops answering before anyone else can take over).
     valid_until: Mutex<Instant>,
@@ -36,10 +38,14 @@ impl Shard {
         cancelled: Arc<AtomicBool>,
     ) -> Result<Shard, StoreError> {
         let (nats, replicas, shards) = (&config.nats, config.replicas, config.shards);
-        let store =
-            JetStreamStore::open_cancellable(nats, &stream_name(index), replicas, cancelled)?;
-        let store: Arc<dyn Store> = Arc::new(store);
-        let (engine, report) = Engine::open_on_clock(clock, settings, Arc::clone(&store))?;
+        let store = Arc::new(JetStreamStore::open_cancellable(
+            nats,
+            &stream_name(index),
+            replicas,
+            cancelled,
+        )?);
+        let shared: Arc<dyn Store> = Arc::clone(&store) as Arc<dyn Store>;
+        let (engine, report) = Engine::open_on_clock(clock, settings, shared)?;
         // Queues of other shards are reached through outboxes (dead letters, move tasks).
         engine.set_home(Home {
             name: stream_name(index),
@@ -54,6 +60,7 @@ impl Shard {
         Ok(Shard {
             index,
             engine: Arc::new(engine),
+            store,
             valid_until: Mutex::new(valid_until),
         })
     }

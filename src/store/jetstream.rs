@@ -51,6 +51,10 @@ const MAX_BATCH: usize = 1_000;
 /// before its own (a shard's throughput is no longer one round trip and fsync per flush).
 const WINDOW: usize = 16;
 
+/// How long a leadership move waits for the new leader to answer before writing goes on
+/// (an election that does not settle is JetStream's to finish; writes then retry as usual).
+const LEAD_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How long a write JetStream did not acknowledge (and did not refuse) is retried before
 /// the store gives up: longer than JetStream takes to elect a stream's new leader.
 const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(20);
@@ -166,6 +170,11 @@ enum Cmd {
         std::sync::mpsc::Sender<Result<(), StoreError>>,
     ),
     Close(std::sync::mpsc::Sender<()>),
+    /// Move the stream's leadership to this JetStream server ([`JetStreamStore::lead_on`]).
+    Lead(
+        String,
+        tokio::sync::oneshot::Sender<Result<bool, StoreError>>,
+    ),
 }
 
 /// A log message as the writer remembers it.
@@ -248,6 +257,22 @@ impl JetStreamStore {
             progress,
             stats,
         })
+    }
+}
+
+impl JetStreamStore {
+    /// Moves the stream's leadership to the JetStream server named `server` (one of the
+    /// stream's replicas) between two writes: every message in flight is acknowledged
+    /// first, and the next is published only once the new leader answers. A publish
+    /// caught by a bare step-down goes unanswered until the client's timeout (5 s); this way
+    /// the shard pauses for about one round trip and an election. Whether `server` leads
+    /// the stream afterwards (JetStream older than 2.11 ignores the preference).
+    pub(crate) async fn lead_on(&self, server: &str) -> Result<bool, StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(Cmd::Lead(server.to_string(), reply))
+            .map_err(|_| io_error("the store is closed"))?;
+        answer.await.map_err(|_| io_error("the store is closed"))?
     }
 }
 
@@ -469,6 +494,9 @@ impl Writer {
                         Some(Cmd::Snapshot(at, records, reply)) => {
                             let _ = reply.send(self.snapshot(&js, at, records).await);
                         }
+                        Some(Cmd::Lead(server, reply)) => {
+                            let _ = reply.send(self.lead(&js, &server).await);
+                        }
                         Some(Cmd::Close(reply)) => {
                             self.fail(Lsn::MAX, "the store is closed");
                             let _ = reply.send(());
@@ -477,6 +505,53 @@ impl Writer {
                         Some(Cmd::Append(..)) | None => return true,
                     }
                 }
+            }
+        }
+    }
+
+    /// The stream's leader as JetStream reports it now (`None` while it elects one: the
+    /// leader answers the question).
+    async fn leader(&self, js: &jetstream::Context) -> Option<String> {
+        let asked =
+            js.request::<_, _, serde_json::Value>(format!("STREAM.INFO.SQSIM_{}", self.name), &());
+        let info = tokio::time::timeout(std::time::Duration::from_millis(250), asked)
+            .await
+            .ok()?
+            .ok()?;
+        Some(info.pointer("/cluster/leader")?.as_str()?.to_string())
+    }
+
+    /// See [`JetStreamStore::lead_on`]; called with nothing in flight.
+    async fn lead(&self, js: &jetstream::Context, server: &str) -> Result<bool, StoreError> {
+        let before = self.leader(js).await;
+        if before.as_deref() == Some(server) {
+            return Ok(true);
+        }
+        let asked: serde_json::Value = js
+            .request(
+                format!("STREAM.LEADER.STEPDOWN.SQSIM_{}", self.name),
+                &serde_json::json!({ "placement": { "preferred": server } }),
+            )
+            .await
+            .map_err(|e| io_error(format!("cannot move the stream's leader: {e}")))?;
+        if let Some(e) = asked.get("error") {
+            return Err(io_error(format!(
+                "JetStream did not move the stream's leader: {e}"
+            )));
+        }
+        let deadline = std::time::Instant::now() + LEAD_WAIT;
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            let now = self.leader(js).await;
+            if now.as_deref() == Some(server) {
+                return Ok(true);
+            }
+            // Another server was elected: the preference was not followed.
+            if now.is_some() && now != before {
+                return Ok(false);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(false);
             }
         }
     }

@@ -320,15 +320,47 @@ def test_kill9_of_a_sqsim_node_under_load(cluster):
     cluster.wait_settled()
 
 
+def shard_leaders(cluster):
+    """How many shard streams each live JetStream server leads."""
+    led = {}
+    for n in cluster.nats:
+        if n.proc.poll() is not None:
+            continue
+        jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
+        for account in jsz.get("account_details") or []:
+            for stream in account.get("stream_detail") or []:
+                leader = (stream.get("cluster") or {}).get("leader")
+                if stream["name"].startswith("SQSIM_shard") and leader == f"nats{n.index}":
+                    led[leader] = led.get(leader, 0) + 1
+    return led
+
+
+def wait_for_even_leaders(cluster):
+    """Until the shard streams' leaders are spread evenly over the three JetStream servers
+    (the nodes move them there, a few per node every four leases)."""
+    shards = cluster.nodes[0].status()["shards"]
+
+    def even():
+        led = shard_leaders(cluster)
+        return len(led) == 3 and max(led.values()) - min(led.values()) <= 1 and sum(led.values()) == shards
+
+    started = time.monotonic()
+    wait_for("shard stream leaders spread evenly", even, timeout=60, every=0.5)
+    moves = sum(n.status()["stats"]["leader_moves"] for n in cluster.nodes if n.alive())
+    print(f"leaders even after {time.monotonic() - started:.1f} s: {shard_leaders(cluster)}; {moves} moves so far")
+
+
 def test_kill9_of_a_jetstream_server_under_load(cluster):
     """Traffic goes on: every queue takes acknowledged sends again after the kill (a shard
     whose stream leader died waits for JetStream to elect a new one, seconds), and nothing
-    acknowledged is lost."""
+    acknowledged is lost. Before the kill and once the server is back, the nodes have spread
+    the shard streams' leaders evenly over the JetStream servers, moving them under the
+    traffic without losing or refusing a request."""
     control = cluster.nodes[0].client()
     std, fifos = make_queues(control, "natskill")
     dead = [dead_letter_pair(cluster, control, "natskill-d")]
     load = Load(cluster.nodes, std, fifos, dead=dead).start()
-    time.sleep(2)
+    wait_for_even_leaders(cluster)
     cluster.nats[1].kill9()
     killed = time.monotonic()
 
@@ -340,6 +372,9 @@ def test_kill9_of_a_jetstream_server_under_load(cluster):
     resumed = time.monotonic() - killed
     print(f"every queue took sends again {resumed:.2f} s after a JetStream server died")
     time.sleep(2)
+    # Back: it catches up, and the nodes hand it its share of the leaders again.
+    cluster.nats[1].start()
+    wait_for_even_leaders(cluster)
     load.finish()
     total = load.check_nothing_lost(control)
     print(f"{total} acknowledged sends checked; errors seen by clients: {dict(load.errors)}")
