@@ -118,7 +118,8 @@ fn even_out(replicas: &BTreeMap<u32, Vec<String>>, out: &mut BTreeMap<u32, Strin
 /// Starts the rounds: the first two leases after joining (nodes take their shards within
 /// one), then every four, for as long as the node is in the cluster.
 pub(super) fn spawn(cluster: Arc<Cluster>, client: async_nats::Client) {
-    if cluster.config.gateway || cluster.config.replicas < 2 {
+    let c = &cluster.config;
+    if c.gateway || c.keep_leaders || c.replicas < 2 {
         return;
     }
     tokio::spawn(async move {

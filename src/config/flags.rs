@@ -263,6 +263,13 @@ pub struct Flags {
     /// Cluster mode: serve no shard, only route requests to the nodes that do.
     #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_GATEWAY")]
     pub cluster_gateway: bool,
+    /// Leave stream leaders where JetStream elects them.
+    ///
+    /// Cluster mode: leave each shard stream's leader where JetStream's elections put it.
+    /// By default the nodes move the leaders so that every JetStream server leads an equal
+    /// share of the streams it keeps (nats-server 2.11 or newer).
+    #[arg(help_heading = "Cluster", long, env = "SQSIM_CLUSTER_KEEP_LEADERS")]
+    pub cluster_keep_leaders: bool,
     /// Config file only: PurgeQueue refuses a second purge within 60 seconds, as AWS does
     /// [default: true].
     #[arg(skip)]
@@ -287,6 +294,7 @@ struct ClusterFlags {
     replicas: Option<usize>,
     lease_ms: Option<u64>,
     gateway: bool,
+    keep_leaders: bool,
 }
 
 impl ClusterFlags {
@@ -298,7 +306,8 @@ impl ClusterFlags {
             || self.shards.is_some()
             || self.replicas.is_some()
             || self.lease_ms.is_some()
-            || self.gateway;
+            || self.gateway
+            || self.keep_leaders;
         if nats.is_none() && !any {
             return Ok(());
         }
@@ -392,6 +401,7 @@ impl ClusterFlags {
             cluster.lease = std::time::Duration::from_millis(ms);
         }
         cluster.gateway |= self.gateway;
+        cluster.keep_leaders |= self.keep_leaders;
         config.cluster = Some(cluster);
         Ok(())
     }
@@ -544,6 +554,7 @@ impl Flags {
             replicas: self.cluster_replicas,
             lease_ms: self.cluster_lease,
             gateway: self.cluster_gateway,
+            keep_leaders: self.cluster_keep_leaders,
         };
         cluster.apply(config, source)?;
         let durable_only = [

@@ -166,6 +166,10 @@ pub struct Cluster {
     /// A gateway node serves no shard: it only routes requests to the nodes that do (a
     /// stateless front, and the way to test forwarding for every request).
     pub gateway: bool,
+    /// Leaves the shard streams' leaders where JetStream's elections put them, instead of
+    /// moving them to an even share per JetStream server (for operators who place leaders
+    /// themselves).
+    pub keep_leaders: bool,
 }
 
 /// Shards by default: divides evenly (or nearly) among 1 to 10 nodes, few enough JetStream
@@ -185,6 +189,7 @@ impl Cluster {
             replicas: 3,
             lease: DEFAULT_CLUSTER_LEASE,
             gateway: false,
+            keep_leaders: false,
         }
     }
 }
@@ -686,13 +691,32 @@ mod tests {
             ..Flags::default()
         };
         file.apply(&mut c, &HashMap::new(), Source::File).unwrap();
+        let cluster = c.cluster.clone().unwrap();
+        assert!(
+            !cluster.keep_leaders,
+            "the nodes spread stream leaders by default"
+        );
         let flags = Flags {
             cluster_shards: Some(4),
+            cluster_keep_leaders: true,
             ..Flags::default()
         };
         flags.apply(&mut c, &HashMap::new(), Source::Flags).unwrap();
         let cluster = c.cluster.unwrap();
         assert_eq!((cluster.node_id.as_str(), cluster.shards), ("a", 4));
+        assert!(cluster.keep_leaders);
+        let alone = Flags {
+            cluster_keep_leaders: true,
+            ..Flags::default()
+        };
+        let err = alone
+            .apply(
+                &mut Config::server_defaults(),
+                &HashMap::new(),
+                Source::Flags,
+            )
+            .unwrap_err();
+        assert!(err.message.contains("need cluster mode"), "{}", err.message);
 
         let sync = Flags {
             sync: Some("os".into()),

@@ -18,6 +18,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import boto3
@@ -59,6 +60,24 @@ def wait_for(what, check, timeout=30, every=0.1):
             last = e
         time.sleep(every)
     raise AssertionError(f"timed out waiting for {what}: {last!r}")
+
+
+def shard_streams(cluster):
+    """How many shard streams each live JetStream server keeps, and how many it leads
+    (`Counter`s by server name)."""
+    kept, led = Counter(), Counter()
+    for n in cluster.nats:
+        if n.proc is None or n.proc.poll() is not None:
+            continue
+        jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
+        for account in jsz.get("account_details") or []:
+            for stream in account.get("stream_detail") or []:
+                if not stream["name"].startswith("SQSIM_shard"):
+                    continue
+                kept[f"nats{n.index}"] += 1
+                if (stream.get("cluster") or {}).get("leader") == f"nats{n.index}":
+                    led[f"nats{n.index}"] += 1
+    return kept, led
 
 
 class Nats:

@@ -5,12 +5,13 @@ the shares the model in docs/scale-out.md multiplies by the CPU per message that
 `make cluster-bench` measures; no load is sent, so it runs on any machine."""
 
 import sys
+import time
 import urllib.parse
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import Cluster, get_json  # noqa: E402
+from harness import Cluster, get_json, shard_streams  # noqa: E402
 
 SIZES = (3, 6)
 QUEUES_PER_NODE = 16
@@ -30,16 +31,16 @@ def spread(size):
                 url = sqs.create_queue(QueueName=f"gen{g}-send-json-{i}")["QueueUrl"]
                 q = urllib.parse.quote(url, safe="")
                 owners[get_json(f"{node.endpoint}/_sqsim/cluster/locate?queue_url={q}")["owner"]] += 1
-        kept, led = Counter(), Counter()
-        for n in cluster.nats:
-            jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
-            for account in jsz.get("account_details") or []:
-                for stream in account.get("stream_detail") or []:
-                    if not stream["name"].startswith("SQSIM_shard"):
-                        continue
-                    kept[f"nats{n.index}"] += 1
-                    if (stream.get("cluster") or {}).get("leader") == f"nats{n.index}":
-                        led[f"nats{n.index}"] += 1
+        # The nodes move the streams' leaders to an even share per server within a round or
+        # two (every four leases); read them once that is done, or as they are after 60 s.
+        deadline = time.monotonic() + 60
+        while True:
+            kept, led = shard_streams(cluster)
+            if len(led) == size and max(led.values()) - min(led.values()) <= 1:
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(1)
         return shards, owners, kept, led
     finally:
         cluster.stop()

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from botocore.exceptions import ClientError
 
-from harness import get_json, wait_for
+from harness import get_json, shard_streams, wait_for
 from load import VISIBILITY_S, Load
 
 
@@ -320,34 +320,19 @@ def test_kill9_of_a_sqsim_node_under_load(cluster):
     cluster.wait_settled()
 
 
-def shard_leaders(cluster):
-    """How many shard streams each live JetStream server leads."""
-    led = {}
-    for n in cluster.nats:
-        if n.proc.poll() is not None:
-            continue
-        jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
-        for account in jsz.get("account_details") or []:
-            for stream in account.get("stream_detail") or []:
-                leader = (stream.get("cluster") or {}).get("leader")
-                if stream["name"].startswith("SQSIM_shard") and leader == f"nats{n.index}":
-                    led[leader] = led.get(leader, 0) + 1
-    return led
-
-
 def wait_for_even_leaders(cluster):
     """Until the shard streams' leaders are spread evenly over the three JetStream servers
     (the nodes move them there, a few per node every four leases)."""
     shards = cluster.nodes[0].status()["shards"]
 
     def even():
-        led = shard_leaders(cluster)
+        _, led = shard_streams(cluster)
         return len(led) == 3 and max(led.values()) - min(led.values()) <= 1 and sum(led.values()) == shards
 
     started = time.monotonic()
     wait_for("shard stream leaders spread evenly", even, timeout=60, every=0.5)
     moves = sum(n.status()["stats"]["leader_moves"] for n in cluster.nodes if n.alive())
-    print(f"leaders even after {time.monotonic() - started:.1f} s: {shard_leaders(cluster)}; {moves} moves so far")
+    print(f"leaders even after {time.monotonic() - started:.1f} s: {dict(shard_streams(cluster)[1])}; {moves} moves so far")
 
 
 def test_kill9_of_a_jetstream_server_under_load(cluster):
