@@ -27,9 +27,20 @@ use super::Cluster;
 /// briefly. A node of three serving 16 of 48 shards moves at most all of them in one round.
 const MOVES_PER_ROUND: usize = 16;
 
-/// Moves that did not land where asked before the node stops trying (JetStream older than
-/// 2.11 does not take a preferred leader: it would elect at random, round after round).
-const MISSES_ALLOWED: u32 = 3;
+/// Whether a nats-server of this version (`2.15.1`) moves a stream's leader to the server
+/// a step-down request prefers: 2.11 and newer. An older one elects at random, so the
+/// nodes would move leaders round after round without ever evening them out.
+fn takes_a_preferred_leader(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| {
+        p.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<u32>()
+            .unwrap_or(0)
+    });
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (2, 11)
+}
 
 /// A shard stream as one read of the stream list shows it.
 #[derive(Debug, Default)]
@@ -122,13 +133,21 @@ pub(super) fn spawn(cluster: Arc<Cluster>, client: async_nats::Client) {
     if c.gateway || c.keep_leaders || c.replicas < 2 {
         return;
     }
+    let version = client.server_info().version;
+    if !takes_a_preferred_leader(&version) {
+        tracing::warn!(
+            version,
+            "this nats-server cannot move a stream's leader where asked (2.11 or newer can); \
+             shard stream leaders stay where elections put them"
+        );
+        return;
+    }
     tokio::spawn(async move {
         let js = jetstream::new(client);
         let mut stop = cluster.stop.subscribe();
         // Replica sets as last read: a stream electing a leader is missing from a read, and
         // the targets of all the others must not shift because of it.
         let mut known = BTreeMap::new();
-        let mut misses = 0;
         let mut wait = cluster.config.lease * 2;
         loop {
             if tokio::time::timeout(wait, stop.wait_for(|s| *s))
@@ -138,35 +157,26 @@ pub(super) fn spawn(cluster: Arc<Cluster>, client: async_nats::Client) {
                 return;
             }
             wait = cluster.config.lease * 4;
-            match round(&cluster, &js, &mut known).await {
-                Ok(missed) => misses += missed,
-                Err(e) => tracing::debug!(error = %e, "could not read the shard streams' leaders"),
-            }
-            if misses >= MISSES_ALLOWED {
-                tracing::warn!(
-                    "JetStream does not move a stream's leader to the server asked for \
-                     (nats-server 2.11 or newer does); shard stream leaders stay where \
-                     elections put them"
-                );
-                return;
+            if let Err(e) = round(&cluster, &js, &mut known).await {
+                tracing::debug!(error = %e, "could not read the shard streams' leaders");
             }
         }
     });
 }
 
 /// One round: reads every shard stream's replicas and leader, and moves the leadership of
-/// the shards this node serves to their targets. The moves that did not land.
+/// the shards this node serves to their targets. A move that did not land (a replica still
+/// catching up, an election elsewhere) is tried again next round.
 async fn round(
     cluster: &Cluster,
     js: &jetstream::Context,
     known: &mut BTreeMap<u32, Vec<String>>,
-) -> Result<u32, String> {
+) -> Result<(), String> {
     let seen = read(js, cluster.config.shards).await?;
     for (shard, (servers, _)) in &seen {
         known.insert(*shard, servers.clone());
     }
     let mut moved = 0;
-    let mut missed = 0;
     for (shard, target) in targets(known) {
         if moved == MOVES_PER_ROUND {
             break;
@@ -186,13 +196,15 @@ async fn round(
                 cluster.stats_mut().leader_moves += 1;
                 tracing::info!(shard, from = ?now.leader, to = %target, "moved the shard stream's leader");
             }
-            Ok(false) => missed += 1,
+            Ok(false) => {
+                tracing::info!(shard, to = %target, "the shard stream's leader went elsewhere; trying again next round")
+            }
             Err(e) => {
                 tracing::debug!(shard, error = %e, "could not move the shard stream's leader")
             }
         }
     }
-    Ok(missed)
+    Ok(())
 }
 
 /// Every shard stream's replica set (sorted) and state, by shard, from one listing.
@@ -256,6 +268,21 @@ mod tests {
 
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("js{i}")).collect()
+    }
+
+    #[test]
+    fn only_servers_from_2_11_on_are_asked_to_move_leaders() {
+        for (version, takes) in [
+            ("2.15.1", true),
+            ("2.11.0", true),
+            ("2.11.0-RC.1", true),
+            ("3.0.0", true),
+            ("2.10.23", false),
+            ("2.9.10", false),
+            ("", false),
+        ] {
+            assert_eq!(takes_a_preferred_leader(version), takes, "{version}");
+        }
     }
 
     #[test]

@@ -313,7 +313,9 @@ impl Control {
         let (members_written, leases_written) = if gateway {
             (false, false)
         } else {
-            self.beat().await
+            let written = self.beat().await;
+            self.cluster.note_writes(written.0 && written.1);
+            written
         };
         self.renew().await;
         self.finish_opens().await;

@@ -96,6 +96,9 @@ pub(crate) struct Cluster {
     /// The secret nodes show each other (kept in the leases bucket: whoever can reach the
     /// cluster's JetStream is a peer; nobody else is).
     peer_secret: std::sync::OnceLock<String>,
+    /// Since when this node's writes to the buckets (membership and lease heartbeats) have
+    /// failed, if they do: it cannot renew leases, so it is about to serve nothing.
+    writes_failing_since: std::sync::Mutex<Option<Instant>>,
     /// Set to leave the cluster (shutdown); the loop answers on `left`.
     stop: watch::Sender<bool>,
     left: watch::Sender<bool>,
@@ -152,6 +155,7 @@ impl Cluster {
             leases: std::sync::OnceLock::new(),
             clock_revision: std::sync::Mutex::new(0),
             peer_secret: std::sync::OnceLock::new(),
+            writes_failing_since: std::sync::Mutex::new(None),
             stop: watch::Sender::new(false),
             left: watch::Sender::new(false),
         });
@@ -304,6 +308,54 @@ impl Cluster {
             "complete": owners.iter().all(Option::is_some),
             "stats": *self.stats.read().unwrap_or_else(|p| p.into_inner()),
         })
+    }
+
+    /// Notes whether this node's last heartbeat writes to the buckets went through.
+    pub(super) fn note_writes(&self, written: bool) {
+        let mut since = self
+            .writes_failing_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match (written, *since) {
+            (true, _) => *since = None,
+            (false, None) => *since = Some(Instant::now()),
+            (false, Some(_)) => {}
+        }
+    }
+
+    /// `/_sqsim/health` in cluster mode: degraded (503 for a load balancer) while this node's
+    /// writes to JetStream have failed for a whole lease — JetStream unreachable, or its disk
+    /// full — since it then cannot renew its leases and soon serves nothing. Shards without
+    /// an owner (a failover under way) are reported, not counted against this node.
+    pub(crate) fn health(&self) -> (bool, serde_json::Value) {
+        let failing_for = self
+            .writes_failing_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map(|t| t.elapsed());
+        let joined = self.leases.get().is_some();
+        let healthy = joined && failing_for.is_none_or(|d| d < self.config.lease);
+        let ownerless = self
+            .owners
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|o| o.is_none())
+            .count();
+        let serving = self.engines().len();
+        let mut cluster = serde_json::json!({
+            "joined": joined,
+            "serving": serving,
+            "shards_without_owner": ownerless,
+        });
+        if let Some(d) = failing_for {
+            cluster["writes_failing_for_ms"] = serde_json::json!(d.as_millis() as u64);
+        }
+        let status = if healthy { "ok" } else { "degraded" };
+        (
+            healthy,
+            serde_json::json!({ "status": status, "cluster": cluster }),
+        )
     }
 
     /// Sets this node's clock to the cluster's (`offset_ms` added to real time, frozen at

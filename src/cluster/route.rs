@@ -337,8 +337,9 @@ fn local_queues(cluster: &Cluster, filter: &QueueFilter) -> Vec<QueueId> {
 }
 
 /// The admin endpoints in cluster mode: `/_sqsim/cluster` (status),
-/// `/_sqsim/cluster/queues` (a peer's listing), reset across every node; health, faults and
-/// reading the clock act on this node as in one process (given back as `Err`); the rest of
+/// `/_sqsim/cluster/queues` (a peer's listing), reset across every node, health (whether this
+/// node can write to JetStream); faults and reading the clock act on this node as in one
+/// process (given back as `Err`); the rest of
 /// the test controls act on one process's engine and are refused.
 pub(crate) async fn admin(
     state: &Plane,
@@ -401,7 +402,16 @@ pub(crate) async fn admin(
             }
             Err(e) => e.reply(),
         },
-        (Method::GET, "/_sqsim/health" | "/_sqsim/faults" | "/_sqsim/clock")
+        (Method::GET, "/_sqsim/health") => {
+            let (healthy, body) = link.cluster.health();
+            let status = if healthy {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            reply(status, body)
+        }
+        (Method::GET, "/_sqsim/faults" | "/_sqsim/clock")
         | (Method::POST | Method::DELETE, "/_sqsim/faults") => return Err(req),
         (_, p) if p.starts_with("/_sqsim/faults/") => return Err(req),
         (_, p) => reply(

@@ -83,8 +83,12 @@ def shard_streams(cluster):
 class Nats:
     """One JetStream server of the cluster."""
 
-    def __init__(self, index, ports, cluster_ports, workdir, sync="always"):
+    def __init__(self, index, ports, cluster_ports, workdir, sync="always", store_size=None):
         self.index = index
+        # A tmpfs of this size (e.g. "24m") as the store: a disk to fill. JetStream takes at
+        # most 75% of the room its store has when it starts.
+        self.store_size = store_size
+        self.mounted = False
         # `always` (what cluster mode's durability promise rests on), or `default`:
         # JetStream's own (every 2 minutes), for the benchmark's comparison.
         self.sync = sync
@@ -103,6 +107,15 @@ class Nats:
         )
         binary = os.environ.get("NATS_SERVER_BIN") or shutil.which("nats-server")
         assert binary, "nats-server is not installed (make nats installs it)"
+        if self.store_size and not self.mounted:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            mounted = subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={self.store_size}", "tmpfs", str(self.dir)],
+                capture_output=True,
+                text=True,
+            )
+            assert mounted.returncode == 0, f"cannot mount a tmpfs (run as root): {mounted.stderr}"
+            self.mounted = True
         conf = self.dir.with_suffix(".conf")
         # One server alone runs JetStream without a cluster (replicas 1).
         cluster = (
@@ -130,6 +143,15 @@ jetstream {{ store_dir: "{self.dir}"{sync} }}
             stdout=open(self.log, "ab"),
             stderr=subprocess.STDOUT,
         )
+
+    def resize(self, size):
+        """Gives the store's tmpfs a new size (room again after a full disk)."""
+        subprocess.run(["mount", "-o", f"remount,size={size}", str(self.dir)], check=True)
+
+    def unmount(self):
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.dir)], check=False)
+            self.mounted = False
 
     def jsz(self):
         return get_json(f"http://127.0.0.1:{self.monitor}/jsz", timeout=2)
@@ -206,11 +228,13 @@ class Cluster:
     """`size` JetStream servers and `size` sqsim nodes on them (3 in the tests), each shard
     kept on `replicas` of the servers (default: all of them, at most 5)."""
 
-    def __init__(self, lease_ms=LEASE_MS, size=3, replicas=None, sync="always"):
+    def __init__(self, lease_ms=LEASE_MS, size=3, replicas=None, sync="always", store_size=None):
         self.workdir = Path(tempfile.mkdtemp(prefix="sqsim-cluster-"))
         ports = [free_port() for _ in range(size)]
         cluster_ports = [free_port() for _ in range(size)]
-        self.nats = [Nats(i, ports, cluster_ports, self.workdir, sync) for i in range(size)]
+        self.nats = [
+            Nats(i, ports, cluster_ports, self.workdir, sync, store_size) for i in range(size)
+        ]
         self.nats_urls = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
         replicas = ["--cluster-replicas", str(replicas or min(size, 5))]
         self.nodes = [
@@ -300,6 +324,7 @@ class Cluster:
         # The logs stay (small, read when a test fails); the JetStream stores go: a
         # benchmark's reach hundreds of MB each, and hundreds of runs filled the disk.
         for n in self.nats:
+            n.unmount()
             shutil.rmtree(n.dir, ignore_errors=True)
 
     def logs(self):

@@ -1,0 +1,107 @@
+"""A JetStream server whose disk fills up under cluster mode: writes are refused with an
+error (never acknowledged), the node's health says it cannot write, and once there is room
+again and the server has restarted, every acknowledged send is there and the node serves
+again by itself."""
+
+import time
+import urllib.error
+import urllib.request
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from harness import Cluster, get_json, wait_for
+
+BODY = 60_000
+
+
+def client(node, read_timeout):
+    return boto3.client(
+        "sqs",
+        endpoint_url=node.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=read_timeout),
+    )
+
+
+def health(node):
+    try:
+        with urllib.request.urlopen(f"{node.endpoint}/_sqsim/health", timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def degraded(node):
+    """Health's answer while it is 503, else None."""
+    answer = health(node)
+    return answer if answer[0] == 503 else None
+
+
+def test_a_full_jetstream_disk_refuses_writes_and_loses_nothing():
+    # One node on one JetStream server (R1, the same write path as R3) whose store is a
+    # 24 MB tmpfs: JetStream takes 75% of it, about 18 MB.
+    cluster = Cluster(size=1, store_size="24m")
+    try:
+        cluster.start()
+        node = cluster.nodes[0]
+        assert health(node)[0] == 200
+        # The writer retries a refused write for 20 s before it answers 500.
+        sqs = client(node, read_timeout=60)
+        url = sqs.create_queue(QueueName="fill")["QueueUrl"]
+        acked, refused = [], None
+        for i in range(1000):
+            body = f"{i:05d}-" + "x" * BODY
+            try:
+                sqs.send_message(QueueUrl=url, MessageBody=body)
+                acked.append(f"{i:05d}")
+            except ClientError as e:
+                refused = e
+                break
+        assert refused is not None, "the disk never filled"
+        assert 100 < len(acked) < 1000, len(acked)
+        refused_with = refused.response["ResponseMetadata"]["HTTPStatusCode"]
+        assert refused_with in (500, 503), refused.response
+        # Its heartbeats cannot be written either: health tells a load balancer.
+        _, body = wait_for("health to say writes fail", lambda: degraded(node), timeout=20)
+        assert b"writes_failing_for_ms" in body, body
+
+        # Room again. JetStream fixes its limit when it starts, so the server restarts.
+        nats = cluster.nats[0]
+        nats.resize("256m")
+        nats.kill9()
+        nats.start()
+        started = time.monotonic()
+
+        def sends_again():
+            try:
+                client(node, read_timeout=20).send_message(QueueUrl=url, MessageBody="after")
+                return True
+            except ClientError:
+                return False
+
+        wait_for("the node to take sends again", sends_again, timeout=90, every=1)
+        print(f"took sends again {time.monotonic() - started:.1f} s after the JetStream restart")
+        wait_for("health to be ok again", lambda: health(node)[0] == 200, timeout=20)
+        got = set()
+        while True:
+            batch = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600
+            ).get("Messages", [])
+            if not batch:
+                break
+            got.update(m["Body"][:5] for m in batch)
+        lost = [a for a in acked if a not in got]
+        assert not lost, f"acknowledged sends lost: {lost[:10]}"
+        assert "after" in got
+        print(f"{len(acked)} acknowledged before the disk filled, all there; refused with {refused_with}")
+        stats = get_json(f"{node.endpoint}/_sqsim/cluster")["stats"]
+        print(f"cluster stats: {stats}")
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.stop()
