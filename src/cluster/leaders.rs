@@ -45,7 +45,7 @@ fn takes_a_preferred_leader(version: &str) -> bool {
 /// A shard stream as one read of the stream list shows it.
 #[derive(Debug, Default)]
 struct Seen {
-    leader: Option<String>,
+    leader: String,
     /// Replicas up to date and online (the leader included): the ones a move may go to.
     current: BTreeSet<String>,
 }
@@ -184,7 +184,7 @@ async fn round(
         let Some((_, now)) = seen.get(&shard) else {
             continue;
         };
-        if now.leader.as_deref() == Some(target.as_str()) || !now.current.contains(&target) {
+        if now.leader == target || !now.current.contains(&target) {
             continue;
         }
         let Some(served) = cluster.serving_shard(shard) else {
@@ -194,7 +194,7 @@ async fn round(
             Ok(true) => {
                 moved += 1;
                 cluster.stats_mut().leader_moves += 1;
-                tracing::info!(shard, from = ?now.leader, to = %target, "moved the shard stream's leader");
+                tracing::info!(shard, from = %now.leader, to = %target, "moved the shard stream's leader");
             }
             Ok(false) => {
                 tracing::info!(shard, to = %target, "the shard stream's leader went elsewhere; trying again next round")
@@ -217,12 +217,8 @@ async fn read(
         let mut streams = js.streams();
         while let Some(info) = streams.next().await {
             let info = info.map_err(|e| e.to_string())?;
-            let Some(shard) = info
-                .config
-                .name
-                .strip_prefix("SQSIM_shard")
-                .and_then(|n| n.parse::<u32>().ok())
-                .filter(|n| *n < shards)
+            let Some(shard) =
+                super::shard::shard_of_stream(&info.config.name).filter(|n| *n < shards)
             else {
                 continue;
             };
@@ -241,10 +237,7 @@ async fn read(
                 servers.push(peer.name);
             }
             servers.sort_unstable();
-            let state = Seen {
-                leader: Some(leader),
-                current,
-            };
+            let state = Seen { leader, current };
             out.insert(shard, (servers, state));
         }
         Ok::<_, String>(out)
@@ -268,6 +261,22 @@ mod tests {
 
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("js{i}")).collect()
+    }
+
+    #[test]
+    fn shard_streams_are_told_from_the_others() {
+        use super::super::shard::{shard_of_stream, stream_name};
+        let name = crate::store::jetstream::stream_of(&stream_name(17));
+        assert_eq!(shard_of_stream(&name), Some(17));
+        for other in [
+            "KV_sqsim_leases",
+            "SQSIM_shard",
+            "SQSIM_shard017",
+            "SQSIM_grouped",
+            "X_shard3",
+        ] {
+            assert_eq!(shard_of_stream(other), None, "{other}");
+        }
     }
 
     #[test]

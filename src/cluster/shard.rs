@@ -96,3 +96,11 @@ impl Shard {
 pub(crate) fn stream_name(index: u32) -> String {
     format!("shard{index}")
 }
+
+/// The shard whose JetStream stream is `stream`, if it is a shard's (the names above, read
+/// back).
+pub(crate) fn shard_of_stream(stream: &str) -> Option<u32> {
+    let digits = stream.trim_start_matches(|c: char| !c.is_ascii_digit());
+    let index: u32 = digits.parse().ok()?;
+    (crate::store::jetstream::stream_of(&stream_name(index)) == stream).then_some(index)
+}

@@ -276,6 +276,11 @@ impl JetStreamStore {
     }
 }
 
+/// The JetStream stream a store named `name` writes to.
+pub(crate) fn stream_of(name: &str) -> String {
+    format!("SQSIM_{name}")
+}
+
 /// The servers of a comma-separated list of NATS URLs (any of them reaches the cluster; the
 /// client fails over between them).
 pub(crate) fn servers(urls: &str) -> Result<Vec<async_nats::ServerAddr>, StoreError> {
@@ -401,6 +406,11 @@ impl Indexed {
 }
 
 impl Writer {
+    /// The stream's name in JetStream.
+    fn stream(&self) -> String {
+        stream_of(&self.name)
+    }
+
     fn log_subject(&self) -> String {
         format!("sqsim.{}.log", self.name)
     }
@@ -513,7 +523,7 @@ impl Writer {
     /// leader answers the question).
     async fn leader(&self, js: &jetstream::Context) -> Option<String> {
         let asked =
-            js.request::<_, _, serde_json::Value>(format!("STREAM.INFO.SQSIM_{}", self.name), &());
+            js.request::<_, _, serde_json::Value>(format!("STREAM.INFO.{}", self.stream()), &());
         let info = tokio::time::timeout(std::time::Duration::from_millis(250), asked)
             .await
             .ok()?
@@ -529,7 +539,7 @@ impl Writer {
         }
         let asked: serde_json::Value = js
             .request(
-                format!("STREAM.LEADER.STEPDOWN.SQSIM_{}", self.name),
+                format!("STREAM.LEADER.STEPDOWN.{}", self.stream()),
                 &serde_json::json!({ "placement": { "preferred": server } }),
             )
             .await
@@ -563,7 +573,7 @@ impl Writer {
     ) -> Result<jetstream::Context, StoreError> {
         let js = jetstream::new(client);
         let config = stream::Config {
-            name: format!("SQSIM_{}", self.name),
+            name: self.stream(),
             subjects: vec![
                 self.log_subject(),
                 self.snap_subject(),
@@ -815,7 +825,7 @@ impl Writer {
     /// ours and is one of them; messages of one writer are consecutive, so those before it
     /// are there too. `None`: another writer wrote (a true refusal).
     async fn landed(&mut self, js: &jetstream::Context, rest: &[Group]) -> Option<usize> {
-        let stream = js.get_stream(format!("SQSIM_{}", self.name)).await.ok()?;
+        let stream = js.get_stream(self.stream()).await.ok()?;
         let last = stream
             .get_last_raw_message_by_subject(&self.log_subject())
             .await
@@ -873,7 +883,7 @@ impl Writer {
     /// position it stands for.
     async fn recover(&mut self, js: &jetstream::Context) -> Result<Recovery, StoreError> {
         let stream = js
-            .get_stream(format!("SQSIM_{}", self.name))
+            .get_stream(self.stream())
             .await
             .map_err(|e| io_error(format!("cannot open the stream: {e}")))?;
         let mut stream = stream;
@@ -1107,7 +1117,7 @@ impl Writer {
             first_seq.get_or_insert(ack.sequence);
         }
         let stream = js
-            .get_stream(format!("SQSIM_{}", self.name))
+            .get_stream(self.stream())
             .await
             .map_err(|e| io_error(format!("cannot open the stream: {e}")))?;
         // Older snapshots and fences, then log records before `at`, are no longer needed.
@@ -1218,7 +1228,7 @@ mod tests {
             block_on(async {
                 let client = async_nats::connect(&server.url).await.unwrap();
                 let js = jetstream::new(client);
-                let mut stream = js.get_stream("SQSIM_grouped").await.unwrap();
+                let mut stream = js.get_stream(stream_of("grouped")).await.unwrap();
                 stream.info().await.unwrap().state.messages
             })
         };
@@ -1263,7 +1273,7 @@ mod tests {
         block_on(async {
             let client = async_nats::connect(url).await.unwrap();
             let js = jetstream::new(client);
-            let mut stream = js.get_stream(format!("SQSIM_{name}")).await.unwrap();
+            let mut stream = js.get_stream(stream_of(name)).await.unwrap();
             let last = stream.info().await.unwrap().state.last_sequence;
             let mut headers = HeaderMap::new();
             headers.insert(async_nats::header::NATS_MESSAGE_ID, id);

@@ -199,7 +199,8 @@ class Node:
     def status(self):
         return get_json(f"{self.endpoint}/_sqsim/cluster", timeout=2)
 
-    def client(self, attempts=3):
+    def client(self, attempts=3, read_timeout=60):
+        """A boto3 client of this node: `attempts` retries after the first try (0: none)."""
         return boto3.client(
             "sqs",
             endpoint_url=self.endpoint,
@@ -208,7 +209,7 @@ class Node:
             aws_secret_access_key="test",
             config=Config(
                 retries={"max_attempts": attempts, "mode": "standard"},
-                read_timeout=60,
+                read_timeout=read_timeout,
                 connect_timeout=2,
             ),
         )

@@ -7,24 +7,11 @@ import time
 import urllib.error
 import urllib.request
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from harness import Cluster, get_json, wait_for
 
 BODY = 60_000
-
-
-def client(node, read_timeout):
-    return boto3.client(
-        "sqs",
-        endpoint_url=node.endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-        config=Config(retries={"total_max_attempts": 1}, read_timeout=read_timeout),
-    )
 
 
 def health(node):
@@ -50,7 +37,7 @@ def test_a_full_jetstream_disk_refuses_writes_and_loses_nothing():
         node = cluster.nodes[0]
         assert health(node)[0] == 200
         # The writer retries a refused write for 20 s before it answers 500.
-        sqs = client(node, read_timeout=60)
+        sqs = node.client(attempts=0, read_timeout=60)
         url = sqs.create_queue(QueueName="fill")["QueueUrl"]
         acked, refused = [], None
         for i in range(1000):
@@ -78,7 +65,7 @@ def test_a_full_jetstream_disk_refuses_writes_and_loses_nothing():
 
         def sends_again():
             try:
-                client(node, read_timeout=20).send_message(QueueUrl=url, MessageBody="after")
+                node.client(attempts=0, read_timeout=20).send_message(QueueUrl=url, MessageBody="after")
                 return True
             except ClientError:
                 return False
