@@ -13,6 +13,9 @@
 //! busy shard pays it once per flush rather than once per request — the replicated log's
 //! group commit, as the log store's is one fsync for many requests.
 //!
+//! The owner of a shard can move its stream's leadership to another JetStream server
+//! between two writes ([`JetStreamStore::lead_on`]; `cluster::leaders` spreads leaders).
+//!
 //! All network I/O runs on one thread with its own runtime, shared by every store of the
 //! process over one connection per server list (`nats_io`), so the store serves the
 //! engine's synchronous calls and async request handlers alike, as the log store's writer
@@ -258,9 +261,7 @@ impl JetStreamStore {
             stats,
         })
     }
-}
 
-impl JetStreamStore {
     /// Moves the stream's leadership to the JetStream server named `server` (one of the
     /// stream's replicas) between two writes: every message in flight is acknowledged
     /// first, and the next is published only once the new leader answers. A publish
