@@ -32,6 +32,22 @@ from botocore.exceptions import ClientError
 import sqsim_process
 
 
+# Every server a test started: whatever the test did not stop (it failed first) is killed
+# after it, with its strace, so no process outlives its test.
+STARTED = []
+
+
+@pytest.fixture(autouse=True)
+def no_server_outlives_its_test():
+    yield
+    while STARTED:
+        srv = STARTED.pop()
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+            srv.proc.wait(timeout=10)
+        srv.detach()
+
+
 class Durable:
     """sqsim on a data directory, stopped by kill -9 or SIGTERM as a test chooses."""
 
@@ -40,8 +56,9 @@ class Durable:
         self.proc = sqsim_process.spawn(
             "--data-dir", str(data_dir), "--sync", "fsync", *flags, env=env, stderr=self.log
         )
-        self.endpoint = sqsim_process.wait_ready(self.proc)
         self.strace = None
+        STARTED.append(self)
+        self.endpoint = sqsim_process.wait_ready(self.proc)
         if self.endpoint is None:
             self.proc.wait(timeout=10)
             return
