@@ -43,7 +43,7 @@ fn takes_a_preferred_leader(version: &str) -> bool {
 }
 
 /// A shard stream as one read of the stream list shows it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Seen {
     leader: String,
     /// Replicas up to date and online (the leader included): the ones a move may go to.

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import REPO, Cluster, free_port, get_json, shard_streams, wait_for  # noqa: E402
+from harness import REPO, Cluster, free_port, get_json, wait_for  # noqa: E402
 
 SECONDS = 4
 REPEATS = 3  # sqsim-bench's runs of the scenario; it reports their median
@@ -129,10 +129,7 @@ def settled(cluster, timeout=60):
     """Waits until the nodes have spread the shard streams' leaders evenly over the
     JetStream servers (a round or two after start): measured at rest, not during moves."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _, led = shard_streams(cluster)
-        if len(led) == len(cluster.nats) and max(led.values()) - min(led.values()) <= 1:
-            return
+    while time.monotonic() < deadline and not cluster.leaders_even():
         time.sleep(1)
 
 

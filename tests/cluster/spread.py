@@ -34,13 +34,9 @@ def spread(size):
         # The nodes move the streams' leaders to an even share per server within a round or
         # two (every four leases); read them once that is done, or as they are after 60 s.
         deadline = time.monotonic() + 60
-        while True:
-            kept, led = shard_streams(cluster)
-            if len(led) == size and max(led.values()) - min(led.values()) <= 1:
-                break
-            if time.monotonic() > deadline:
-                break
+        while time.monotonic() < deadline and not cluster.leaders_even():
             time.sleep(1)
+        kept, led = shard_streams(cluster)
         return shards, owners, kept, led
     finally:
         cluster.stop()

@@ -326,8 +326,7 @@ def wait_for_even_leaders(cluster):
     shards = cluster.nodes[0].status()["shards"]
 
     def even():
-        _, led = shard_streams(cluster)
-        return len(led) == 3 and max(led.values()) - min(led.values()) <= 1 and sum(led.values()) == shards
+        return cluster.leaders_even() and sum(shard_streams(cluster)[1].values()) == shards
 
     started = time.monotonic()
     wait_for("shard stream leaders spread evenly", even, timeout=60, every=0.5)
