@@ -499,6 +499,14 @@ impl Control {
             )
         }))
         .await;
+        // Whether JetStream still answers this node (see `outage`), asked once per step and
+        // only when a renewal went unanswered.
+        let unanswered = answers.iter().any(|a| match a {
+            Ok(Ok(_)) => false,
+            Ok(Err(e)) => e.kind() != kv::UpdateErrorKind::WrongLastRevision,
+            Err(_) => true,
+        });
+        let answers_reads = unanswered && self.answers_reads().await;
         for ((s, _), answer) in due.into_iter().zip(answers) {
             match answer {
                 Ok(Ok(revision)) => {
@@ -524,7 +532,8 @@ impl Control {
                             if let Some(h) = self.held.get_mut(&s) {
                                 h.revision = entry.revision;
                             }
-                            self.outage(s);
+                            // The read just answered: JetStream is there.
+                            self.outage(s, true);
                         }
                         Ok(_) => {
                             tracing::warn!(
@@ -534,23 +543,36 @@ impl Control {
                             self.drop_shard(s);
                             self.cluster.stats_mut().lost += 1;
                         }
-                        Err(_) => self.outage(s),
+                        Err(_) => self.outage(s, false),
                     }
                 }
-                _ => self.outage(s),
+                _ => self.outage(s, answers_reads),
             }
         }
     }
 
-    /// The lease on `s` could not be renewed because JetStream did not answer. While this
-    /// node is connected (a bucket electing its leader) nobody can watch the lease go silent,
-    /// so the shard is served on while this loop runs (a stalled process stops answering),
-    /// for at most [`MAX_OUTAGE`].
-    fn outage(&mut self, s: u32) {
+    /// Whether a JetStream server answers a read of the leases bucket now. While the bucket
+    /// elects its leader, writes wait but any replica answers reads (direct gets); a node
+    /// cut off from every server gets no answer at all, whatever its connection's state
+    /// says (a network dropping packets leaves it "connected" until pings fail, minutes).
+    async fn answers_reads(&self) -> bool {
+        let connected = self.client.connection_state() == async_nats::connection::State::Connected;
+        connected
+            && within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
+                .await
+                .is_ok()
+    }
+
+    /// The lease on `s` could not be renewed because JetStream did not answer. While
+    /// JetStream still answers this node's reads (`answers_reads`: a bucket electing its
+    /// leader) nobody can watch the lease go silent, so the shard is served on while this
+    /// loop runs (a stalled process stops answering), for at most [`MAX_OUTAGE`]. Otherwise
+    /// others may be watching it go silent, and taking over after a lease: the shard is
+    /// served only until three quarters of a lease after its last renewal, as the lease says.
+    fn outage(&mut self, s: u32, answers_reads: bool) {
         let Some(h) = self.held.get(&s) else {
             return;
         };
-        let connected = self.client.connection_state() == async_nats::connection::State::Connected;
         if h.renewed.elapsed() > MAX_OUTAGE {
             tracing::warn!(
                 shard = s,
@@ -558,10 +580,9 @@ impl Control {
             );
             self.drop_shard(s);
             self.cluster.stats_mut().lost += 1;
-        } else if connected {
-            // Connected, so JetStream is up and the bucket is electing its leader: no one
-            // can write to it, so no one can watch this lease go silent. Cut off from every
-            // server, the lease lapses as it would: others may be taking over.
+        } else if answers_reads {
+            // JetStream is up and the bucket is electing its leader: no one can write to
+            // it, so no one can watch this lease go silent.
             if let Some(shard) = self.serving(s) {
                 shard.extend(Instant::now() + self.lease() / 2);
             }

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -123,6 +124,7 @@ class Nats:
   name: sqsim-test
   listen: 127.0.0.1:{self.cluster_ports[self.index]}
   routes: [{routes}]
+  no_advertise: true
 }}"""
             if len(self.cluster_ports) > 1
             else ""
@@ -159,6 +161,75 @@ jetstream {{ store_dir: "{self.dir}"{sync} }}
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+
+
+class Link:
+    """A TCP proxy on loopback in front of one JetStream server, through which a node
+    reaches it, and that a test can cut: `cut()` stops carrying bytes either way and leaves
+    every connection open (a network dropping packets, not one refusing them: no reset, no
+    error, the client still thinks it is connected); connections made meanwhile are
+    accepted and held. `heal()` carries on, with what was sent meanwhile."""
+
+    def __init__(self, upstream_port):
+        self.upstream = upstream_port
+        self.port = free_port()
+        self.open = threading.Event()
+        self.open.set()
+        self.closing = False
+        self.sockets = []
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def cut(self):
+        self.open.clear()
+
+    def heal(self):
+        self.open.set()
+
+    def close(self):
+        self.closing = True
+        self.open.set()
+        for s in [self.listener, *self.sockets]:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def _accept(self):
+        while not self.closing:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
+
+    def _connect(self, client):
+        self.open.wait()
+        try:
+            server = socket.create_connection(("127.0.0.1", self.upstream))
+        except OSError:
+            client.close()
+            return
+        self.sockets += [client, server]
+        for a, b in ((client, server), (server, client)):
+            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src, dst):
+        while True:
+            try:
+                data = src.recv(65536)
+                # Held while cut: it goes once the link heals, as TCP resends it would.
+                self.open.wait()
+                if not data or self.closing:
+                    break
+                dst.sendall(data)
+            except OSError:
+                break
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 class Node:
@@ -316,6 +387,14 @@ class Cluster:
     def node(self, name):
         return next(n for n in self.nodes if n.name == name)
 
+    def linked(self, node):
+        """Puts a cuttable link (`Link`) between `node` and each JetStream server; call
+        before `start`. The links, in server order."""
+        node.links = [Link(n.port) for n in self.nats]
+        node.nats_urls = ",".join(f"nats://127.0.0.1:{link.port}" for link in node.links)
+        self.links = getattr(self, "links", []) + node.links
+        return node.links
+
     def owner_of(self, queue_url, via=None):
         via = via or self.live_nodes()[0]
         q = urllib.parse.quote(queue_url, safe="")
@@ -329,6 +408,8 @@ class Cluster:
         for n in self.nats:
             if n.proc and n.proc.poll() is None:
                 n.kill9()
+        for link in getattr(self, "links", []):
+            link.close()
         # The logs stay (small, read when a test fails); the JetStream stores go: a
         # benchmark's reach hundreds of MB each, and hundreds of runs filled the disk.
         for n in self.nats:

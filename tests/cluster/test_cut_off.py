@@ -1,0 +1,198 @@
+"""A node cut off from every JetStream server by the network (packets dropped: no reset,
+its connections still look open) while the other nodes and JetStream carry on. The others
+take its shards over; it must stop answering from its copy before they can have changed
+anything (a lease's worth of silence), never answer a write it could not keep, say so on
+its health, and serve again once the network is back, with nothing acknowledged lost."""
+
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from botocore.exceptions import ClientError
+
+from harness import Cluster, get_json, wait_for
+from load import Load
+
+
+def health(node):
+    try:
+        with urllib.request.urlopen(f"{node.endpoint}/_sqsim/health", timeout=2) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
+def count(client, url):
+    attrs = client.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attrs["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def locate(cluster, url):
+    q = urllib.parse.quote(url, safe="")
+    return get_json(f"{cluster.nodes[1].endpoint}/_sqsim/cluster/locate?queue_url={q}")
+
+
+def drain(client, url):
+    """Receives and deletes every message of `url`; their bodies."""
+    bodies = []
+    while got := client.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages"):
+        bodies += [m["Body"] for m in got]
+        client.delete_message_batch(
+            QueueUrl=url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)],
+        )
+    return bodies
+
+
+class Probe:
+    """Asks `node` for a queue's message count over and over; every answer or error with
+    when the request started and ended."""
+
+    def __init__(self, node, url):
+        self.client = node.client(attempts=0, read_timeout=3)
+        self.url = url
+        self.seen = []  # (started, ended, count or error code)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                got = count(self.client, self.url)
+            except ClientError as e:
+                got = e.response["ResponseMetadata"].get("HTTPStatusCode") or "error"
+            except Exception as e:  # timed out: no answer
+                got = type(e).__name__
+            self.seen.append((started, time.monotonic(), got))
+            time.sleep(0.05)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+def test_a_node_cut_off_from_jetstream_stops_answering_and_loses_nothing():
+    cluster = Cluster()
+    cut = cluster.nodes[0]
+    links = cluster.linked(cut)
+    try:
+        cluster.start()
+        others = cluster.nodes[1:]
+        control = others[0].client(attempts=0, read_timeout=30)
+        # Two queues the node to be cut off serves, on shards of their own, and others for
+        # traffic on the other shards, the node's included. The probed queue's shard gets
+        # no write while the node is cut off: a write waiting there would hold back every
+        # read after it in that shard (reads wait for the records before them), and hide a
+        # stale copy.
+        shards = {}
+        for i in range(80):
+            u = control.create_queue(QueueName=f"cut-{i}")["QueueUrl"]
+            place = locate(cluster, u)
+            if place["owner"] == cut.name:
+                shards.setdefault(place["shard"], u)
+            if len(shards) == 2:
+                break
+        url, written_url = shards.values()
+        std = [
+            u
+            for u in (control.create_queue(QueueName=f"cut-load-{i}")["QueueUrl"] for i in range(8))
+            if locate(cluster, u)["shard"] not in shards
+        ]
+        print(f"probed shard, written shard: {list(shards)}; load on shards "
+              f"{[(locate(cluster, u)['shard'], locate(cluster, u)['owner']) for u in std]}")
+        cut.client(attempts=0).send_message(QueueUrl=url, MessageBody="before")
+        assert count(cut.client(attempts=0), url) == 1
+        # Traffic through the two other nodes only: a client of the cut-off node would wait
+        # for its 20 s of retries each time (the write sent to it is checked below).
+        load = Load(others, std, []).start()
+        probe = Probe(cut, url).start()
+        time.sleep(1)
+
+        for link in links:
+            link.cut()
+        cut_at = time.monotonic()
+        # A write sent to the cut-off node meanwhile: it cannot be kept, so it must not be
+        # acknowledged (or, if it is, be there afterwards).
+        written = {}
+
+        def write_through_the_cut_node():
+            try:
+                cut.client(attempts=0, read_timeout=60).send_message(
+                    QueueUrl=written_url, MessageBody="through-the-cut-node"
+                )
+                written["acked"] = True
+            except Exception as e:  # refused or unanswered: not acknowledged
+                written["refused"] = repr(e)
+
+        writer = threading.Thread(target=write_through_the_cut_node, daemon=True)
+        writer.start()
+
+        # Another node takes the queue over and acknowledges a send to it. Sent once the
+        # lease has moved: sent before, it would be forwarded to the cut-off node and wait
+        # there, and the reads after it in that shard with it (they wait for every record
+        # before them), which hides a stale copy.
+        wait_for(
+            "another node to take the queue over",
+            lambda: cluster.owner_of(url, via=others[0]) != cut.name,
+            timeout=30,
+            every=0.05,
+        )
+        control.send_message(QueueUrl=url, MessageBody="after")
+        acked_at = time.monotonic()
+        print(f"another node acknowledged a send to the queue {acked_at - cut_at:.2f} s after the cut")
+
+        status = wait_for("the cut-off node's health to say so", lambda: health(cut) == 503 or None, timeout=20)
+        assert status
+        print(f"its health said 503 {time.monotonic() - cut_at:.2f} s after the cut")
+        # Past the longest a node serves on without renewing its leases (10 s).
+        time.sleep(max(0.0, cut_at + 13 - time.monotonic()))
+        probe.finish()
+
+        answered = [(s, e, got) for s, e, got in probe.seen if isinstance(got, int) and s >= cut_at]
+        last = max((e for _, e, _ in answered), default=cut_at)
+        print(f"the cut-off node answered from its copy until {last - cut_at:.2f} s after the cut; "
+              f"the probes from then on (started, ended, answer): "
+              f"{[(round(s - cut_at, 2), round(e - cut_at, 2), g) for s, e, g in probe.seen if e >= last][:6]}")
+        # Never a stale answer: a read that started after another node acknowledged a
+        # write must see it.
+        stale = [(round(s - cut_at, 2), got) for s, _, got in answered if s > acked_at and got < 2]
+        assert not stale, f"the cut-off node answered from its stale copy (s after the cut, count): {stale}"
+        # Its copy is left within three quarters of a lease of its last renewal.
+        assert last - cut_at < cluster.lease_ms / 1000, f"it answered {last - cut_at:.2f} s after the cut"
+
+        for link in links:
+            link.heal()
+        healed = time.monotonic()
+        cluster.wait_settled(timeout=60)
+        print(f"it served its share again {time.monotonic() - healed:.2f} s after the network came back")
+        writer.join(timeout=70)
+        assert not writer.is_alive(), "the write through the cut-off node never ended"
+        load.finish()
+        total = load.check_nothing_lost(control)
+        print(f"{total} acknowledged sends checked; errors seen by clients: {dict(load.errors)}")
+        # The queues: what was acknowledged, once each; the write through the cut-off node
+        # only if it was acknowledged.
+        bodies = drain(control, url)
+        assert sorted(bodies) == ["after", "before"], bodies
+        through = drain(control, written_url)
+        print(f"the write through the cut-off node: {written}; its queue held {through}")
+        # Not acknowledged, it is not there either: its publish, held by the network and
+        # delivered once it came back, was refused (the new owner's fence), as every write
+        # of a former owner is.
+        assert through == (["through-the-cut-node"] if written.get("acked") else []), through
+        # Through the node that was cut off, too: the new owner's answer.
+        assert count(cut.client(attempts=2), url) == 0
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.stop()
