@@ -1,10 +1,13 @@
-"""A JetStream server whose disk fills up under cluster mode: writes are refused with an
-error (never acknowledged), the node's health says it cannot write, and once there is room
-again and the server has restarted, every acknowledged send is there and the node serves
-again by itself."""
+"""A JetStream server whose disk fills up under cluster mode. Alone (R1): writes are
+refused with an error (never acknowledged), the node's health says it cannot write, and once
+there is room again and the server has restarted, every acknowledged send is there and the
+node serves again by itself. One of three (R3), under a stream's leader: the two others keep
+the quorum, sends go on being acknowledged, nothing is lost."""
 
+import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from botocore.exceptions import ClientError
@@ -87,6 +90,82 @@ def test_a_full_jetstream_disk_refuses_writes_and_loses_nothing():
         print(f"{len(acked)} acknowledged before the disk filled, all there; refused with {refused_with}")
         stats = get_json(f"{node.endpoint}/_sqsim/cluster")["stats"]
         print(f"cluster stats: {stats}")
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.stop()
+
+
+def leader_of(cluster, stream):
+    """The JetStream server leading `stream`, as the servers report it."""
+    for n in cluster.nats:
+        jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
+        for account in jsz.get("account_details") or []:
+            for s in account.get("stream_detail") or []:
+                leader = (s.get("cluster") or {}).get("leader")
+                if s["name"] == stream and leader:
+                    return next(x for x in cluster.nats if f"nats{x.index}" == leader)
+    return None
+
+
+def used_mb(nats):
+    st = os.statvfs(nats.dir)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize / 1e6
+
+
+def test_a_full_disk_under_the_leader_of_one_of_three_loses_nothing():
+    """R3: the disk under the JetStream server leading a queue's stream fills (shrunk under
+    it while it runs: a write fails with ENOSPC, as when another program fills the disk),
+    while the two others have room. Every stream keeps a quorum on the two, so sends go on
+    being acknowledged; every acknowledged one is there; and once the server has room
+    again and restarts, it catches up and leads its share again."""
+    cluster = Cluster(store_size="512m")
+    try:
+        cluster.start()
+        node = cluster.nodes[0]
+        sqs = node.client(attempts=4, read_timeout=60)
+        url = sqs.create_queue(QueueName="fill-one")["QueueUrl"]
+        q = urllib.parse.quote(url, safe="")
+        shard = get_json(f"{node.endpoint}/_sqsim/cluster/locate?queue_url={q}")["shard"]
+        sqs.send_message(QueueUrl=url, MessageBody="00000-first")
+        full = leader_of(cluster, f"SQSIM_shard{shard}")
+        assert full is not None
+        # Room for about 8 MB more; the sends below write 48 MB to every replica.
+        full.resize(f"{int(used_mb(full)) + 8}m")
+        acked, errors = ["00000"], []
+        started = time.monotonic()
+        for i in range(1, 800):
+            body = f"{i:05d}-" + "x" * BODY
+            try:
+                sqs.send_message(QueueUrl=url, MessageBody=body)
+                acked.append(f"{i:05d}")
+            except ClientError as e:
+                errors.append(e.response["Error"]["Code"])
+        took = time.monotonic() - started
+        left = os.statvfs(full.dir).f_bavail * os.statvfs(full.dir).f_frsize / 1e6
+        now_led_by = leader_of(cluster, f"SQSIM_shard{shard}")
+        print(f"{len(acked)} of 800 sends acknowledged in {took:.1f} s; errors {errors}; "
+              f"{left:.1f} MB left under nats{full.index}; the stream now led by "
+              f"{now_led_by and f'nats{now_led_by.index}'}")
+        assert left < 1, "the disk did not fill"
+        assert len(acked) == 800, errors
+        for n in cluster.nodes:
+            assert health(n)[0] == 200, n.name
+
+        full.resize("512m")
+        full.kill9()
+        full.start()
+        restarted = time.monotonic()
+        wait_for("the restarted server to lead its share again", cluster.leaders_even, timeout=120, every=1)
+        print(f"leaders even again {time.monotonic() - restarted:.1f} s after the restart")
+        got = set()
+        while batch := sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600
+        ).get("Messages", []):
+            got.update(m["Body"][:5] for m in batch)
+        lost = [a for a in acked if a not in got]
+        assert not lost, f"acknowledged sends lost: {lost[:10]}"
     except BaseException:
         print(cluster.logs())
         raise
