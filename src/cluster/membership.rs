@@ -89,6 +89,38 @@ fn key(shard: u32) -> String {
     format!("shard{shard}")
 }
 
+/// The entry `key` of `bucket` as the bucket's stream leader has it (`None`: no such key,
+/// or deleted). Not a direct get (`kv::Store::entry`): those go to any replica through a
+/// queue group, and one handed to a server cut off from the others without a reset (a
+/// network dropping packets) is lost — about 40% of them in a split of three servers, so
+/// every control step failed on some lease and no shard of the cut-off side was ever taken
+/// over. Only the leader's view decides a lease anyway.
+async fn leader_entry(bucket: &kv::Store, key: String) -> Result<Option<kv::Entry>, String> {
+    let subject = format!("{}{key}", bucket.prefix);
+    let m = match bucket.stream.get_last_raw_message_by_subject(&subject).await {
+        Ok(m) => m,
+        Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let operation = match m.headers.get("KV-Operation").map(|v| v.as_str()) {
+        Some("DEL") => kv::Operation::Delete,
+        Some("PURGE") => kv::Operation::Purge,
+        _ => kv::Operation::Put,
+    };
+    Ok((operation == kv::Operation::Put).then(|| kv::Entry {
+        bucket: bucket.name.clone(),
+        key,
+        value: m.payload,
+        revision: m.sequence,
+        delta: 0,
+        created: m.time,
+        operation,
+        seen_current: false,
+    }))
+}
+
 async fn bucket(js: &jetstream::Context, name: &str, replicas: usize) -> Result<kv::Store, String> {
     if let Ok(kv) = js.get_key_value(name).await {
         return Ok(kv);
@@ -466,7 +498,7 @@ impl Control {
     ) -> Result<(Vec<(String, u64)>, Vec<Option<(Option<Owner>, u64)>>), String> {
         let members = self.live().await.map_err(|e| format!("members: {e}"))?;
         let reads = (0..self.cluster.config.shards)
-            .map(|s| within(self.lease() / 4, self.leases.entry(key(s))));
+            .map(|s| within(self.lease() / 4, leader_entry(&self.leases, key(s))));
         let mut leases = Vec::with_capacity(self.cluster.config.shards as usize);
         for (s, entry) in futures_util::future::join_all(reads)
             .await
@@ -521,7 +553,7 @@ impl Control {
                 // Someone rewrote the entry: another node took the lease, or an earlier
                 // renewal of ours was stored though its answer was lost.
                 Ok(Err(e)) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                    let entry = within(self.lease() / 4, self.leases.entry(key(s))).await;
+                    let entry = within(self.lease() / 4, leader_entry(&self.leases, key(s))).await;
                     match entry {
                         Ok(Some(entry))
                             if entry.operation == kv::Operation::Put
@@ -639,7 +671,7 @@ impl Control {
                 let Some(name) = subject.strip_prefix(&prefix) else {
                     continue;
                 };
-                let entry = self.members.entry(name).await.map_err(|e| e.to_string())?;
+                let entry = leader_entry(&self.members, name.to_string()).await?;
                 if let Some(e) = entry.filter(|e| e.operation == kv::Operation::Put) {
                     live.push((name.to_string(), e.revision));
                 }

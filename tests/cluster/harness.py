@@ -101,8 +101,10 @@ class Nats:
         self.proc = None
 
     def start(self):
+        # To each other server directly, or through the link a test put there (`Cluster.split`).
+        links = getattr(self, "route_links", {})
         routes = ",".join(
-            f"nats://127.0.0.1:{p}"
+            f"nats://127.0.0.1:{links[i].port if i in links else p}"
             for i, p in enumerate(self.cluster_ports)
             if i != self.index
         )
@@ -118,13 +120,17 @@ class Nats:
             assert mounted.returncode == 0, f"cannot mount a tmpfs (run as root): {mounted.stderr}"
             self.mounted = True
         conf = self.dir.with_suffix(".conf")
-        # One server alone runs JetStream without a cluster (replicas 1).
+        # One server alone runs JetStream without a cluster (replicas 1). Clients are not
+        # told the servers' addresses (`no_advertise`), nor are servers behind route links
+        # given a second route to each other (pooled routes dial the address a server
+        # gossips, its own, around the link): the links are the only ways through.
+        pool = "\n  pool_size: -1" if links else ""
         cluster = (
             f"""cluster {{
   name: sqsim-test
   listen: 127.0.0.1:{self.cluster_ports[self.index]}
   routes: [{routes}]
-  no_advertise: true
+  no_advertise: true{pool}
 }}"""
             if len(self.cluster_ports) > 1
             else ""
@@ -386,6 +392,24 @@ class Cluster:
 
     def node(self, name):
         return next(n for n in self.nodes if n.name == name)
+
+    def split_able(self):
+        """Puts a cuttable link (`Link`) on every route between two JetStream servers; call
+        before `start`. `split(i)` then cuts server i off from the others."""
+        for a in self.nats:
+            a.route_links = {b.index: Link(b.cluster_ports[b.index]) for b in self.nats if b is not a}
+            self.links = getattr(self, "links", []) + list(a.route_links.values())
+
+    def split(self, index, cut=True):
+        """Cuts JetStream server `index` off from the other servers (both ways), or heals it."""
+        for a in self.nats:
+            for b, link in a.route_links.items():
+                if index not in (a.index, b):
+                    continue
+                if cut:
+                    link.cut()
+                else:
+                    link.heal()
 
     def linked(self, node):
         """Puts a cuttable link (`Link`) between `node` and each JetStream server; call
