@@ -326,12 +326,15 @@ def wait_for_even_leaders(cluster):
     shards = cluster.nodes[0].status()["shards"]
 
     def even():
-        return cluster.leaders_even() and sum(shard_streams(cluster)[1].values()) == shards
+        # The counts that were found even (read again later, a move may be under way: the
+        # nodes move streams to their targets, which an even spread need not match).
+        led = shard_streams(cluster)[1]
+        return cluster.leaders_even(led) and sum(led.values()) == shards and led
 
     started = time.monotonic()
-    wait_for("shard stream leaders spread evenly", even, timeout=60, every=0.5)
+    led = wait_for("shard stream leaders spread evenly", even, timeout=60, every=0.5)
     moves = sum(n.status()["stats"]["leader_moves"] for n in cluster.nodes if n.alive())
-    print(f"leaders even after {time.monotonic() - started:.1f} s: {dict(shard_streams(cluster)[1])}; {moves} moves so far")
+    print(f"leaders even after {time.monotonic() - started:.1f} s: {dict(sorted(led.items()))}; {moves} moves so far")
 
 
 def test_kill9_of_a_jetstream_server_under_load(cluster):
