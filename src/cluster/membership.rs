@@ -27,8 +27,9 @@ use tokio::task::JoinHandle;
 use super::{placement, Cluster, Owner, Shard};
 use crate::store::StoreError;
 
-/// How long a holder serves on without renewing while JetStream does not answer: longer
-/// than NATS takes to elect a bucket's new leader (seconds).
+/// How long a holder keeps a shard (engine and lease, not serving) without renewing while
+/// JetStream does not answer: longer than NATS takes to elect a bucket's new leader
+/// (seconds), so that the shard is served again at once when it has one.
 const MAX_OUTAGE: Duration = Duration::from_secs(10);
 
 /// The key of the cluster's clock in the leases bucket.
@@ -57,8 +58,6 @@ struct Seen {
 
 struct Control {
     cluster: Arc<Cluster>,
-    /// The connection: whether JetStream is reachable at all.
-    client: async_nats::Client,
     members: kv::Store,
     leases: kv::Store,
     held: HashMap<u32, Held>,
@@ -97,7 +96,11 @@ fn key(shard: u32) -> String {
 /// over. Only the leader's view decides a lease anyway.
 async fn leader_entry(bucket: &kv::Store, key: String) -> Result<Option<kv::Entry>, String> {
     let subject = format!("{}{key}", bucket.prefix);
-    let m = match bucket.stream.get_last_raw_message_by_subject(&subject).await {
+    let m = match bucket
+        .stream
+        .get_last_raw_message_by_subject(&subject)
+        .await
+    {
         Ok(m) => m,
         Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
             return Ok(None)
@@ -230,10 +233,9 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         tracing::info!(attempts, "joined the cluster once JetStream was ready");
     }
     let _ = cluster.leases.set(leases.clone());
-    super::leaders::spawn(Arc::clone(&cluster), client.clone());
+    super::leaders::spawn(Arc::clone(&cluster), client);
     let mut control = Control {
         cluster: Arc::clone(&cluster),
-        client,
         members,
         leases,
         held: HashMap::new(),
@@ -531,14 +533,6 @@ impl Control {
             )
         }))
         .await;
-        // Whether JetStream still answers this node (see `outage`), asked once per step and
-        // only when a renewal went unanswered.
-        let unanswered = answers.iter().any(|a| match a {
-            Ok(Ok(_)) => false,
-            Ok(Err(e)) => e.kind() != kv::UpdateErrorKind::WrongLastRevision,
-            Err(_) => true,
-        });
-        let answers_reads = unanswered && self.answers_reads().await;
         for ((s, _), answer) in due.into_iter().zip(answers) {
             match answer {
                 Ok(Ok(revision)) => {
@@ -564,8 +558,7 @@ impl Control {
                             if let Some(h) = self.held.get_mut(&s) {
                                 h.revision = entry.revision;
                             }
-                            // The read just answered: JetStream is there.
-                            self.outage(s, true);
+                            self.outage(s);
                         }
                         Ok(_) => {
                             tracing::warn!(
@@ -575,33 +568,28 @@ impl Control {
                             self.drop_shard(s);
                             self.cluster.stats_mut().lost += 1;
                         }
-                        Err(_) => self.outage(s, false),
+                        Err(_) => self.outage(s),
                     }
                 }
-                _ => self.outage(s, answers_reads),
+                _ => self.outage(s),
             }
         }
     }
 
-    /// Whether a JetStream server answers a read of the leases bucket now. While the bucket
-    /// elects its leader, writes wait but any replica answers reads (direct gets); a node
-    /// cut off from every server gets no answer at all, whatever its connection's state
-    /// says (a network dropping packets leaves it "connected" until pings fail, minutes).
-    async fn answers_reads(&self) -> bool {
-        let connected = self.client.connection_state() == async_nats::connection::State::Connected;
-        connected
-            && within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
-                .await
-                .is_ok()
-    }
-
-    /// The lease on `s` could not be renewed because JetStream did not answer. While
-    /// JetStream still answers this node's reads (`answers_reads`: a bucket electing its
-    /// leader) nobody can watch the lease go silent, so the shard is served on while this
-    /// loop runs (a stalled process stops answering), for at most [`MAX_OUTAGE`]. Otherwise
-    /// others may be watching it go silent, and taking over after a lease: the shard is
-    /// served only until three quarters of a lease after its last renewal, as the lease says.
-    fn outage(&mut self, s: u32, answers_reads: bool) {
+    /// The lease on `s` could not be renewed because JetStream did not answer. The shard is
+    /// served only until three quarters of a lease after its last renewal, as the lease
+    /// says, whatever the reason: others may be watching the lease go silent. It is kept
+    /// (engine and lease) for up to [`MAX_OUTAGE`], so that a renewal that goes through
+    /// again (the bucket elected a leader) lets it serve at once, with no takeover; past
+    /// that it is dropped.
+    ///
+    /// A first version served on while a read of the bucket still answered (which it does
+    /// while the bucket elects its leader, when no one can take a lease over). But a node
+    /// whose only JetStream server is split from the others also gets answers, from that
+    /// server's copy, while the others take its shards over: it answered from a stale copy
+    /// for up to 11 s, and acknowledged deletes that the new owner never saw (the message
+    /// came back). Requests now wait out an election of the leases bucket instead.
+    fn outage(&mut self, s: u32) {
         let Some(h) = self.held.get(&s) else {
             return;
         };
@@ -612,12 +600,6 @@ impl Control {
             );
             self.drop_shard(s);
             self.cluster.stats_mut().lost += 1;
-        } else if answers_reads {
-            // JetStream is up and the bucket is electing its leader: no one can write to
-            // it, so no one can watch this lease go silent.
-            if let Some(shard) = self.serving(s) {
-                shard.extend(Instant::now() + self.lease() / 2);
-            }
         }
     }
 

@@ -361,6 +361,20 @@ class Cluster:
         live = sum(1 for n in self.nats if n.proc is not None and n.proc.poll() is None)
         return len(led) == live and max(led.values()) - min(led.values()) <= 1
 
+    def leader_of(self, stream):
+        """The live JetStream server leading `stream`, as the servers report it (None while
+        it has none)."""
+        for n in self.nats:
+            if n.proc is None or n.proc.poll() is not None:
+                continue
+            jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
+            for account in jsz.get("account_details") or []:
+                for s in account.get("stream_detail") or []:
+                    leader = (s.get("cluster") or {}).get("leader")
+                    if s["name"] == stream and leader:
+                        return next(x for x in self.nats if f"nats{x.index}" == leader)
+        return None
+
     def live_nodes(self):
         return [n for n in self.nodes if n.alive()]
 

@@ -342,13 +342,17 @@ def test_kill9_of_a_jetstream_server_under_load(cluster):
     whose stream leader died waits for JetStream to elect a new one, seconds), and nothing
     acknowledged is lost. Before the kill and once the server is back, the nodes have spread
     the shard streams' leaders evenly over the JetStream servers, moving them under the
-    traffic without losing or refusing a request."""
+    traffic without losing or refusing a request. The server killed leads the leases
+    bucket: the worst case, since no lease can be renewed until the bucket elects a new
+    leader, and every shard waits for it (a node serves a shard only until 3/4 of a lease
+    after its last renewal)."""
     control = cluster.nodes[0].client()
     std, fifos = make_queues(control, "natskill")
     dead = [dead_letter_pair(cluster, control, "natskill-d")]
     load = Load(cluster.nodes, std, fifos, dead=dead).start()
     wait_for_even_leaders(cluster)
-    cluster.nats[1].kill9()
+    victim = cluster.leader_of("KV_sqsim_leases")
+    victim.kill9()
     killed = time.monotonic()
 
     def every_queue_acknowledged_since_the_kill():
@@ -360,7 +364,7 @@ def test_kill9_of_a_jetstream_server_under_load(cluster):
     print(f"every queue took sends again {resumed:.2f} s after a JetStream server died")
     time.sleep(2)
     # Back: it catches up, and the nodes hand it its share of the leaders again.
-    cluster.nats[1].start()
+    victim.start()
     wait_for_even_leaders(cluster)
     load.finish()
     total = load.check_nothing_lost(control)

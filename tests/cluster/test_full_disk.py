@@ -97,18 +97,6 @@ def test_a_full_jetstream_disk_refuses_writes_and_loses_nothing():
         cluster.stop()
 
 
-def leader_of(cluster, stream):
-    """The JetStream server leading `stream`, as the servers report it."""
-    for n in cluster.nats:
-        jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
-        for account in jsz.get("account_details") or []:
-            for s in account.get("stream_detail") or []:
-                leader = (s.get("cluster") or {}).get("leader")
-                if s["name"] == stream and leader:
-                    return next(x for x in cluster.nats if f"nats{x.index}" == leader)
-    return None
-
-
 def used_mb(nats):
     st = os.statvfs(nats.dir)
     return (st.f_blocks - st.f_bfree) * st.f_frsize / 1e6
@@ -129,7 +117,7 @@ def test_a_full_disk_under_the_leader_of_one_of_three_loses_nothing():
         q = urllib.parse.quote(url, safe="")
         shard = get_json(f"{node.endpoint}/_sqsim/cluster/locate?queue_url={q}")["shard"]
         sqs.send_message(QueueUrl=url, MessageBody="00000-first")
-        full = leader_of(cluster, f"SQSIM_shard{shard}")
+        full = cluster.leader_of(f"SQSIM_shard{shard}")
         assert full is not None
         # Room for about 8 MB more; the sends below write 48 MB to every replica.
         full.resize(f"{int(used_mb(full)) + 8}m")
@@ -144,7 +132,7 @@ def test_a_full_disk_under_the_leader_of_one_of_three_loses_nothing():
                 errors.append(e.response["Error"]["Code"])
         took = time.monotonic() - started
         left = os.statvfs(full.dir).f_bavail * os.statvfs(full.dir).f_frsize / 1e6
-        now_led_by = leader_of(cluster, f"SQSIM_shard{shard}")
+        now_led_by = cluster.leader_of(f"SQSIM_shard{shard}")
         print(f"{len(acked)} of 800 sends acknowledged in {took:.1f} s; errors {errors}; "
               f"{left:.1f} MB left under nats{full.index}; the stream now led by "
               f"{now_led_by and f'nats{now_led_by.index}'}")
