@@ -88,40 +88,34 @@ fn key(shard: u32) -> String {
     format!("shard{shard}")
 }
 
-/// The entry `key` of `bucket` as the bucket's stream leader has it (`None`: no such key,
-/// or deleted). Not a direct get (`kv::Store::entry`): those go to any replica through a
-/// queue group, and one handed to a server cut off from the others without a reset (a
-/// network dropping packets) is lost — about 40% of them in a split of three servers, so
-/// every control step failed on some lease and no shard of the cut-off side was ever taken
-/// over. Only the leader's view decides a lease anyway.
-async fn leader_entry(bucket: &kv::Store, key: String) -> Result<Option<kv::Entry>, String> {
+/// The value and revision of `key` in `bucket` as the bucket's stream leader has it
+/// (`None`: no such key, or deleted). Not a direct get (`kv::Store::entry`): those go to
+/// any replica through a queue group, and one handed to a server cut off from the others
+/// without a reset (a network dropping packets) is lost — about 40% of them in a split of
+/// three servers, so every control step failed on some lease and no shard of the cut-off
+/// side was ever taken over. Only the leader's view decides a lease anyway.
+async fn leader_entry(bucket: &kv::Store, key: &str) -> Result<Option<(Bytes, u64)>, String> {
     let subject = format!("{}{key}", bucket.prefix);
-    let m = match bucket
+    match bucket
         .stream
         .get_last_raw_message_by_subject(&subject)
         .await
     {
-        Ok(m) => m,
-        Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
-            return Ok(None)
+        // A delete or purge is a marker message saying so in this header.
+        Ok(m)
+            if matches!(
+                m.headers.get("KV-Operation").map(|v| v.as_str()),
+                Some("DEL" | "PURGE")
+            ) =>
+        {
+            Ok(None)
         }
-        Err(e) => return Err(e.to_string()),
-    };
-    let operation = match m.headers.get("KV-Operation").map(|v| v.as_str()) {
-        Some("DEL") => kv::Operation::Delete,
-        Some("PURGE") => kv::Operation::Purge,
-        _ => kv::Operation::Put,
-    };
-    Ok((operation == kv::Operation::Put).then(|| kv::Entry {
-        bucket: bucket.name.clone(),
-        key,
-        value: m.payload,
-        revision: m.sequence,
-        delta: 0,
-        created: m.time,
-        operation,
-        seen_current: false,
-    }))
+        Ok(m) => Ok(Some((m.payload, m.sequence))),
+        Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
+            Ok(None)
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 async fn bucket(js: &jetstream::Context, name: &str, replicas: usize) -> Result<kv::Store, String> {
@@ -499,19 +493,21 @@ impl Control {
         &self,
     ) -> Result<(Vec<(String, u64)>, Vec<Option<(Option<Owner>, u64)>>), String> {
         let members = self.live().await.map_err(|e| format!("members: {e}"))?;
-        let reads = (0..self.cluster.config.shards)
-            .map(|s| within(self.lease() / 4, leader_entry(&self.leases, key(s))));
+        let reads = (0..self.cluster.config.shards).map(|s| async move {
+            within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await
+        });
         let mut leases = Vec::with_capacity(self.cluster.config.shards as usize);
         for (s, entry) in futures_util::future::join_all(reads)
             .await
             .into_iter()
             .enumerate()
         {
-            let entry = entry
-                .map_err(|e| format!("lease of shard {s}: {e}"))?
-                .filter(|e| e.operation == kv::Operation::Put);
-            leases
-                .push(entry.map(|e| (serde_json::from_slice::<Owner>(&e.value).ok(), e.revision)));
+            let entry = entry.map_err(|e| format!("lease of shard {s}: {e}"))?;
+            leases.push(
+                entry.map(|(value, revision)| {
+                    (serde_json::from_slice::<Owner>(&value).ok(), revision)
+                }),
+            );
         }
         Ok((members, leases))
     }
@@ -547,16 +543,15 @@ impl Control {
                 // Someone rewrote the entry: another node took the lease, or an earlier
                 // renewal of ours was stored though its answer was lost.
                 Ok(Err(e)) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                    let entry = within(self.lease() / 4, leader_entry(&self.leases, key(s))).await;
+                    let entry = within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await;
                     match entry {
-                        Ok(Some(entry))
-                            if entry.operation == kv::Operation::Put
-                                && serde_json::from_slice::<Owner>(&entry.value)
-                                    .is_ok_and(|o| self.ours(&o)) =>
+                        Ok(Some((value, revision)))
+                            if serde_json::from_slice::<Owner>(&value)
+                                .is_ok_and(|o| self.ours(&o)) =>
                         {
                             // Ours: renewed next step, on this revision.
                             if let Some(h) = self.held.get_mut(&s) {
-                                h.revision = entry.revision;
+                                h.revision = revision;
                             }
                             self.outage(s);
                         }
@@ -653,9 +648,8 @@ impl Control {
                 let Some(name) = subject.strip_prefix(&prefix) else {
                     continue;
                 };
-                let entry = leader_entry(&self.members, name.to_string()).await?;
-                if let Some(e) = entry.filter(|e| e.operation == kv::Operation::Put) {
-                    live.push((name.to_string(), e.revision));
+                if let Some((_, revision)) = leader_entry(&self.members, name).await? {
+                    live.push((name.to_string(), revision));
                 }
             }
             Ok::<_, String>(live)
