@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -63,21 +64,28 @@ def wait_for(what, check, timeout=30, every=0.1):
     raise AssertionError(f"timed out waiting for {what}: {last!r}")
 
 
-def shard_streams(cluster):
-    """How many shard streams each live JetStream server keeps, and how many it leads
-    (`Counter`s by server name)."""
-    kept, led = Counter(), Counter()
+def stream_details(cluster):
+    """(server, stream) for every stream each live JetStream server keeps, as its `/jsz`
+    reports it (the stream's name, and its leader under `cluster`)."""
     for n in cluster.nats:
-        if n.proc is None or n.proc.poll() is not None:
+        if not n.alive():
             continue
         jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
         for account in jsz.get("account_details") or []:
             for stream in account.get("stream_detail") or []:
-                if not stream["name"].startswith("SQSIM_shard"):
-                    continue
-                kept[f"nats{n.index}"] += 1
-                if (stream.get("cluster") or {}).get("leader") == f"nats{n.index}":
-                    led[f"nats{n.index}"] += 1
+                yield n, stream
+
+
+def shard_streams(cluster):
+    """How many shard streams each live JetStream server keeps, and how many it leads
+    (`Counter`s by server name)."""
+    kept, led = Counter(), Counter()
+    for n, stream in stream_details(cluster):
+        if not stream["name"].startswith("SQSIM_shard"):
+            continue
+        kept[f"nats{n.index}"] += 1
+        if (stream.get("cluster") or {}).get("leader") == f"nats{n.index}":
+            led[f"nats{n.index}"] += 1
     return kept, led
 
 
@@ -163,6 +171,9 @@ jetstream {{ store_dir: "{self.dir}"{sync} }}
 
     def jsz(self):
         return get_json(f"http://127.0.0.1:{self.monitor}/jsz", timeout=2)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -276,6 +287,16 @@ class Node:
     def status(self):
         return get_json(f"{self.endpoint}/_sqsim/cluster", timeout=2)
 
+    def health(self, timeout=5):
+        """`/_sqsim/health`'s status and body; (None, b"") if the node does not answer."""
+        try:
+            with urllib.request.urlopen(f"{self.endpoint}/_sqsim/health", timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+        except OSError:
+            return None, b""
+
     def client(self, attempts=3, read_timeout=60):
         """A boto3 client of this node: `attempts` retries after the first try (0: none)."""
         return boto3.client(
@@ -358,21 +379,16 @@ class Cluster:
         `led`: the counts `shard_streams` read (read now if not given)."""
         if led is None:
             _, led = shard_streams(self)
-        live = sum(1 for n in self.nats if n.proc is not None and n.proc.poll() is None)
+        live = sum(1 for n in self.nats if n.alive())
         return len(led) == live and max(led.values()) - min(led.values()) <= 1
 
     def leader_of(self, stream):
         """The live JetStream server leading `stream`, as the servers report it (None while
         it has none)."""
-        for n in self.nats:
-            if n.proc is None or n.proc.poll() is not None:
-                continue
-            jsz = get_json(f"http://127.0.0.1:{n.monitor}/jsz?accounts=true&streams=true", timeout=10)
-            for account in jsz.get("account_details") or []:
-                for s in account.get("stream_detail") or []:
-                    leader = (s.get("cluster") or {}).get("leader")
-                    if s["name"] == stream and leader:
-                        return next(x for x in self.nats if f"nats{x.index}" == leader)
+        for _, s in stream_details(self):
+            leader = (s.get("cluster") or {}).get("leader")
+            if s["name"] == stream and leader:
+                return next(x for x in self.nats if f"nats{x.index}" == leader)
         return None
 
     def live_nodes(self):
@@ -435,10 +451,15 @@ class Cluster:
         self.links = getattr(self, "links", []) + node.links
         return node.links
 
-    def owner_of(self, queue_url, via=None):
+    def locate(self, queue_url, via=None):
+        """Where the queue is, as node `via` (default: the first live one) sees it: its
+        `shard` and the `owner` serving it."""
         via = via or self.live_nodes()[0]
         q = urllib.parse.quote(queue_url, safe="")
-        return get_json(f"{via.endpoint}/_sqsim/cluster/locate?queue_url={q}")["owner"]
+        return get_json(f"{via.endpoint}/_sqsim/cluster/locate?queue_url={q}")
+
+    def owner_of(self, queue_url, via=None):
+        return self.locate(queue_url, via)["owner"]
 
     def stop(self):
         for n in self.nodes + getattr(self, "extra_nodes", []):
@@ -446,7 +467,7 @@ class Cluster:
                 n.signal(signal.SIGCONT)
                 n.kill9()
         for n in self.nats:
-            if n.proc and n.proc.poll() is None:
+            if n.alive():
                 n.kill9()
         for link in getattr(self, "links", []):
             link.close()

@@ -15,12 +15,6 @@ from harness import get_json, shard_streams, wait_for
 from load import VISIBILITY_S, Load
 
 
-def locate(cluster, url):
-    q = urllib.parse.quote(url, safe="")
-    with urllib.request.urlopen(f"{cluster.nodes[0].endpoint}/_sqsim/cluster/locate?queue_url={q}") as r:
-        return json.loads(r.read())
-
-
 def name_of(url):
     return url.rsplit("/", 1)[1]
 
@@ -160,7 +154,7 @@ def name_on(cluster, prefix, want):
     as `/_sqsim/cluster/locate` tells them, pass `want`."""
     for i in range(2000):
         name = f"{prefix}-{i}"
-        if want(locate(cluster, f"{cluster.nodes[0].endpoint}/000000000000/{name}")):
+        if want(cluster.locate(f"{cluster.nodes[0].endpoint}/000000000000/{name}")):
             return name
     raise AssertionError(f"no name for {prefix}")
 
@@ -176,7 +170,7 @@ def dead_letter_pair(cluster, client, prefix, source_on=None, dlq_on=None):
         return lambda where: node is None or where["owner"] == node
     dlq_name = name_on(cluster, f"{prefix}-dlq", on(dlq_on))
     dlq = client.create_queue(QueueName=dlq_name)["QueueUrl"]
-    shard = locate(cluster, dlq)["shard"]
+    shard = cluster.locate(dlq)["shard"]
     src_name = name_on(
         cluster, f"{prefix}-src", lambda w: w["shard"] != shard and on(source_on)(w)
     )
@@ -194,7 +188,7 @@ def test_dead_letters_and_move_tasks_within_and_across_shards(cluster):
     target on another node; ListDeadLetterSourceQueues answers from any node."""
     a, b, c = (n.client() for n in cluster.nodes)
     dlq = a.create_queue(QueueName="dl-target")["QueueUrl"]
-    shard = locate(cluster, dlq)["shard"]
+    shard = cluster.locate(dlq)["shard"]
     near = b.create_queue(QueueName=name_on(cluster, "dl-near", lambda w: w["shard"] == shard))["QueueUrl"]
     far_owner = lambda w: w["shard"] != shard and w["owner"] != cluster.owner_of(dlq)
     far = b.create_queue(QueueName=name_on(cluster, "dl-far", far_owner))["QueueUrl"]
@@ -257,10 +251,10 @@ def test_dead_letters_and_move_tasks_within_and_across_shards(cluster):
         assert err["Code"] in ("InvalidParameterValue", "InvalidParameterValueException"), err
         return err["Message"]
 
-    gone = arn.rsplit(":", 1)[0] + ":" + name_on(cluster, "dl-none", lambda w: w["shard"] != locate(cluster, far)["shard"])
+    gone = arn.rsplit(":", 1)[0] + ":" + name_on(cluster, "dl-none", lambda w: w["shard"] != cluster.locate(far)["shard"])
     assert "does not exist" in refused({"RedrivePolicy": json.dumps({"deadLetterTargetArn": gone, "maxReceiveCount": "1"})})
     fifo = a.create_queue(QueueName="dl-fifo.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-    if locate(cluster, fifo)["shard"] != locate(cluster, far)["shard"]:
+    if cluster.locate(fifo)["shard"] != cluster.locate(far)["shard"]:
         bad = json.dumps({"deadLetterTargetArn": arn_of(a, fifo), "maxReceiveCount": "1"})
         assert "same type" in refused({"RedrivePolicy": bad})
     a.set_queue_attributes(QueueUrl=dlq, Attributes={"RedriveAllowPolicy": json.dumps({"redrivePermission": "denyAll"})})

@@ -7,24 +7,11 @@ lost."""
 
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 
 from botocore.exceptions import ClientError
 
-from harness import Cluster, get_json, wait_for
-from load import Load
-
-
-def health(node):
-    try:
-        with urllib.request.urlopen(f"{node.endpoint}/_sqsim/health", timeout=2) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except OSError:
-        return None
+from harness import Cluster, wait_for
+from load import Load, take
 
 
 def count(client, url):
@@ -32,20 +19,11 @@ def count(client, url):
     return int(attrs["Attributes"]["ApproximateNumberOfMessages"])
 
 
-def locate(cluster, url):
-    q = urllib.parse.quote(url, safe="")
-    return get_json(f"{cluster.nodes[1].endpoint}/_sqsim/cluster/locate?queue_url={q}")
-
-
 def drain(client, url):
     """Receives and deletes every message of `url`; their bodies."""
     bodies = []
-    while got := client.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages"):
+    while got := take(client, url):
         bodies += [m["Body"] for m in got]
-        client.delete_message_batch(
-            QueueUrl=url,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)],
-        )
     return bodies
 
 
@@ -99,7 +77,7 @@ def cut_off(cluster, cut, sever, mend, led_away_from=None):
         shards = {}
         for i in range(80):
             u = control.create_queue(QueueName=f"cut-{i}")["QueueUrl"]
-            place = locate(cluster, u)
+            place = cluster.locate(u)
             away = (
                 led_away_from is None
                 or cluster.leader_of(f"SQSIM_shard{place['shard']}") is not led_away_from
@@ -112,10 +90,10 @@ def cut_off(cluster, cut, sever, mend, led_away_from=None):
         std = [
             u
             for u in (control.create_queue(QueueName=f"cut-load-{i}")["QueueUrl"] for i in range(8))
-            if locate(cluster, u)["shard"] not in shards
+            if cluster.locate(u)["shard"] not in shards
         ]
         print(f"probed shard, written shard: {list(shards)}; load on shards "
-              f"{[(locate(cluster, u)['shard'], locate(cluster, u)['owner']) for u in std]}")
+              f"{[(cluster.locate(u)['shard'], cluster.locate(u)['owner']) for u in std]}")
         cut.client(attempts=0).send_message(QueueUrl=url, MessageBody="before")
         assert count(cut.client(attempts=0), url) == 1
         # Traffic through the two other nodes only: a client of the cut-off node would wait
@@ -158,7 +136,7 @@ def cut_off(cluster, cut, sever, mend, led_away_from=None):
         acked_at = time.monotonic()
         print(f"another node acknowledged a send to the queue {acked_at - cut_at:.2f} s after the cut")
 
-        status = wait_for("the cut-off node's health to say so", lambda: health(cut) == 503 or None, timeout=20)
+        status = wait_for("the cut-off node's health to say so", lambda: cut.health()[0] == 503 or None, timeout=20)
         assert status
         print(f"its health said 503 {time.monotonic() - cut_at:.2f} s after the cut")
         # Past the longest a node keeps its shards without renewing its leases (10 s).

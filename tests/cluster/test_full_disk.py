@@ -6,9 +6,6 @@ the quorum, sends go on being acknowledged, nothing is lost."""
 
 import os
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 
 from botocore.exceptions import ClientError
 
@@ -17,17 +14,9 @@ from harness import Cluster, get_json, wait_for
 BODY = 60_000
 
 
-def health(node):
-    try:
-        with urllib.request.urlopen(f"{node.endpoint}/_sqsim/health", timeout=5) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
 def degraded(node):
     """Health's answer while it is 503, else None."""
-    answer = health(node)
+    answer = node.health()
     return answer if answer[0] == 503 else None
 
 
@@ -38,7 +27,7 @@ def test_a_full_jetstream_disk_refuses_writes_and_loses_nothing():
     try:
         cluster.start()
         node = cluster.nodes[0]
-        assert health(node)[0] == 200
+        assert node.health()[0] == 200
         # The writer retries a refused write for 20 s before it answers 500.
         sqs = node.client(attempts=0, read_timeout=60)
         url = sqs.create_queue(QueueName="fill")["QueueUrl"]
@@ -75,7 +64,7 @@ def test_a_full_jetstream_disk_refuses_writes_and_loses_nothing():
 
         wait_for("the node to take sends again", sends_again, timeout=90, every=1)
         print(f"took sends again {time.monotonic() - started:.1f} s after the JetStream restart")
-        wait_for("health to be ok again", lambda: health(node)[0] == 200, timeout=20)
+        wait_for("health to be ok again", lambda: node.health()[0] == 200, timeout=20)
         got = set()
         while True:
             batch = sqs.receive_message(
@@ -114,8 +103,7 @@ def test_a_full_disk_under_the_leader_of_one_of_three_loses_nothing():
         node = cluster.nodes[0]
         sqs = node.client(attempts=4, read_timeout=60)
         url = sqs.create_queue(QueueName="fill-one")["QueueUrl"]
-        q = urllib.parse.quote(url, safe="")
-        shard = get_json(f"{node.endpoint}/_sqsim/cluster/locate?queue_url={q}")["shard"]
+        shard = cluster.locate(url)["shard"]
         sqs.send_message(QueueUrl=url, MessageBody="00000-first")
         full = cluster.leader_of(f"SQSIM_shard{shard}")
         assert full is not None
@@ -139,7 +127,7 @@ def test_a_full_disk_under_the_leader_of_one_of_three_loses_nothing():
         assert left < 1, "the disk did not fill"
         assert len(acked) == 800, errors
         for n in cluster.nodes:
-            assert health(n)[0] == 200, n.name
+            assert n.health()[0] == 200, n.name
 
         full.resize("512m")
         full.kill9()
