@@ -14,7 +14,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: screenshots wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-spread cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: test-suites screenshots wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-spread cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up). Built without cluster
@@ -31,17 +31,30 @@ build:
 
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node,
 ## and the cluster (three JetStream servers, three sqsim nodes, processes killed and stalled).
-test: test-rust test-minimal test-fuzz test-soak test-python test-query test-cli test-node cluster-test cluster-suites test-packages
+test: test-rust test-minimal test-fuzz test-soak test-suites cluster-test cluster-suites test-packages
+
+## The SDK suites against one process each, two at a time: each keeps about three-quarters of
+## a core busy (the client's CPU; measured: boto3's 111 s took 85 s of CPU), the machine has
+## two, and CI's time matters. Output is printed per suite, once it ends.
+SUITES_TOGETHER := $(MAKE) --no-print-directory --output-sync=target -j2
+test-suites: build strace promtool $(VENV)/.installed $(VENV_QUERY)/.installed tests/node/node_modules/.installed chromium
+	$(SUITES_TOGETHER) test-python test-query
+	$(SUITES_TOGETHER) test-cli test-node
 
 test-rust: nats
 	cargo test $(FEATURES)
 
 ## The single-node server without cluster mode and the worker (`--no-default-features`: no
-## NATS client, no AWS SDK), built apart in target/minimal: it serves SQS (boto3's send,
-## receive and queue suites against it) and refuses --cluster and [workers] with the reason.
-MINIMAL_BIN := $(CURDIR)/target/minimal/debug/sqsim
+## NATS client, no AWS SDK): it serves SQS (boto3's send, receive and queue suites against it)
+## and refuses --cluster and [workers] with the reason. Built in the shared target directory,
+## so it reuses the dependencies the full build compiled (about half the time of a target
+## directory of its own), and copied out to target/minimal; the full build's binary is then
+## put back at target/debug/sqsim (cargo only links it again).
+MINIMAL_BIN := $(CURDIR)/target/minimal/sqsim
 test-minimal: $(VENV)/.installed
-	cargo build --no-default-features --bin sqsim --target-dir target/minimal
+	cargo build --no-default-features --bin sqsim
+	mkdir -p $(dir $(MINIMAL_BIN)) && cp target/debug/sqsim $(MINIMAL_BIN)
+	cargo build $(FEATURES)
 	SQSIM_BIN=$(MINIMAL_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/minimal tests/python/test_send.py tests/python/test_receive.py tests/python/test_queues.py
 
@@ -159,11 +172,11 @@ tests/node/node_modules/.installed: tests/node/package.json tests/node/package-l
 
 ## boto3 (current release: AWS JSON protocol).
 test-python: build strace promtool $(VENV)/.installed
-	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q tests/python
+	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
 ## boto3/botocore 1.34.89, the last release that speaks the query protocol to SQS.
 test-query: build strace promtool $(VENV_QUERY)/.installed
-	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=query $(VENV_QUERY)/bin/python -m pytest -q tests/python
+	PROMTOOL=$(PROMTOOL) SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=query $(VENV_QUERY)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
 ## The aws CLI smoke script.
 test-cli: build $(VENV)/.installed
@@ -195,7 +208,7 @@ screenshots: build tests/node/node_modules/.installed chromium
 ## segment and snapshot creation), which make test runs too. CRASH_CYCLES=N to change.
 CRASH_CYCLES ?= 100
 crash: build strace $(VENV)/.installed
-	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q tests/python/test_crash_faults.py
+	SQSIM_BIN=$(SQSIM_BIN) SQSIM_EXPECT_PROTOCOL=json $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python/test_crash_faults.py
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/python/crash.py --cycles $(CRASH_CYCLES) --sync fsync
 	SQSIM_BIN=$(SQSIM_BIN) $(VENV)/bin/python tests/python/crash.py --cycles $(CRASH_CYCLES) --sync os
 
@@ -245,9 +258,9 @@ npm:
 PKG_TEST := $(CURDIR)/target/packages-test
 test-packages: $(VENV_PKG)/.installed
 	rm -rf $(PKG_TEST)
-	cd .ci/packaging/python && $(MATURIN) build --profile dev --compatibility linux --skip-auditwheel --out $(PKG_TEST)
+	cd .ci/packaging/python && $(MATURIN) build --profile dev $(FEATURES) --compatibility linux --skip-auditwheel --out $(PKG_TEST)
 	tests/packaging/python/run.sh $(PKG_TEST)/sqsim-*.whl $(PYTHON)
-	cargo build --bin sqsim
+	cargo build $(FEATURES) --bin sqsim
 	node .ci/packaging/npm/build.mjs --binary target/debug/sqsim --out $(PKG_TEST)/npm
 	tests/packaging/node/run.sh $(PKG_TEST)/npm/*.tgz
 

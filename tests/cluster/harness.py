@@ -327,7 +327,9 @@ class Cluster:
     """`size` JetStream servers and `size` sqsim nodes on them (3 in the tests), each shard
     kept on `replicas` of the servers (default: all of them, at most 5)."""
 
-    def __init__(self, lease_ms=LEASE_MS, size=3, replicas=None, sync="always", store_size=None):
+    def __init__(
+        self, lease_ms=LEASE_MS, size=3, replicas=None, sync="always", store_size=None, shards=None
+    ):
         self.workdir = Path(tempfile.mkdtemp(prefix="sqsim-cluster-"))
         ports = [free_port() for _ in range(size)]
         cluster_ports = [free_port() for _ in range(size)]
@@ -336,8 +338,13 @@ class Cluster:
         ]
         self.nats_urls = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
         replicas = ["--cluster-replicas", str(replicas or min(size, 5))]
+        # Fewer shards than the default 48 (a suite's queues still spread over every node):
+        # each is a Raft group and a lease read every control step, which an idle cluster
+        # pays for all the time.
+        self.shard_args = ["--cluster-shards", str(shards)] if shards else []
         self.nodes = [
-            Node(i, self.nats_urls, self.workdir, lease_ms, extra=replicas) for i in range(size)
+            Node(i, self.nats_urls, self.workdir, lease_ms, extra=replicas + self.shard_args)
+            for i in range(size)
         ]
         self.lease_ms = lease_ms
 
@@ -415,7 +422,7 @@ class Cluster:
 
     def gateway(self):
         """A fourth node that serves no shard and only routes (started on demand)."""
-        extra = ["--cluster-gateway", "--cluster-replicas", str(len(self.nats))]
+        extra = ["--cluster-gateway", "--cluster-replicas", str(len(self.nats)), *self.shard_args]
         g = Node(9, self.nats_urls, self.workdir, self.lease_ms, extra=extra)
         g.start()
         self.extra_nodes = getattr(self, "extra_nodes", []) + [g]

@@ -9,6 +9,7 @@ Environment:
                           of their own with flags still do
 """
 
+import fcntl
 import os
 import re
 import uuid
@@ -18,6 +19,16 @@ import pytest
 from botocore.config import Config
 
 import sqsim_process
+
+
+@pytest.fixture
+def machine_wide():
+    """Taken by a test that uses something of the machine's own (a fixed port, a file outside
+    its temporary directory): suites running side by side (`make test-suites`, the lanes of
+    `make cluster-suites`) take turns at it."""
+    with open("/tmp/sqsim-tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 @pytest.fixture(scope="session")

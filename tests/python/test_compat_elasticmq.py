@@ -235,7 +235,7 @@ MOUNTED_CONF = "/opt/elasticmq.conf"
 
 
 @pytest.fixture
-def mounted_conf():
+def mounted_conf(machine_wide):
     """ElasticMQ's image path, as a compose file mounts it (root: `make test` runs as root);
     whatever was there before is put back."""
     path = Path(MOUNTED_CONF)
@@ -276,7 +276,7 @@ def test_compat_elasticmq_reads_the_mounted_conf_and_serves_a_second_port(mounte
         assert url.endswith("/000000000000/orders")
 
 
-def test_compat_elasticmq_serves_the_ui_port_9325_by_default():
+def test_compat_elasticmq_serves_the_ui_port_9325_by_default(machine_wide):
     with sqsim_process.running("--compat", "elasticmq") as proc:
         assert "console http://127.0.0.1:9325/" in banner(proc)
         second = sqsim_process.Process(proc.proc, "http://127.0.0.1:9325", proc.log_path)
