@@ -1,7 +1,7 @@
 """The single-node server built without cluster mode and the worker (`cargo build
 --no-default-features`, no NATS client, no AWS SDK): it serves SQS in memory and on disk, and
-says plainly what it was built without. `make test-minimal` builds it and copies it to target/minimal, and
-runs this file, and a few of tests/python's files, against it."""
+says plainly what it was built without. `make test-minimal` builds it, copies it to
+target/minimal, and runs this file, and a few of tests/python's files, against it."""
 
 import sys
 from pathlib import Path
