@@ -31,7 +31,6 @@ LEASE_MS = 2500
 
 
 _given = set()
-_given_lock = threading.Lock()  # clusters may start side by side (run_suites.py's lanes)
 
 
 def free_port():
@@ -41,10 +40,9 @@ def free_port():
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        with _given_lock:
-            if port not in _given:
-                _given.add(port)
-                return port
+        if port not in _given:
+            _given.add(port)
+            return port
 
 
 def get_json(url, timeout=5):
