@@ -89,7 +89,24 @@ def shard_streams(cluster):
     return kept, led
 
 
-class Nats:
+class Process:
+    """What the harness does with any process it started (a JetStream server, a node);
+    `proc` is None until it starts."""
+
+    proc = None
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+class Nats(Process):
     """One JetStream server of the cluster."""
 
     def __init__(self, index, ports, cluster_ports, workdir, sync="always", store_size=None):
@@ -172,13 +189,6 @@ jetstream {{ store_dir: "{self.dir}"{sync} }}
     def jsz(self):
         return get_json(f"http://127.0.0.1:{self.monitor}/jsz", timeout=2)
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill9(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
 
 class Link:
     """A TCP proxy on loopback in front of one JetStream server, through which a node
@@ -249,7 +259,7 @@ class Link:
                 pass
 
 
-class Node:
+class Node(Process):
     """One sqsim node."""
 
     def __init__(self, index, nats_urls, workdir, lease_ms, extra=()):
@@ -311,17 +321,6 @@ class Node:
                 connect_timeout=2,
             ),
         )
-
-    def signal(self, sig):
-        self.proc.send_signal(sig)
-
-    def kill9(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
 
 class Cluster:
     """`size` JetStream servers and `size` sqsim nodes on them (3 in the tests), each shard

@@ -24,8 +24,8 @@ import sqsim_process
 @pytest.fixture
 def machine_wide():
     """Taken by a test that uses something of the machine's own (a fixed port, a file outside
-    its temporary directory): suites running side by side (`make test-suites`, the lanes of
-    `make cluster-suites`) take turns at it."""
+    its temporary directory): suites running side by side (`make test-suites`) take turns
+    at it."""
     with open("/tmp/sqsim-tests.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
