@@ -507,12 +507,18 @@ impl Control {
 
     /// A bucket as its consumer delivered it, for a step that wrote `beat` there (the
     /// revision): once it holds that write, so as current as a read of the leader after
-    /// it. A step that wrote nothing there takes what was delivered, if the consumer is
-    /// live. `None`: the leader is to be read instead. A consumer that stays silent though
-    /// this node's writes land is created again (its server may be cut off).
+    /// it. A gateway, which writes nothing and only routes by what it reads, takes what
+    /// was delivered if the consumer is live. `None`: the leader is to be read instead (so
+    /// for a node whose write failed: a view that may lag could miss a lease it took since,
+    /// and it would give the shard up). A consumer that stays silent though this node's
+    /// writes land is created again (its server may be cut off).
     async fn seen(&self, mirror: &Mirror, beat: Option<u64>) -> Option<Entries> {
         let Some(revision) = beat else {
-            return mirror.recent(self.lease() / 2);
+            return if self.cluster.config.gateway {
+                mirror.recent(self.lease() / 2)
+            } else {
+                None
+            };
         };
         let entries = mirror.at(revision, self.lease() / 8).await;
         if entries.is_none() && mirror.silent_for(self.lease() / 2) {

@@ -132,8 +132,7 @@ impl Mirror {
     }
 
     /// The entries as delivered so far, if a change arrived within `fresh`: for a step
-    /// that wrote no heartbeat (a gateway, or a node whose writes fail), which only
-    /// routes by what it reads and takes nothing over.
+    /// that wrote no heartbeat and only routes by what it reads (a gateway).
     pub(super) fn recent(&self, fresh: Duration) -> Option<Entries> {
         let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let heard = s.heard.is_some_and(|t| t.elapsed() <= fresh);

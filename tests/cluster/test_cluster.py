@@ -499,7 +499,10 @@ def check_idle_cost(cluster, nodes, seconds=5):
     """An idle cluster's control loops (every 208 ms) take their view of the leases and the
     members from the buckets' consumers, not by asking the buckets' leaders for every key:
     no step reads a leader, and the JetStream servers answer a handful of API requests a
-    second (about 1,000 when every step read every lease: 0.66 of a core, idle)."""
+    second (about 1,000 when every step read every lease: 0.66 of a core, idle). Measured
+    once the stream leaders are spread: moving them takes a few requests per move."""
+    wait_for_even_leaders(cluster)
+
     def counts():
         stats = [n.status()["stats"] for n in nodes]
         api = sum(n.jsz()["api"]["total"] for n in cluster.nats)
