@@ -19,12 +19,11 @@
 //!   the engine says it relies on.
 //! - `cluster` (uses: control, api, http, protocol, config, engine, store, error) — cluster mode: `placement` (queue →
 //!   shard → preferred node), `membership` (heartbeats and leases in JetStream key-value
-//!   buckets), `mirror` (a bucket kept in memory from a consumer, as current as the
-//!   step's own heartbeat write), `shard` (a served shard: an engine on its JetStream
-//!   stream), `leaders` (each shard stream's leader moved to an even share per JetStream
-//!   server), `route` (a request routed to its shard's engine or forwarded to the node
-//!   serving it, listings across nodes, the peer endpoints), `courier` (outbox parcels and
-//!   queue settings between shards).
+//!   buckets), `shard` (a served shard: an engine on its JetStream stream), `leaders` (each
+//!   shard stream's leader moved to an even share per JetStream server), `route` (a
+//!   request routed to its shard's engine or forwarded to the node serving it, listings
+//!   across nodes, the peer endpoints), `courier` (outbox parcels and queue settings between
+//!   shards).
 //! - `control` (uses: api, worker, http, protocol, config, engine, store, error) — the control plane beside the SQS API,
 //!   with its own error type (`error`): `admin` (`/_sqsim/` test controls), `peek` (a queue's
 //!   messages without receiving them, and the search over them), `console` (the

@@ -24,7 +24,6 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use tokio::task::JoinHandle;
 
-use super::mirror::{Entries, Mirror};
 use super::{placement, Cluster, Owner, Shard};
 use crate::store::StoreError;
 
@@ -61,10 +60,6 @@ struct Control {
     cluster: Arc<Cluster>,
     members: kv::Store,
     leases: kv::Store,
-    /// Both buckets as their consumers deliver them: what a step reads, once they hold its
-    /// heartbeats (the leader is read only when they do not).
-    members_seen: Mirror,
-    leases_seen: Mirror,
     held: HashMap<u32, Held>,
     started: Instant,
     /// Each bucket entry's revision as watched, by bucket key ("m.<node>" / "l.<shard>").
@@ -235,8 +230,6 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
     super::leaders::spawn(Arc::clone(&cluster), client);
     let mut control = Control {
         cluster: Arc::clone(&cluster),
-        members_seen: Mirror::spawn(members.clone(), cluster.stop.subscribe()),
-        leases_seen: Mirror::spawn(leases.clone(), cluster.stop.subscribe()),
         members,
         leases,
         held: HashMap::new(),
@@ -310,18 +303,17 @@ impl Control {
     }
 
     /// Writes this node's heartbeats: its membership, and a key of its own in the leases
-    /// bucket; the revision of each that was stored. A step counts as watching a bucket
-    /// only if this node could write to it in that step: reads alone can succeed while the
-    /// bucket elects a leader (any replica answers them), when no holder can renew. The
-    /// revisions are also what the step's view must have reached ([`Mirror::at`]).
-    async fn beat(&mut self) -> (Option<u64>, Option<u64>) {
+    /// bucket. A step counts as watching a bucket only if this node could write to it in
+    /// that step: reads alone can succeed while the bucket elects a leader (any replica
+    /// answers them), when no holder can renew.
+    async fn beat(&mut self) -> (bool, bool) {
         let limit = self.lease() / 4;
         let url = Bytes::from(self.cluster.peer_url.clone());
         let (members, leases) = tokio::join!(
             within(limit, self.members.put(self.me(), url.clone())),
             within(limit, self.leases.put(format!("beat-{}", self.me()), url)),
         );
-        (members.ok(), leases.ok())
+        (members.is_ok(), leases.is_ok())
     }
 
     /// Forgets what was watched in one bucket (`"m."` or `"l."` keys): a gap.
@@ -330,46 +322,37 @@ impl Control {
     }
 
     /// Follows the cluster's clock: applied when it changed in the bucket (a fan-out this
-    /// node missed, or it joined after the change). `seen`: the clock's entry as the step's
-    /// view has it, if the view came from the bucket's consumer (else it is read).
-    async fn follow_clock(&mut self, seen: Option<Option<(Bytes, u64)>>) {
-        let entry = match seen {
-            Some(entry) => entry,
-            None => match within(self.lease() / 4, self.leases.entry(CLOCK_KEY)).await {
-                Ok(Some(e)) => Some((e.value, e.revision)),
-                _ => None,
-            },
-        };
-        let Some((value, revision)) = entry else {
+    /// node missed, or it joined after the change).
+    async fn follow_clock(&mut self) {
+        let Ok(Some(entry)) = within(self.lease() / 4, self.leases.entry(CLOCK_KEY)).await else {
             return;
         };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&value) else {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&entry.value) else {
             return;
         };
         let offset = v["offset_ms"].as_i64().unwrap_or(0);
         let frozen = v["frozen_at"].as_u64();
-        self.cluster.apply_clock(offset, frozen, revision);
+        self.cluster.apply_clock(offset, frozen, entry.revision);
     }
 
     async fn tick(&mut self) -> Result<(), String> {
         // A gateway is no member and watches no lease: it only routes.
         let gateway = self.cluster.config.gateway;
-        let (members_beat, leases_beat) = if gateway {
-            (None, None)
+        let (members_written, leases_written) = if gateway {
+            (false, false)
         } else {
             let written = self.beat().await;
-            self.cluster
-                .note_writes(written.0.is_some() && written.1.is_some());
+            self.cluster.note_writes(written.0 && written.1);
             written
         };
-        let (members_written, leases_written) = (members_beat.is_some(), leases_beat.is_some());
         self.renew().await;
         self.finish_opens().await;
+        self.follow_clock().await;
         self.drop_broken().await;
         let now = Instant::now();
         // A step that came late is a gap too: a holder may have renewed unseen.
         let late = now.duration_since(self.last_read) > self.lease() / 2;
-        let read = self.read(members_beat, leases_beat).await;
+        let read = self.read().await;
         self.last_read = Instant::now();
         if !members_written || late || read.is_err() {
             self.unwatch("m.");
@@ -377,8 +360,7 @@ impl Control {
         if !leases_written || late || read.is_err() {
             self.unwatch("l.");
         }
-        let (mut live, leases, clock) = read?;
-        self.follow_clock(clock).await;
+        let (mut live, leases) = read?;
         let now = Instant::now();
         let mut gone = Vec::new();
         let watching_members = members_written && !late;
@@ -505,88 +487,29 @@ impl Control {
         Ok(())
     }
 
-    /// A bucket as its consumer delivered it, for a step that wrote `beat` there (the
-    /// revision): once it holds that write, so as current as a read of the leader after
-    /// it. A gateway, which writes nothing and only routes by what it reads, takes what
-    /// was delivered if the consumer is live. `None`: the leader is to be read instead (so
-    /// for a node whose write failed: a view that may lag could miss a lease it took since,
-    /// and it would give the shard up). A consumer that stays silent though this node's
-    /// writes land is created again (its server may be cut off).
-    async fn seen(&self, mirror: &Mirror, beat: Option<u64>) -> Option<Entries> {
-        let Some(revision) = beat else {
-            return if self.cluster.config.gateway {
-                mirror.recent(self.lease() / 2)
-            } else {
-                None
-            };
-        };
-        let entries = mirror.at(revision, self.lease() / 8).await;
-        if entries.is_none() && mirror.silent_for(self.lease() / 2) {
-            tracing::info!("a bucket's consumer delivers nothing; creating it again");
-            mirror.restart();
-        }
-        entries
-    }
-
-    /// Both buckets, as current as a read of their leaders after this step's heartbeats
-    /// (`beats`, their revisions): the members with their revisions, each shard's lease,
-    /// and the clock's entry if it came with them (`None`: not read).
+    /// Reads both buckets: the members with their revisions, and each shard's lease.
     #[allow(clippy::type_complexity)]
     async fn read(
         &self,
-        members_beat: Option<u64>,
-        leases_beat: Option<u64>,
-    ) -> Result<
-        (
-            Vec<(String, u64)>,
-            Vec<Option<(Option<Owner>, u64)>>,
-            Option<Option<(Bytes, u64)>>,
-        ),
-        String,
-    > {
-        let (members_seen, leases_seen) = tokio::join!(
-            self.seen(&self.members_seen, members_beat),
-            self.seen(&self.leases_seen, leases_beat)
-        );
-        let followed = members_seen.is_some() && leases_seen.is_some();
-        let members = match members_seen {
-            Some(entries) => entries.into_iter().map(|(k, (_, r))| (k, r)).collect(),
-            None => self.live().await.map_err(|e| format!("members: {e}"))?,
-        };
-        let owner = |(value, revision): (Bytes, u64)| {
-            (serde_json::from_slice::<Owner>(&value).ok(), revision)
-        };
-        let shards = self.cluster.config.shards;
-        let (leases, clock) = match leases_seen {
-            Some(mut entries) => {
-                let leases = (0..shards)
-                    .map(|s| entries.remove(&key(s)).map(owner))
-                    .collect();
-                (leases, Some(entries.remove(CLOCK_KEY)))
-            }
-            None => {
-                let reads = (0..shards).map(|s| async move {
-                    within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await
-                });
-                let mut leases = Vec::with_capacity(shards as usize);
-                for (s, entry) in futures_util::future::join_all(reads)
-                    .await
-                    .into_iter()
-                    .enumerate()
-                {
-                    let entry = entry.map_err(|e| format!("lease of shard {s}: {e}"))?;
-                    leases.push(entry.map(owner));
-                }
-                (leases, None)
-            }
-        };
-        let mut stats = self.cluster.stats_mut();
-        if followed {
-            stats.views_followed += 1;
-        } else {
-            stats.views_read += 1;
+    ) -> Result<(Vec<(String, u64)>, Vec<Option<(Option<Owner>, u64)>>), String> {
+        let members = self.live().await.map_err(|e| format!("members: {e}"))?;
+        let reads = (0..self.cluster.config.shards).map(|s| async move {
+            within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await
+        });
+        let mut leases = Vec::with_capacity(self.cluster.config.shards as usize);
+        for (s, entry) in futures_util::future::join_all(reads)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            let entry = entry.map_err(|e| format!("lease of shard {s}: {e}"))?;
+            leases.push(
+                entry.map(|(value, revision)| {
+                    (serde_json::from_slice::<Owner>(&value).ok(), revision)
+                }),
+            );
         }
-        Ok((members, leases, clock))
+        Ok((members, leases))
     }
 
     /// Renews every lease due, all at once (one slow answer must not hold the others).

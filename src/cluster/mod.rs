@@ -7,14 +7,12 @@
 //!
 //! - `placement`: queue → shard, shard → preferred node (rendezvous hashing).
 //! - `membership`: the loop that heartbeats, takes, renews and gives back leases.
-//! - `mirror`: a bucket kept in memory from a consumer, as current as the loop needs.
 //! - `shard`: one served shard (an engine on its stream).
 //! - `leaders`: each shard stream's leadership moved to an even share per JetStream server.
 
 pub(crate) mod courier;
 mod leaders;
 mod membership;
-mod mirror;
 pub(crate) mod placement;
 pub(crate) mod route;
 mod shard;
@@ -69,10 +67,6 @@ pub(crate) struct ClusterStats {
     pub last_open_ms: u64,
     /// Stream leaderships this node moved to their target server (`leaders`).
     pub leader_moves: u64,
-    /// Control steps that took both buckets from their consumers (`mirror`)...
-    pub views_followed: u64,
-    /// ...and steps that read a bucket's leader instead (a consumer behind or restarting).
-    pub views_read: u64,
 }
 
 /// This node's view of the cluster.
