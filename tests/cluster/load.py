@@ -42,7 +42,7 @@ class Load:
         # Message ids whose delete was acknowledged. Ids, not bodies: a send the SDK retried
         # (its first attempt applied, its answer lost in a failover) leaves two messages
         # with one body, and deleting one of them must not make the other look resurrected.
-        self.deleted = set()
+        self.deleted = {}  # message id -> body
         self.fifo_sent = defaultdict(list)  # (url, group) -> acknowledged numbers, in order
         self.dead = list(dead)  # (source url, dead-letter queue url)
         # Acknowledged sends to a dead-letter source: body -> MessageId. A send the SDK retried
@@ -148,7 +148,9 @@ class Load:
                 continue
             ok = {e["Id"] for e in out.get("Successful", [])}
             with self.lock:
-                self.deleted.update(m["MessageId"] for i, m in enumerate(msgs) if str(i) in ok)
+                self.deleted.update(
+                    (m["MessageId"], m["Body"]) for i, m in enumerate(msgs) if str(i) in ok
+                )
 
     def start(self):
         # A sender per queue: a queue whose shard waits (a JetStream leader election) does
@@ -189,9 +191,10 @@ class Load:
         assert not missing, f"{len(missing)} acknowledged sends lost, e.g. {sorted(missing)[:5]}"
         resurrected = sorted(drained_ids[i] for i in drained_ids.keys() & self.deleted)
         assert not resurrected, f"acknowledged deletes came back: {resurrected[:5]}"
-        twice = sorted(b for i, b in drained_ids.items() if i not in self.deleted and b in self.received)
+        deleted_bodies = set(self.deleted.values())
+        twice = sorted(b for i, b in drained_ids.items() if b in deleted_bodies)
         if twice:
-            print(f"received before and drained again (a failed delete, or a retried send): {twice[:5]}")
+            print(f"sent twice (another message with the body of an acknowledged delete): {twice[:5]}")
         for url in self.fifo:
             order = defaultdict(list)
             while got := take(client, url):
