@@ -322,6 +322,7 @@ class Node(Process):
             ),
         )
 
+
 class Cluster:
     """`size` JetStream servers and `size` sqsim nodes on them (3 in the tests), each shard
     kept on `replicas` of the servers (default: all of them, at most 5)."""

@@ -174,25 +174,23 @@ class Load:
     def check_nothing_lost(self, client, timeout=40):
         """Drains every queue and checks: every acknowledged send was delivered, no message
         whose delete was acknowledged came back, and each FIFO group arrived in order."""
-        drained = set()
-        drained_ids = {}
+        drained = {}  # message id -> body
         missing = set()
         deadline = time.monotonic() + timeout
         # Receives whose delete failed come back once their visibility timeout ends.
         while time.monotonic() < deadline:
             for url in self.standard:
                 while got := take(client, url):
-                    drained.update(m["Body"] for m in got)
-                    drained_ids.update((m["MessageId"], m["Body"]) for m in got)
-            missing = set(self.sent) - self.received - drained
+                    drained.update((m["MessageId"], m["Body"]) for m in got)
+            missing = set(self.sent) - self.received - set(drained.values())
             if not missing:
                 break
             time.sleep(0.5)
         assert not missing, f"{len(missing)} acknowledged sends lost, e.g. {sorted(missing)[:5]}"
-        resurrected = sorted(drained_ids[i] for i in drained_ids.keys() & self.deleted)
+        resurrected = sorted(drained[i] for i in drained.keys() & self.deleted)
         assert not resurrected, f"acknowledged deletes came back: {resurrected[:5]}"
         deleted_bodies = set(self.deleted.values())
-        twice = sorted(b for i, b in drained_ids.items() if b in deleted_bodies)
+        twice = sorted(b for b in drained.values() if b in deleted_bodies)
         if twice:
             print(f"sent twice (another message with the body of an acknowledged delete): {twice[:5]}")
         for url in self.fifo:
