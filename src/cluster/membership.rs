@@ -13,6 +13,12 @@
 //! the silent revision, renewed with `update` on the last one: two nodes never both take
 //! one. A holder that was stalled (its loop did not run) stops answering before anyone can
 //! take over, and the log itself fences it (see `store::jetstream`).
+//!
+//! A step reads each bucket whole in one batched request (`batch_read`), fenced by its own
+//! heartbeat in that bucket: the answering replica must hold that write, so the read is as
+//! current as one from the bucket's leader. Where that does not work (a replica behind, no
+//! answer, a nats-server before 2.11, a node whose heartbeat failed) it reads every key
+//! from the bucket's leader, as all steps once did.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +30,7 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use tokio::task::JoinHandle;
 
+use super::batch_read::{self, Fence, Keys, ReadError};
 use super::{placement, Cluster, Owner, Shard};
 use crate::store::StoreError;
 
@@ -49,6 +56,13 @@ struct Held {
     cancel: Arc<AtomicBool>,
 }
 
+/// The revisions of a step's heartbeats (`None`: not written).
+#[derive(Default, Clone, Copy)]
+struct Beats {
+    members: Option<u64>,
+    leases: Option<u64>,
+}
+
 /// An entry as watched: its revision and since when it has not changed.
 #[derive(Clone, Copy)]
 struct Seen {
@@ -56,10 +70,21 @@ struct Seen {
     since: Instant,
 }
 
+/// What a control step reads: the members with their revisions, and each shard's lease
+/// (its holder, `None` if unreadable, and revision).
+type Members = Vec<(String, u64)>;
+type Leases = Vec<Option<(Option<Owner>, u64)>>;
+
 struct Control {
     cluster: Arc<Cluster>,
+    client: async_nats::Client,
     members: kv::Store,
     leases: kv::Store,
+    /// The leases bucket's keys a step reads: every shard's, then the clock's.
+    lease_keys: Vec<String>,
+    /// Cleared once a JetStream server turned batched reads down (older than 2.11): every
+    /// step then reads from the leaders, key by key.
+    batched_reads: AtomicBool,
     held: HashMap<u32, Held>,
     started: Instant,
     /// Each bucket entry's revision as watched, by bucket key ("m.<node>" / "l.<shard>").
@@ -93,7 +118,8 @@ fn key(shard: u32) -> String {
 /// any replica through a queue group, and one handed to a server cut off from the others
 /// without a reset (a network dropping packets) is lost — about 40% of them in a split of
 /// three servers, so every control step failed on some lease and no shard of the cut-off
-/// side was ever taken over. Only the leader's view decides a lease anyway.
+/// side was ever taken over. (A batched read is a direct get too, but fenced and given a
+/// short time: a lost or stale one only sends the step here.)
 async fn leader_entry(bucket: &kv::Store, key: &str) -> Result<Option<(Bytes, u64)>, String> {
     let subject = format!("{}{key}", bucket.prefix);
     match bucket
@@ -227,11 +253,18 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         tracing::info!(attempts, "joined the cluster once JetStream was ready");
     }
     let _ = cluster.leases.set(leases.clone());
-    super::leaders::spawn(Arc::clone(&cluster), client);
+    super::leaders::spawn(Arc::clone(&cluster), client.clone());
+    let lease_keys = (0..cluster.config.shards)
+        .map(key)
+        .chain([CLOCK_KEY.to_string()])
+        .collect();
     let mut control = Control {
         cluster: Arc::clone(&cluster),
+        client,
         members,
         leases,
+        lease_keys,
+        batched_reads: AtomicBool::new(true),
         held: HashMap::new(),
         started: Instant::now(),
         seen: HashMap::new(),
@@ -306,14 +339,24 @@ impl Control {
     /// bucket. A step counts as watching a bucket only if this node could write to it in
     /// that step: reads alone can succeed while the bucket elects a leader (any replica
     /// answers them), when no holder can renew.
-    async fn beat(&mut self) -> (bool, bool) {
+    ///
+    /// Returns the revisions written (`None`: not written), which fence the step's reads.
+    async fn beat(&mut self) -> Beats {
         let limit = self.lease() / 4;
         let url = Bytes::from(self.cluster.peer_url.clone());
         let (members, leases) = tokio::join!(
             within(limit, self.members.put(self.me(), url.clone())),
-            within(limit, self.leases.put(format!("beat-{}", self.me()), url)),
+            within(limit, self.leases.put(self.beat_key(), url)),
         );
-        (members.is_ok(), leases.is_ok())
+        Beats {
+            members: members.ok(),
+            leases: leases.ok(),
+        }
+    }
+
+    /// This node's heartbeat key in the leases bucket.
+    fn beat_key(&self) -> String {
+        format!("beat-{}", self.me())
     }
 
     /// Forgets what was watched in one bucket (`"m."` or `"l."` keys): a gap.
@@ -322,45 +365,65 @@ impl Control {
     }
 
     /// Follows the cluster's clock: applied when it changed in the bucket (a fan-out this
-    /// node missed, or it joined after the change).
-    async fn follow_clock(&mut self) {
-        let Ok(Some(entry)) = within(self.lease() / 4, self.leases.entry(CLOCK_KEY)).await else {
+    /// node missed, or it joined after the change). `read`: the clock's entry as the
+    /// step's batched read found it (`Some(None)`: not set); `None`: read it here.
+    async fn follow_clock(&mut self, read: Option<Option<(Bytes, u64)>>) {
+        let entry = match read {
+            Some(entry) => entry,
+            None => within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
+                .await
+                .ok()
+                .flatten()
+                .map(|e| (e.value, e.revision)),
+        };
+        let Some((value, revision)) = entry else {
             return;
         };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&entry.value) else {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&value) else {
             return;
         };
         let offset = v["offset_ms"].as_i64().unwrap_or(0);
         let frozen = v["frozen_at"].as_u64();
-        self.cluster.apply_clock(offset, frozen, entry.revision);
+        self.cluster.apply_clock(offset, frozen, revision);
     }
 
     async fn tick(&mut self) -> Result<(), String> {
         // A gateway is no member and watches no lease: it only routes.
         let gateway = self.cluster.config.gateway;
-        let (members_written, leases_written) = if gateway {
-            (false, false)
+        let beats = if gateway {
+            Beats::default()
         } else {
-            let written = self.beat().await;
-            self.cluster.note_writes(written.0 && written.1);
-            written
+            let beats = self.beat().await;
+            self.cluster
+                .note_writes(beats.members.is_some() && beats.leases.is_some());
+            beats
         };
+        let (members_written, leases_written) = (beats.members.is_some(), beats.leases.is_some());
         self.renew().await;
         self.finish_opens().await;
-        self.follow_clock().await;
         self.drop_broken().await;
         let now = Instant::now();
         // A step that came late is a gap too: a holder may have renewed unseen.
         let late = now.duration_since(self.last_read) > self.lease() / 2;
-        let read = self.read().await;
+        let read = self.read(beats).await;
         self.last_read = Instant::now();
+        if (!members_written || !leases_written || late || read.is_err()) && !gateway {
+            tracing::debug!(
+                members_written,
+                leases_written,
+                late,
+                read_failed = read.is_err(),
+                "a gap in watching the buckets"
+            );
+        }
         if !members_written || late || read.is_err() {
             self.unwatch("m.");
         }
         if !leases_written || late || read.is_err() {
             self.unwatch("l.");
         }
-        let (mut live, leases) = read?;
+        let (mut live, leases, clock) = read?;
+        self.follow_clock(clock).await;
         let now = Instant::now();
         let mut gone = Vec::new();
         let watching_members = members_written && !late;
@@ -487,12 +550,39 @@ impl Control {
         Ok(())
     }
 
-    /// Reads both buckets: the members with their revisions, and each shard's lease.
-    #[allow(clippy::type_complexity)]
+    /// Reads both buckets: the members with their revisions, each shard's lease and (when
+    /// read with them) the clock's entry. Each bucket in one batched read fenced by this
+    /// step's heartbeat in it (`batch_read`); from the bucket's leader, key by key, when
+    /// that read does not count (no heartbeat written, a replica behind, no answer).
     async fn read(
         &self,
-    ) -> Result<(Vec<(String, u64)>, Vec<Option<(Option<Owner>, u64)>>), String> {
-        let members = self.live().await.map_err(|e| format!("members: {e}"))?;
+        beats: Beats,
+    ) -> Result<(Members, Leases, Option<Option<(Bytes, u64)>>), String> {
+        let me = self.me();
+        let members_fence = beats.members.map(|revision| Fence { key: me, revision });
+        let members = match self.batched(&self.members, Keys::All, members_fence).await {
+            Some(read) => read
+                .by_key
+                .into_iter()
+                .map(|(name, (_, revision))| (name, revision))
+                .collect(),
+            None => self.live().await.map_err(|e| format!("members: {e}"))?,
+        };
+        let beat = self.beat_key();
+        let leases_fence = beats.leases.map(|revision| Fence {
+            key: &beat,
+            revision,
+        });
+        let owner = |(value, revision): (Bytes, u64)| {
+            (serde_json::from_slice::<Owner>(&value).ok(), revision)
+        };
+        let keys = Keys::These(&self.lease_keys);
+        if let Some(mut read) = self.batched(&self.leases, keys, leases_fence).await {
+            let leases = (0..self.cluster.config.shards)
+                .map(|s| read.by_key.remove(&key(s)).map(owner))
+                .collect();
+            return Ok((members, leases, Some(read.by_key.remove(CLOCK_KEY))));
+        }
         let reads = (0..self.cluster.config.shards).map(|s| async move {
             within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await
         });
@@ -503,13 +593,58 @@ impl Control {
             .enumerate()
         {
             let entry = entry.map_err(|e| format!("lease of shard {s}: {e}"))?;
-            leases.push(
-                entry.map(|(value, revision)| {
-                    (serde_json::from_slice::<Owner>(&value).ok(), revision)
-                }),
-            );
+            leases.push(entry.map(owner));
         }
-        Ok((members, leases))
+        Ok((members, leases, None))
+    }
+
+    /// `keys` of `bucket` in one batched read that counts: fenced by this step's heartbeat
+    /// (unfenced only on a gateway, which takes nothing over: a late view only sends a
+    /// request to a former holder, which refuses it). A replica behind the fence is asked
+    /// again twice, a moment later (it learns that an entry is committed from the leader's
+    /// next message); `None`: read from the leader instead.
+    async fn batched(
+        &self,
+        bucket: &kv::Store,
+        keys: Keys<'_>,
+        fence: Option<Fence<'_>>,
+    ) -> Option<batch_read::Entries> {
+        if !self.batched_reads.load(Ordering::Relaxed)
+            || (fence.is_none() && !self.cluster.config.gateway)
+        {
+            return None;
+        }
+        for attempt in 0..3u32 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(5 << attempt)).await;
+            }
+            let read = batch_read::last_entries(&self.client, bucket, keys, fence);
+            let answer = match tokio::time::timeout(self.lease() / 10, read).await {
+                Ok(answer) => answer,
+                Err(_) => Err(ReadError::Failed("timed out".into())),
+            };
+            match answer {
+                Ok(read) => {
+                    self.cluster.stats_mut().batched_reads += 1;
+                    return Some(read);
+                }
+                Err(e @ ReadError::Behind { .. }) => {
+                    tracing::debug!(bucket = %bucket.name, error = %e, attempt, "batched read behind");
+                    self.cluster.stats_mut().batched_behind += 1
+                }
+                Err(ReadError::Unsupported(e)) => {
+                    tracing::warn!(error = %e, "the JetStream servers do not take batched reads (nats-server 2.11 or newer does); reading every key from its bucket's leader");
+                    self.batched_reads.store(false, Ordering::Relaxed);
+                    break;
+                }
+                Err(ReadError::Failed(e)) => {
+                    tracing::debug!(bucket = %bucket.name, error = %e, "batched read failed; reading from the leader");
+                    break;
+                }
+            }
+        }
+        self.cluster.stats_mut().leader_reads += 1;
+        None
     }
 
     /// Renews every lease due, all at once (one slow answer must not hold the others).
@@ -714,8 +849,9 @@ impl Control {
             }
         };
         // Someone else took it first, or JetStream did not answer (the next step looks again).
-        if let Ok(revision) = taken {
-            self.open(s, revision, sent);
+        match taken {
+            Ok(revision) => self.open(s, revision, sent),
+            Err(e) => tracing::debug!(shard = s, ?silent, error = %e, "lease not taken"),
         }
     }
 
@@ -826,7 +962,7 @@ impl Control {
             }
         }
         let _ = within(self.lease(), self.members.delete(self.me())).await;
-        let beat = self.leases.delete(format!("beat-{}", self.me()));
+        let beat = self.leases.delete(self.beat_key());
         let _ = within(self.lease(), beat).await;
     }
 }

@@ -10,6 +10,7 @@
 //! - `shard`: one served shard (an engine on its stream).
 //! - `leaders`: each shard stream's leadership moved to an even share per JetStream server.
 
+mod batch_read;
 pub(crate) mod courier;
 mod leaders;
 mod membership;
@@ -67,6 +68,12 @@ pub(crate) struct ClusterStats {
     pub last_open_ms: u64,
     /// Stream leaderships this node moved to their target server (`leaders`).
     pub leader_moves: u64,
+    /// Control steps' reads of a bucket done in one batched request (`batch_read`).
+    pub batched_reads: u64,
+    /// Batched reads answered by a replica behind the step's heartbeat (asked again).
+    pub batched_behind: u64,
+    /// Control steps' reads of a bucket done key by key from its leader instead.
+    pub leader_reads: u64,
 }
 
 /// This node's view of the cluster.

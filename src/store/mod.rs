@@ -20,7 +20,7 @@ pub(crate) mod memory;
 #[cfg(feature = "cluster")]
 mod nats_io;
 #[cfg(test)]
-mod suite;
+pub(crate) mod suite;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -89,7 +89,7 @@ fn recover_all(s: &dyn Store) -> Vec<Vec<u8>> {
 }
 
 /// Runs `f` to its end on a runtime of its own (the suite's tests are synchronous).
-pub(super) fn block_on<F: std::future::Future>(f: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -50,8 +50,8 @@ def suites(pytest_args):
 
 def main():
     # 12 shards: every node serves some of each suite's queues, and the idle cluster keeps
-    # 0.39 of a core busy instead of 0.66 with 48 (lease reads, Raft heartbeats): CPU the
-    # suites, which keep both cores busy, would otherwise wait for.
+    # 0.15 of a core busy instead of 0.22-0.27 with 48 (heartbeats, renewals, Raft
+    # traffic): CPU the suites, which keep both cores busy, would otherwise wait for.
     cluster = Cluster(shards=12).start()
     results = []
     try:

@@ -492,6 +492,35 @@ def test_a_gateway_serves_no_shard_and_forwards_everything(cluster):
     names = map(name_of, client.list_queues(QueueNamePrefix="gw")["QueueUrls"])
     assert sorted(names) == sorted(map(name_of, std + fifos))
     assert g.status()["serving"] == []
+    check_idle_cost(cluster, [*cluster.nodes, g])
+
+
+def check_idle_cost(cluster, nodes, seconds=5):
+    """An idle cluster's control steps (every 208 ms on every node) read each bucket in one
+    batched request, fenced by the step's heartbeat, not key by key from the buckets'
+    leaders (49 JetStream API requests a step: about 1,000 a second with a gateway, 0.4 to
+    0.66 of a core). A replica behind the heartbeat is asked again; a step falls back to
+    the leaders only when that fails too, which an idle cluster should hardly ever see."""
+
+    def counts():
+        stats = [n.status()["stats"] for n in nodes]
+        api = sum(n.jsz()["api"]["total"] for n in cluster.nats)
+        return api, [(s["batched_reads"], s["leader_reads"], s["batched_behind"]) for s in stats]
+
+    api0, before = counts()
+    time.sleep(seconds)
+    api1, after = counts()
+    rate = (api1 - api0) / seconds
+    batched, leader, behind = (
+        [b[i] - a[i] for a, b in zip(before, after)] for i in range(3)
+    )
+    print(f"idle for {seconds} s: {rate:.1f} JetStream API requests/s; bucket reads per node "
+          f"batched {batched}, from the leaders {leader}, replica behind {behind}")
+    # Two buckets a step, a step every twelfth of a lease.
+    steps = seconds / (cluster.lease_ms / 1000 / 12)
+    assert all(n >= steps for n in batched), batched
+    assert sum(leader) <= 0.02 * sum(batched), (leader, batched)
+    assert rate < 20, f"{rate:.1f} JetStream API requests a second in an idle cluster"
 
 
 def test_nodes_started_before_jetstream_wait_for_it_and_join():
