@@ -14,7 +14,7 @@
 //! one. A holder that was stalled (its loop did not run) stops answering before anyone can
 //! take over, and the log itself fences it (see `store::jetstream`).
 //!
-//! A step reads each bucket whole in one batched request (`batch_read`), fenced by its own
+//! A step reads each bucket in one batched request (`batch_read`), fenced by its own
 //! heartbeat in that bucket: the answering replica must hold that write, so the read is as
 //! current as one from the bucket's leader. Where that does not work (a replica behind, no
 //! answer, a nats-server before 2.11, a node whose heartbeat failed) it reads every key
@@ -30,7 +30,7 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use tokio::task::JoinHandle;
 
-use super::batch_read::{self, Fence, Keys, ReadError};
+use super::batch_read::{self, is_deletion, Fence, Keys, ReadError};
 use super::{placement, Cluster, Owner, Shard};
 use crate::store::StoreError;
 
@@ -70,10 +70,23 @@ struct Seen {
     since: Instant,
 }
 
-/// What a control step reads: the members with their revisions, and each shard's lease
-/// (its holder, `None` if unreadable, and revision).
+/// The members a control step read, with their revisions.
 type Members = Vec<(String, u64)>;
+/// Each shard's lease as a control step read it: its holder (`None` if unreadable) and
+/// revision; `None` if there is none.
 type Leases = Vec<Option<(Option<Owner>, u64)>>;
+
+/// Where a step's leases came from.
+enum LeasesFrom {
+    /// A batched read, with the clock's entry read alongside (`None`: not set).
+    Batched { clock: Option<(Bytes, u64)> },
+    /// The leader, key by key.
+    Leader,
+}
+
+/// How long after a JetStream server turned batched reads down (older than 2.11) a node
+/// tries them again (a rolling upgrade may have replaced it since).
+const BATCHED_RETRY: Duration = Duration::from_secs(60);
 
 struct Control {
     cluster: Arc<Cluster>,
@@ -82,9 +95,9 @@ struct Control {
     leases: kv::Store,
     /// The leases bucket's keys a step reads: every shard's, then the clock's.
     lease_keys: Vec<String>,
-    /// Cleared once a JetStream server turned batched reads down (older than 2.11): every
-    /// step then reads from the leaders, key by key.
-    batched_reads: AtomicBool,
+    /// Set when a JetStream server turned batched reads down (older than 2.11): until
+    /// [`BATCHED_RETRY`] after it, every step reads from the leaders, key by key.
+    batched_refused: std::sync::Mutex<Option<Instant>>,
     held: HashMap<u32, Held>,
     started: Instant,
     /// Each bucket entry's revision as watched, by bucket key ("m.<node>" / "l.<shard>").
@@ -127,15 +140,8 @@ async fn leader_entry(bucket: &kv::Store, key: &str) -> Result<Option<(Bytes, u6
         .get_last_raw_message_by_subject(&subject)
         .await
     {
-        // A delete or purge is a marker message saying so in this header.
-        Ok(m)
-            if matches!(
-                m.headers.get("KV-Operation").map(|v| v.as_str()),
-                Some("DEL" | "PURGE")
-            ) =>
-        {
-            Ok(None)
-        }
+        // A delete or purge is a marker message.
+        Ok(m) if is_deletion(Some(&m.headers)) => Ok(None),
         Ok(m) => Ok(Some((m.payload, m.sequence))),
         Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
             Ok(None)
@@ -264,7 +270,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         members,
         leases,
         lease_keys,
-        batched_reads: AtomicBool::new(true),
+        batched_refused: std::sync::Mutex::new(None),
         held: HashMap::new(),
         started: Instant::now(),
         seen: HashMap::new(),
@@ -299,15 +305,16 @@ impl Control {
         &self.cluster.config.node_id
     }
 
+    fn owner(&self) -> Owner {
+        Owner {
+            node: self.me().to_string(),
+            url: self.cluster.peer_url.clone(),
+            process: self.cluster.process.clone(),
+        }
+    }
+
     fn owner_value(&self) -> Bytes {
-        Bytes::from(
-            serde_json::to_vec(&Owner {
-                node: self.me().to_string(),
-                url: self.cluster.peer_url.clone(),
-                process: self.cluster.process.clone(),
-            })
-            .unwrap_or_default(),
-        )
+        Bytes::from(serde_json::to_vec(&self.owner()).unwrap_or_default())
     }
 
     /// Until when a lease renewed at `at` lets this node answer: a quarter of the lease
@@ -365,12 +372,12 @@ impl Control {
     }
 
     /// Follows the cluster's clock: applied when it changed in the bucket (a fan-out this
-    /// node missed, or it joined after the change). `read`: the clock's entry as the
-    /// step's batched read found it (`Some(None)`: not set); `None`: read it here.
-    async fn follow_clock(&mut self, read: Option<Option<(Bytes, u64)>>) {
-        let entry = match read {
-            Some(entry) => entry,
-            None => within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
+    /// node missed, or it joined after the change): as the step's batched read found it,
+    /// or read here.
+    async fn follow_clock(&mut self, from: &LeasesFrom) {
+        let entry = match from {
+            LeasesFrom::Batched { clock } => clock.clone(),
+            LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
                 .await
                 .ok()
                 .flatten()
@@ -422,8 +429,8 @@ impl Control {
         if !leases_written || late || read.is_err() {
             self.unwatch("l.");
         }
-        let (mut live, leases, clock) = read?;
-        self.follow_clock(clock).await;
+        let (mut live, leases, from) = read?;
+        self.follow_clock(&from).await;
         let now = Instant::now();
         let mut gone = Vec::new();
         let watching_members = members_written && !late;
@@ -486,6 +493,29 @@ impl Control {
                     }
                 }
                 _ => {
+                    // A batched read can miss a key (a replica catching up, see
+                    // `batch_read`): the leader confirms before the shard goes.
+                    if matches!(from, LeasesFrom::Batched { .. }) {
+                        let lease = key(s);
+                        let entry = within(self.lease() / 4, leader_entry(&self.leases, &lease));
+                        let ours = match entry.await {
+                            Ok(Some((value, revision))) => serde_json::from_slice::<Owner>(&value)
+                                .ok()
+                                .filter(|o| self.ours(o))
+                                .map(|_| revision),
+                            Ok(None) => None,
+                            // Unknown: kept, as when a whole read fails.
+                            Err(_) => self.held.get(&s).map(|h| h.revision),
+                        };
+                        if let Some(revision) = ours {
+                            tracing::debug!(shard = s, "a batched read missed a held lease");
+                            if let Some(h) = self.held.get_mut(&s) {
+                                h.revision = h.revision.max(revision);
+                            }
+                            owners[s as usize] = Some(self.owner());
+                            continue;
+                        }
+                    }
                     tracing::warn!(
                         shard = s,
                         "the lease shows another holder; no longer serving the shard"
@@ -554,10 +584,7 @@ impl Control {
     /// read with them) the clock's entry. Each bucket in one batched read fenced by this
     /// step's heartbeat in it (`batch_read`); from the bucket's leader, key by key, when
     /// that read does not count (no heartbeat written, a replica behind, no answer).
-    async fn read(
-        &self,
-        beats: Beats,
-    ) -> Result<(Members, Leases, Option<Option<(Bytes, u64)>>), String> {
+    async fn read(&self, beats: Beats) -> Result<(Members, Leases, LeasesFrom), String> {
         let me = self.me();
         let members_fence = beats.members.map(|revision| Fence { key: me, revision });
         let members = match self.batched(&self.members, Keys::All, members_fence).await {
@@ -566,7 +593,10 @@ impl Control {
                 .into_iter()
                 .map(|(name, (_, revision))| (name, revision))
                 .collect(),
-            None => self.live().await.map_err(|e| format!("members: {e}"))?,
+            None => {
+                self.cluster.stats_mut().leader_reads += 1;
+                self.live().await.map_err(|e| format!("members: {e}"))?
+            }
         };
         let beat = self.beat_key();
         let leases_fence = beats.leases.map(|revision| Fence {
@@ -581,8 +611,10 @@ impl Control {
             let leases = (0..self.cluster.config.shards)
                 .map(|s| read.by_key.remove(&key(s)).map(owner))
                 .collect();
-            return Ok((members, leases, Some(read.by_key.remove(CLOCK_KEY))));
+            let clock = read.by_key.remove(CLOCK_KEY);
+            return Ok((members, leases, LeasesFrom::Batched { clock }));
         }
+        self.cluster.stats_mut().leader_reads += 1;
         let reads = (0..self.cluster.config.shards).map(|s| async move {
             within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await
         });
@@ -595,7 +627,7 @@ impl Control {
             let entry = entry.map_err(|e| format!("lease of shard {s}: {e}"))?;
             leases.push(entry.map(owner));
         }
-        Ok((members, leases, None))
+        Ok((members, leases, LeasesFrom::Leader))
     }
 
     /// `keys` of `bucket` in one batched read that counts: fenced by this step's heartbeat
@@ -609,7 +641,11 @@ impl Control {
         keys: Keys<'_>,
         fence: Option<Fence<'_>>,
     ) -> Option<batch_read::Entries> {
-        if !self.batched_reads.load(Ordering::Relaxed)
+        let refused = *self
+            .batched_refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if refused.is_some_and(|at| at.elapsed() < BATCHED_RETRY)
             || (fence.is_none() && !self.cluster.config.gateway)
         {
             return None;
@@ -625,6 +661,15 @@ impl Control {
             };
             match answer {
                 Ok(read) => {
+                    if refused.is_some() {
+                        tracing::info!(
+                            "batched reads work again; the leaders are no longer read key by key"
+                        );
+                        *self
+                            .batched_refused
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = None;
+                    }
                     self.cluster.stats_mut().batched_reads += 1;
                     return Some(read);
                 }
@@ -633,8 +678,13 @@ impl Control {
                     self.cluster.stats_mut().batched_behind += 1
                 }
                 Err(ReadError::Unsupported(e)) => {
-                    tracing::warn!(error = %e, "the JetStream servers do not take batched reads (nats-server 2.11 or newer does); reading every key from its bucket's leader");
-                    self.batched_reads.store(false, Ordering::Relaxed);
+                    if refused.is_none() {
+                        tracing::warn!(error = %e, "a JetStream server does not take batched reads (nats-server 2.11 or newer does); reading every key from its bucket's leader, and trying again every minute");
+                    }
+                    *self
+                        .batched_refused
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
                     break;
                 }
                 Err(ReadError::Failed(e)) => {
@@ -643,7 +693,6 @@ impl Control {
                 }
             }
         }
-        self.cluster.stats_mut().leader_reads += 1;
         None
     }
 

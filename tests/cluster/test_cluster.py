@@ -520,7 +520,9 @@ def check_idle_cost(cluster, nodes, seconds=5):
     steps = seconds / (cluster.lease_ms / 1000 / 12)
     assert all(n >= steps for n in batched), batched
     assert sum(leader) <= 0.02 * sum(batched), (leader, batched)
-    assert rate < 20, f"{rate:.1f} JetStream API requests a second in an idle cluster"
+    # Direct gets are not API requests; one step that falls back reads ~50 keys, and a
+    # round of leader moves lists the streams: the bound catches key-by-key steps only.
+    assert rate < 100, f"{rate:.1f} JetStream API requests a second in an idle cluster"
 
 
 def test_nodes_started_before_jetstream_wait_for_it_and_join():

@@ -11,7 +11,7 @@ let server, endpoint, sqs;
 beforeAll(async () => {
   server = spawn(process.env.SQSIM_BIN ?? "sqsim", ["--port", "0"]);
   const [line] = await once(server.stdout, "data"); // "sqsim listening on http://127.0.0.1:PORT"
-  endpoint = line.toString().trim().split(" ").pop();
+  endpoint = line.toString().split("\n")[0].trim().split(" ").pop();
   sqs = new SQSClient({
     endpoint, region: "us-east-1",
     credentials: { accessKeyId: "test", secretAccessKey: "test" },
