@@ -496,14 +496,8 @@ impl Control {
                     // A batched read can miss a key (a replica catching up, see
                     // `batch_read`): the leader confirms before the shard goes.
                     if matches!(from, LeasesFrom::Batched { .. }) {
-                        let lease = key(s);
-                        let entry = within(self.lease() / 4, leader_entry(&self.leases, &lease));
-                        let ours = match entry.await {
-                            Ok(Some((value, revision))) => serde_json::from_slice::<Owner>(&value)
-                                .ok()
-                                .filter(|o| self.ours(o))
-                                .map(|_| revision),
-                            Ok(None) => None,
+                        let ours = match self.leader_says_ours(s).await {
+                            Ok(ours) => ours,
                             // Unknown: kept, as when a whole read fails.
                             Err(_) => self.held.get(&s).map(|h| h.revision),
                         };
@@ -696,6 +690,17 @@ impl Control {
         None
     }
 
+    /// Whether the leases bucket's leader shows this process holding shard `s`'s lease:
+    /// its revision if so, `None` if another holds it or nobody does.
+    async fn leader_says_ours(&self, s: u32) -> Result<Option<u64>, String> {
+        let entry = within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await?;
+        Ok(entry.and_then(|(value, revision)| {
+            serde_json::from_slice::<Owner>(&value)
+                .is_ok_and(|o| self.ours(&o))
+                .then_some(revision)
+        }))
+    }
+
     /// Renews every lease due, all at once (one slow answer must not hold the others).
     async fn renew(&mut self) {
         let due: Vec<(u32, u64)> = self
@@ -727,19 +732,15 @@ impl Control {
                 // Someone rewrote the entry: another node took the lease, or an earlier
                 // renewal of ours was stored though its answer was lost.
                 Ok(Err(e)) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                    let entry = within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await;
-                    match entry {
-                        Ok(Some((value, revision)))
-                            if serde_json::from_slice::<Owner>(&value)
-                                .is_ok_and(|o| self.ours(&o)) =>
-                        {
+                    match self.leader_says_ours(s).await {
+                        Ok(Some(revision)) => {
                             // Ours: renewed next step, on this revision.
                             if let Some(h) = self.held.get_mut(&s) {
                                 h.revision = revision;
                             }
                             self.outage(s);
                         }
-                        Ok(_) => {
+                        Ok(None) => {
                             tracing::warn!(
                                 shard = s,
                                 "lease taken by another node; no longer serving the shard"

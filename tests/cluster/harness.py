@@ -506,11 +506,8 @@ class Cluster:
         for n in self.nodes + getattr(self, "extra_nodes", []):
             try:
                 s = n.status()
-                held = {}
-                for owner in s["owners"]:
-                    held[owner] = held.get(owner, 0) + 1
                 out.append(f"{n.name}: members {s['members']}, serving {len(s['serving'])}, "
-                           f"owners {held}, stats {s['stats']}")
+                           f"owners {dict(Counter(s['owners']))}, stats {s['stats']}")
             except Exception as e:  # a dead or stalled node
                 out.append(f"{n.name}: no status ({e!r})")
         for p in sorted(self.workdir.glob("*.log")):
