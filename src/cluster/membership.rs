@@ -574,39 +574,59 @@ impl Control {
         Ok(())
     }
 
-    /// Reads both buckets: the members with their revisions, each shard's lease and (when
-    /// read with them) the clock's entry. Each bucket in one batched read fenced by this
-    /// step's heartbeat in it (`batch_read`); from the bucket's leader, key by key, when
-    /// that read does not count (no heartbeat written, a replica behind, no answer).
+    /// Reads both buckets, side by side: the members with their revisions, each shard's
+    /// lease and (when read with them) the clock's entry. Each bucket in one batched read
+    /// fenced by this step's heartbeat in it (`batch_read`); from the bucket's leader, key
+    /// by key, when that read does not count (no heartbeat written, a replica behind, no
+    /// answer).
     async fn read(&self, beats: Beats) -> Result<(Members, Leases, LeasesFrom), String> {
-        let me = self.me();
-        let members_fence = beats.members.map(|revision| Fence { key: me, revision });
-        let members = match self.batched(&self.members, Keys::All, members_fence).await {
-            Some(read) => read
+        let (members, leases) = futures_util::future::join(
+            self.read_members(beats.members),
+            self.read_leases(beats.leases),
+        )
+        .await;
+        let (leases, from) = leases?;
+        Ok((members?, leases, from))
+    }
+
+    /// The members bucket's live entries (see [`Self::read`]); `beat`: the revision of this
+    /// step's heartbeat in it, if written.
+    async fn read_members(&self, beat: Option<u64>) -> Result<Members, String> {
+        let fence = beat.map(|revision| Fence {
+            key: self.me(),
+            revision,
+        });
+        match self.batched(&self.members, Keys::All, fence).await {
+            Some(read) => Ok(read
                 .by_key
                 .into_iter()
                 .map(|(name, (_, revision))| (name, revision))
-                .collect(),
+                .collect()),
             None => {
                 self.cluster.stats_mut().leader_reads += 1;
-                self.live().await.map_err(|e| format!("members: {e}"))?
+                self.live().await.map_err(|e| format!("members: {e}"))
             }
-        };
-        let beat = self.beat_key();
-        let leases_fence = beats.leases.map(|revision| Fence {
-            key: &beat,
+        }
+    }
+
+    /// Every shard's lease (see [`Self::read`]); `beat`: the revision of this step's
+    /// heartbeat in the leases bucket, if written.
+    async fn read_leases(&self, beat: Option<u64>) -> Result<(Leases, LeasesFrom), String> {
+        let beat_key = self.beat_key();
+        let fence = beat.map(|revision| Fence {
+            key: &beat_key,
             revision,
         });
         let owner = |(value, revision): (Bytes, u64)| {
             (serde_json::from_slice::<Owner>(&value).ok(), revision)
         };
         let keys = Keys::These(&self.lease_keys);
-        if let Some(mut read) = self.batched(&self.leases, keys, leases_fence).await {
+        if let Some(mut read) = self.batched(&self.leases, keys, fence).await {
             let leases = (0..self.cluster.config.shards)
                 .map(|s| read.by_key.remove(&key(s)).map(owner))
                 .collect();
             let clock = read.by_key.remove(CLOCK_KEY);
-            return Ok((members, leases, LeasesFrom::Batched { clock }));
+            return Ok((leases, LeasesFrom::Batched { clock }));
         }
         self.cluster.stats_mut().leader_reads += 1;
         let reads = (0..self.cluster.config.shards).map(|s| async move {
@@ -621,7 +641,7 @@ impl Control {
             let entry = entry.map_err(|e| format!("lease of shard {s}: {e}"))?;
             leases.push(entry.map(owner));
         }
-        Ok((members, leases, LeasesFrom::Leader))
+        Ok((leases, LeasesFrom::Leader))
     }
 
     /// `keys` of `bucket` in one batched read that counts: fenced by this step's heartbeat
