@@ -42,6 +42,8 @@ pub(super) enum Keys<'a> {
 pub(super) struct Entries {
     /// Each present key's value and revision (deleted keys are absent).
     pub by_key: HashMap<String, (Bytes, u64)>,
+    /// Each key whose last entry is a delete or purge marker: the marker's revision.
+    pub deleted: HashMap<String, u64>,
 }
 
 /// Whether a bucket entry with these headers is a delete or purge marker (the key is then
@@ -191,7 +193,9 @@ async fn request(
                 };
                 if is_deletion(m.headers.as_ref()) {
                     entries.by_key.remove(key);
+                    entries.deleted.insert(key.to_string(), revision);
                 } else {
+                    entries.deleted.remove(key);
                     entries
                         .by_key
                         .insert(key.to_string(), (m.payload.clone(), revision));
@@ -277,6 +281,7 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(value(&read, "a"), None, "a deleted key is absent");
+            assert_eq!(read.deleted.keys().collect::<Vec<_>>(), ["a"], "{read:?}");
             assert_eq!(value(&read, "b"), Some(("2".into(), kept)));
             assert_eq!(value(&read, "c"), Some(("3".into(), c)));
             assert_eq!(value(&read, "beat"), Some(("x".into(), fence)));

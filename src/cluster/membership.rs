@@ -134,21 +134,56 @@ fn key(shard: u32) -> String {
 /// side was ever taken over. (A batched read is a direct get too, but fenced and given a
 /// short time: a lost or stale one only sends the step here.)
 async fn leader_entry(bucket: &kv::Store, key: &str) -> Result<Option<(Bytes, u64)>, String> {
+    Ok(match leader_last(bucket, key).await? {
+        Last::Entry(value, revision) => Some((value, revision)),
+        Last::Marker(_) | Last::Nothing => None,
+    })
+}
+
+/// What a key's subject ends with, as its bucket's stream leader has it.
+enum Last {
+    Nothing,
+    /// A delete or purge marker (the key is absent), at this revision.
+    Marker(u64),
+    Entry(Bytes, u64),
+}
+
+async fn leader_last(bucket: &kv::Store, key: &str) -> Result<Last, String> {
     let subject = format!("{}{key}", bucket.prefix);
     match bucket
         .stream
         .get_last_raw_message_by_subject(&subject)
         .await
     {
-        // A delete or purge is a marker message.
-        Ok(m) if is_deletion(Some(&m.headers)) => Ok(None),
-        Ok(m) => Ok(Some((m.payload, m.sequence))),
+        Ok(m) if is_deletion(Some(&m.headers)) => Ok(Last::Marker(m.sequence)),
+        Ok(m) => Ok(Last::Entry(m.payload, m.sequence)),
         Err(e) if e.kind() == jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
-            Ok(None)
+            Ok(Last::Nothing)
         }
         Err(e) => Err(e.to_string()),
     }
 }
+
+/// Removes `key` from `bucket` for good as it stood at `revision` (an entry or a delete
+/// marker): its subject's messages up to that revision are purged, so nothing stays
+/// behind. A delete would leave a marker — one per node name that ever left, for good —
+/// and a batched read of the members (at most 1,000 entries, markers included) stops
+/// working once they pile up: every step would then read each name from the leader. What
+/// was written after `revision` (a node back under its name) stays.
+async fn purge_through(bucket: &kv::Store, key: &str, revision: u64) -> Result<(), String> {
+    bucket
+        .stream
+        .purge()
+        .filter(format!("{}{key}", bucket.prefix))
+        .sequence(revision + 1)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Most delete markers (left in the members bucket by versions that deleted departed
+/// nodes' names) purged per control step.
+const MARKERS_PER_STEP: usize = 16;
 
 async fn bucket(js: &jetstream::Context, name: &str, replicas: usize) -> Result<kv::Store, String> {
     if let Ok(kv) = js.get_key_value(name).await {
@@ -452,8 +487,10 @@ impl Control {
         });
         // A node silent for ten leases is gone for good (its name would be listed forever).
         for (name, revision) in gone {
-            let forget = self.members.delete_expect_revision(&name, Some(revision));
-            let _ = within(self.lease() / 4, forget).await;
+            let forget = purge_through(&self.members, &name, revision);
+            if let Err(e) = within(self.lease() / 4, forget).await {
+                tracing::debug!(node = name, error = %e, "could not forget a departed node");
+            }
         }
         let mut live: Vec<String> = live.into_iter().map(|(n, _)| n).collect();
         if !gateway && !live.iter().any(|m| m == self.me()) {
@@ -597,11 +634,21 @@ impl Control {
             revision,
         });
         match self.batched(&self.members, Keys::All, fence).await {
-            Some(read) => Ok(read
-                .by_key
-                .into_iter()
-                .map(|(name, (_, revision))| (name, revision))
-                .collect()),
+            Some(read) => {
+                let markers = read.deleted.iter().take(MARKERS_PER_STEP);
+                futures_util::future::join_all(markers.map(|(name, revision)| {
+                    within(
+                        self.lease() / 4,
+                        purge_through(&self.members, name, *revision),
+                    )
+                }))
+                .await;
+                Ok(read
+                    .by_key
+                    .into_iter()
+                    .map(|(name, (_, revision))| (name, revision))
+                    .collect())
+            }
             None => {
                 self.cluster.stats_mut().leader_reads += 1;
                 self.live().await.map_err(|e| format!("members: {e}"))
@@ -849,12 +896,21 @@ impl Control {
                 .await
                 .map_err(|e| e.to_string())?;
             let mut live = Vec::new();
+            let mut purged = 0;
             for (subject, _) in subjects {
                 let Some(name) = subject.strip_prefix(&prefix) else {
                     continue;
                 };
-                if let Some((_, revision)) = leader_entry(&self.members, name).await? {
-                    live.push((name.to_string(), revision));
+                match leader_last(&self.members, name).await? {
+                    Last::Entry(_, revision) => live.push((name.to_string(), revision)),
+                    // Markers past the batched read's limit make every step come here:
+                    // purged as they are found, a few a step, until a batched read works.
+                    Last::Marker(revision) if purged < MARKERS_PER_STEP => {
+                        purged += 1;
+                        // Failing, it is tried again next step; the read does not fail.
+                        let _ = purge_through(&self.members, name, revision).await;
+                    }
+                    Last::Marker(_) | Last::Nothing => {}
                 }
             }
             Ok::<_, String>(live)
@@ -1034,5 +1090,76 @@ impl Control {
         let _ = within(self.lease(), self.members.delete(self.me())).await;
         let beat = self.leases.delete(self.beat_key());
         let _ = within(self.lease(), beat).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::suite::{block_on, NatsServer};
+
+    /// Forgetting a departed node purges its name at the revision watched: nothing stays
+    /// (no delete marker to pile up), a delete marker left by an older version goes the
+    /// same way, and a name written again since (a node back) is kept.
+    #[test]
+    fn a_forgotten_name_leaves_nothing_behind() {
+        let server = NatsServer::start();
+        block_on(async {
+            let client = async_nats::connect(&server.url).await.unwrap();
+            let js = jetstream::new(client.clone());
+            let b = bucket(&js, "forget", 1).await.unwrap();
+            let subjects = || async {
+                let listed: Vec<(String, usize)> = b
+                    .stream
+                    .info_with_subjects("$KV.forget.>")
+                    .await
+                    .unwrap()
+                    .try_collect()
+                    .await
+                    .unwrap();
+                let mut names: Vec<String> = listed
+                    .into_iter()
+                    .map(|(s, _)| s.trim_start_matches("$KV.forget.").to_string())
+                    .collect();
+                names.sort();
+                names
+            };
+            let gone = b.put("gone", "u".into()).await.unwrap();
+            let old = b.put("back", "u".into()).await.unwrap();
+            let again = b.put("back", "u2".into()).await.unwrap();
+            b.put("left", "u".into()).await.unwrap();
+            b.delete("left").await.unwrap();
+            b.put("beat", "x".into()).await.unwrap();
+            let Last::Marker(marker) = leader_last(&b, "left").await.unwrap() else {
+                panic!("a deleted key ends with a marker");
+            };
+            let read = batch_read::last_entries(&client, &b, Keys::All, None)
+                .await
+                .unwrap();
+            assert_eq!(read.deleted.get("left"), Some(&marker));
+
+            purge_through(&b, "gone", gone).await.unwrap();
+            purge_through(&b, "left", marker).await.unwrap();
+            // Watched at `old`, written again since: stays.
+            purge_through(&b, "back", old).await.unwrap();
+            assert_eq!(subjects().await, ["back", "beat"]);
+            assert!(matches!(
+                leader_last(&b, "gone").await.unwrap(),
+                Last::Nothing
+            ));
+            assert!(matches!(
+                leader_last(&b, "left").await.unwrap(),
+                Last::Nothing
+            ));
+            assert_eq!(
+                leader_entry(&b, "back").await.unwrap(),
+                Some((Bytes::from("u2"), again))
+            );
+            let read = batch_read::last_entries(&client, &b, Keys::All, None)
+                .await
+                .unwrap();
+            assert!(read.deleted.is_empty(), "{read:?}");
+            assert_eq!(read.by_key.len(), 2);
+        });
     }
 }
