@@ -89,6 +89,34 @@ def shard_streams(cluster):
     return kept, led
 
 
+def bucket_keys(cluster, bucket):
+    """The keys that still have messages in key-value bucket `bucket` (delete markers
+    included), from its stream's info: one JetStream API request over NATS's text
+    protocol, through the first live server."""
+    server = next(n for n in cluster.nats if n.alive())
+    body = json.dumps({"subjects_filter": ">"}).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        reader = s.makefile("rb")
+        reader.readline()  # INFO
+        s.sendall(
+            b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB _sqsim_test.info 1\r\n'
+            + f"PUB $JS.API.STREAM.INFO.KV_{bucket} _sqsim_test.info {len(body)}\r\n".encode()
+            + body
+            + b"\r\n"
+        )
+        while True:
+            line = reader.readline()
+            assert line, "the JetStream server closed the connection"
+            if line.startswith(b"PING"):
+                s.sendall(b"PONG\r\n")
+            elif line.startswith(b"MSG "):
+                answer = json.loads(reader.read(int(line.split()[-1]) + 2)[:-2])
+                break
+    assert "error" not in answer, answer
+    prefix = f"$KV.{bucket}."
+    return sorted(k[len(prefix):] for k in (answer["state"].get("subjects") or {}))
+
+
 class Process:
     """What the harness does with any process it started (a JetStream server, a node);
     `proc` is None until it starts."""

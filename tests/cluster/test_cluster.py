@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from botocore.exceptions import ClientError
 
-from harness import get_json, shard_streams, wait_for
+from harness import bucket_keys, get_json, shard_streams, wait_for
 from load import VISIBILITY_S, Load
 
 
@@ -312,6 +312,15 @@ def test_kill9_of_a_sqsim_node_under_load(cluster):
     total = load.check_nothing_lost(probe)
     print(f"{total} acknowledged sends checked; errors seen by clients: {dict(load.errors)}")
     cluster.wait_settled()
+    # Ten leases silent, a dead node's name is forgotten, leaving nothing in the bucket (a
+    # delete marker per name that ever left would pile up: docs/scale-out.md).
+    assert victim.name in bucket_keys(cluster, "sqsim_members")
+    wait_for(
+        f"{victim.name} to be forgotten",
+        lambda: bucket_keys(cluster, "sqsim_members")
+        == sorted(n.name for n in survivors),
+        timeout=cluster.lease_ms / 1000 * 10 + 15,
+    )
 
 
 def wait_for_even_leaders(cluster):
