@@ -702,11 +702,9 @@ impl Control {
         keys: Keys<'_>,
         fence: Option<Fence<'_>>,
     ) -> Option<batch_read::Entries> {
-        let refused = *self
-            .batched_refused
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if refused.is_some_and(|at| at.elapsed() < BATCHED_RETRY)
+        if self
+            .refused()
+            .is_some_and(|at| at.elapsed() < BATCHED_RETRY)
             || (fence.is_none() && !self.cluster.config.gateway)
         {
             return None;
@@ -722,14 +720,12 @@ impl Control {
             };
             match answer {
                 Ok(read) => {
-                    if refused.is_some() {
+                    // Under the lock: the two buckets' reads run side by side, and the
+                    // change is told once.
+                    if self.refused().take().is_some() {
                         tracing::info!(
                             "batched reads work again; the leaders are no longer read key by key"
                         );
-                        *self
-                            .batched_refused
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner()) = None;
                     }
                     self.cluster.stats_mut().batched_reads += 1;
                     return Some(read);
@@ -739,13 +735,9 @@ impl Control {
                     self.cluster.stats_mut().batched_behind += 1
                 }
                 Err(ReadError::Unsupported(e)) => {
-                    if refused.is_none() {
+                    if self.refused().replace(Instant::now()).is_none() {
                         tracing::warn!(error = %e, "a JetStream server does not take batched reads (nats-server 2.11 or newer does); reading every key from its bucket's leader, and trying again every minute");
                     }
-                    *self
-                        .batched_refused
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
                     break;
                 }
                 Err(ReadError::Failed(e)) => {
@@ -755,6 +747,13 @@ impl Control {
             }
         }
         None
+    }
+
+    /// When a JetStream server last turned batched reads down, if it did.
+    fn refused(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.batched_refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether the leases bucket's leader shows this process holding shard `s`'s lease:
