@@ -264,15 +264,32 @@ def test_dead_letters_and_move_tasks_within_and_across_shards(cluster):
     assert not [n for n in names if n.startswith("~")], names
 
 
+def busiest_node(cluster, urls):
+    """The node serving most of the queues `urls`, and those it serves."""
+    by_owner = {}
+    for url in urls:
+        by_owner.setdefault(cluster.owner_of(url), []).append(url)
+    busiest = max(by_owner, key=lambda n: len(by_owner[n]))
+    return cluster.node(busiest), by_owner[busiest]
+
+
+def kill9_and_time_failover(victim, probe, urls, load):
+    """Kills `victim` under `load` (which then sends through the others) and returns the
+    seconds until every queue of `urls` (the victim's) answered `probe` again: requests
+    wait for the new owner instead of failing."""
+    victim.kill9()
+    killed = time.monotonic()
+    load.avoid.add(victim.name)
+    for url in urls:
+        probe.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    return time.monotonic() - killed
+
+
 def test_kill9_of_a_sqsim_node_under_load(cluster):
     control = cluster.nodes[0].client()
     std, fifos = make_queues(control, "kill")
-    by_owner = {}
-    for url in std + fifos:
-        by_owner.setdefault(cluster.owner_of(url), []).append(url)
-    victim = cluster.node(max(by_owner, key=lambda n: len(by_owner[n])))
+    victim, on_victim = busiest_node(cluster, std + fifos)
     survivors = [n for n in cluster.nodes if n is not victim]
-    on_victim = by_owner[victim.name]
     probe = survivors[0].client(attempts=1)
     # In flight on the victim's queues when it dies: invisible until their deadline.
     held_url = next(u for u in on_victim if u in std)
@@ -290,14 +307,7 @@ def test_kill9_of_a_sqsim_node_under_load(cluster):
     ]
     load = Load(cluster.nodes, [u for u in std if u != held_url], fifos, dead=dead).start()
     time.sleep(2)
-    victim.kill9()
-    killed = time.monotonic()
-    load.avoid.add(victim.name)
-    # Failover: every queue the victim served answers again (requests wait for the new
-    # owner instead of failing).
-    for url in on_victim:
-        probe.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
-    failover = time.monotonic() - killed
+    failover = kill9_and_time_failover(victim, probe, on_victim, load)
     print(f"failover after kill -9: {failover:.2f} s for {len(on_victim)} queues")
     assert failover < 5, f"failover took {failover:.2f} s"
     # The in-flight messages kept their deadline.
@@ -426,17 +436,14 @@ def test_a_node_restarted_under_its_name_takes_its_shards_back(cluster):
     message as it was."""
     control = cluster.nodes[0].client()
     std, fifos = make_queues(control, "restart", standard=6, fifo=1)
-    by_owner = {}
-    for url in std:
-        by_owner.setdefault(cluster.owner_of(url), []).append(url)
-    victim = cluster.node(max(by_owner, key=lambda n: len(by_owner[n])))
+    victim, on_victim = busiest_node(cluster, std)
     others = [n for n in cluster.nodes if n is not victim]
     for url in std:
         control.send_message(QueueUrl=url, MessageBody=f"kept-{name_of(url)}")
     victim.kill9()
     victim.start()
     cluster.wait_settled()
-    assert cluster.owner_of(by_owner[victim.name][0]) == victim.name
+    assert cluster.owner_of(on_victim[0]) == victim.name
     # Through the restarted node and the others: every message there, once.
     for i, url in enumerate(std):
         client = (victim if i % 2 else others[0]).client()

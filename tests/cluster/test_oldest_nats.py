@@ -10,16 +10,35 @@ import time
 
 from harness import Cluster, wait_for
 from load import Load
-from test_cluster import make_queues
+from test_cluster import busiest_node, kill9_and_time_failover, make_queues
+
+
+def started_on(binary):
+    """A cluster on `binary`. Three 2.10 servers started together sometimes come up with a
+    metadata leader that cannot place a replicated stream ("no suitable peers for
+    placement", still so 30 s later; seen in 2 of 11 starts here, never with 2.15): the
+    nodes then wait for JetStream, as they should, and the start times out. That is
+    JetStream's bootstrap, not the path under test, so such a start is made once more."""
+    for attempt in range(2):
+        c = Cluster(nats_binary=binary)
+        try:
+            return c.start()
+        except AssertionError:
+            stuck = any(
+                n.log.exists() and "no suitable peers for placement" in n.log.read_text()
+                for n in c.nodes
+            )
+            if not stuck or attempt == 1:
+                raise
+            print("JetStream 2.10 could not place streams after its start; starting again")
 
 
 def test_a_cluster_on_the_oldest_supported_nats_server_serves_and_fails_over():
     binary = os.environ.get("NATS_SERVER_OLDEST_BIN")
     # Never skipped: `make nats` installs it, and without it this path goes untested.
     assert binary and os.path.exists(binary), "NATS_SERVER_OLDEST_BIN is not set (make nats)"
-    c = Cluster(nats_binary=binary)
+    c = started_on(binary)
     try:
-        c.start()
         version = c.nats[0].varz()["version"]
         assert version.startswith("2.10."), version
 
@@ -45,20 +64,12 @@ def test_a_cluster_on_the_oldest_supported_nats_server_serves_and_fails_over():
 
         control = c.nodes[0].client()
         std, fifos = make_queues(control, "old")
-        by_owner = {}
-        for url in std + fifos:
-            by_owner.setdefault(c.owner_of(url), []).append(url)
-        victim = c.node(max(by_owner, key=lambda n: len(by_owner[n])))
+        victim, on_victim = busiest_node(c, std + fifos)
         survivor = next(n for n in c.nodes if n is not victim)
         load = Load(c.nodes, std, fifos).start()
         time.sleep(2)
-        victim.kill9()
-        killed = time.monotonic()
-        load.avoid.add(victim.name)
         probe = survivor.client(attempts=1)
-        for url in by_owner[victim.name]:
-            probe.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
-        failover = time.monotonic() - killed
+        failover = kill9_and_time_failover(victim, probe, on_victim, load)
         print(f"nats-server {version}: failover after kill -9: {failover:.2f} s")
         assert failover < 5, f"failover took {failover:.2f} s"
         time.sleep(2)
