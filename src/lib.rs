@@ -77,10 +77,11 @@
 //!   `selected`: messages the console moves by hand).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
 //!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
-//!   JetStream stream, fenced by expected sequences, several publishes in flight), `nats_io`
-//!   (the one I/O thread and shared connection of every JetStream store), `memory` (tests),
-//!   `suite` (the one
-//!   suite every store passes), `crash_point` (the crash tests' deterministic kills).
+//!   JetStream stream, fenced by expected sequences, several publishes in flight), `hold`
+//!   (when a JetStream writer waits for more records before it publishes), `nats_io` (the
+//!   one I/O thread and shared connection of every JetStream store), `memory` (tests),
+//!   `suite` (the one suite every store passes), `crash_point` (the crash tests'
+//!   deterministic kills).
 //! - `error` (uses: nothing) — the one SQS error table both protocols render from.
 //! - `simd` (uses: nothing) — the switch for the two hand-written SIMD paths.
 //! # Embedding

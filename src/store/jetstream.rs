@@ -30,6 +30,7 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 
+use super::hold::Hold;
 use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats};
 
 const LSN: &str = "Sqsim-Lsn";
@@ -242,6 +243,7 @@ impl JetStreamStore {
             index: BTreeMap::new(),
             writer_id: uuid::Uuid::new_v4().simple().to_string(),
             cancelled,
+            hold: Hold::new(MAX_BATCH),
         };
         let io = super::nats_io::io()?;
         io.runtime.spawn(async move {
@@ -394,6 +396,8 @@ struct Writer {
     writer_id: String,
     /// Set when the takeover this store serves was called off: nothing more is written.
     cancelled: Arc<AtomicBool>,
+    /// How long a record waits for others before it is published ([`Hold`]).
+    hold: Hold,
 }
 
 impl Indexed {
@@ -455,14 +459,24 @@ impl Writer {
         let mut window: std::collections::VecDeque<Sent> = std::collections::VecDeque::new();
         // Appends not yet published.
         let mut pending: Vec<(Lsn, Vec<u8>)> = Vec::new();
+        // When the oldest pending record arrived.
+        let mut since = std::time::Instant::now();
         loop {
             // With k messages in flight, the next goes once it holds at least k records: a
             // lone request never waits for an ack it does not need, and under load the
             // messages grow with the window (JetStream's cost, and its replicas', is per
-            // message, not per record).
+            // message, not per record). With none in flight, the hold may wait a moment for
+            // the records of requests that came together last time.
+            let mut held = None;
             if !pending.is_empty() && window.len() < WINDOW && pending.len() >= window.len() {
-                let batch = std::mem::take(&mut pending);
-                self.send(&js, batch, &mut window).await;
+                let in_flight = window.iter().map(|s| s.group.count as usize).sum();
+                let now = std::time::Instant::now();
+                held = self.hold.until(pending.len(), in_flight, since, now);
+                if held.is_none() {
+                    self.hold.sent(pending.len(), in_flight);
+                    let batch = std::mem::take(&mut pending);
+                    self.send(&js, batch, &mut window).await;
+                }
             }
             tokio::select! {
                 // Acks first: they free room in the window and wake the requests waiting.
@@ -473,9 +487,17 @@ impl Writer {
                     let sent = window.pop_front().expect("not empty");
                     self.settle(&js, sent, acked, &mut window).await;
                 }
+                () = async {
+                    if let Some(until) = held {
+                        tokio::time::sleep_until(until.into()).await;
+                    }
+                }, if held.is_some() => {}
                 cmd = rx.recv(), if pending.len() < MAX_BATCH => {
                     let mut next = cmd;
                     if let Some(Cmd::Append(lsn, r)) = next {
+                        if pending.is_empty() {
+                            since = std::time::Instant::now();
+                        }
                         pending.push((lsn, r));
                         next = None;
                         while pending.len() < MAX_BATCH {

@@ -13,6 +13,8 @@
 pub(crate) mod crash_point;
 pub(crate) mod frame;
 #[cfg(feature = "cluster")]
+mod hold;
+#[cfg(feature = "cluster")]
 pub(crate) mod jetstream;
 pub(crate) mod log;
 #[cfg(test)]
