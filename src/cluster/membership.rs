@@ -181,6 +181,11 @@ async fn purge_through(bucket: &kv::Store, key: &str, revision: u64) -> Result<(
         .map_err(|e| e.to_string())
 }
 
+/// A node's heartbeat key in the leases bucket.
+fn beat_key(node: &str) -> String {
+    format!("beat-{node}")
+}
+
 /// Most delete markers (left in the members bucket by versions that deleted departed
 /// nodes' names) purged per control step.
 const MARKERS_PER_STEP: usize = 16;
@@ -398,7 +403,20 @@ impl Control {
 
     /// This node's heartbeat key in the leases bucket.
     fn beat_key(&self) -> String {
-        format!("beat-{}", self.me())
+        beat_key(self.me())
+    }
+
+    /// Forgets a departed node for good: its name in the members bucket as it stood at
+    /// `revision`, then its heartbeat in the leases bucket as it stands now. Should the node
+    /// come back under its name in between, its new heartbeat may go too: its next step's
+    /// fenced read then finds no heartbeat, reads from the leader once, and writes another.
+    async fn forget(&self, name: &str, revision: u64) -> Result<(), String> {
+        purge_through(&self.members, name, revision).await?;
+        let beat = beat_key(name);
+        match leader_last(&self.leases, &beat).await? {
+            Last::Entry(_, at) | Last::Marker(at) => purge_through(&self.leases, &beat, at).await,
+            Last::Nothing => Ok(()),
+        }
     }
 
     /// Forgets what was watched in one bucket (`"m."` or `"l."` keys): a gap.
@@ -487,8 +505,7 @@ impl Control {
         });
         // A node silent for ten leases is gone for good (its name would be listed forever).
         for (name, revision) in gone {
-            let forget = purge_through(&self.members, &name, revision);
-            if let Err(e) = within(self.lease() / 4, forget).await {
+            if let Err(e) = within(self.lease() / 4, self.forget(&name, revision)).await {
                 tracing::debug!(node = name, error = %e, "could not forget a departed node");
             }
         }

@@ -323,13 +323,20 @@ def test_kill9_of_a_sqsim_node_under_load(cluster):
     print(f"{total} acknowledged sends checked; errors seen by clients: {dict(load.errors)}")
     cluster.wait_settled()
     # Ten leases silent, a dead node's name is forgotten, leaving nothing in the bucket (a
-    # delete marker per name that ever left would pile up: docs/scale-out.md).
+    # delete marker per name that ever left would pile up: docs/scale-out.md), and so is
+    # its heartbeat in the leases bucket.
     assert victim.name in bucket_keys(cluster, "sqsim_members")
+    assert f"beat-{victim.name}" in bucket_keys(cluster, "sqsim_leases")
     wait_for(
         f"{victim.name} to be forgotten",
         lambda: bucket_keys(cluster, "sqsim_members")
         == sorted(n.name for n in survivors),
         timeout=cluster.lease_ms / 1000 * 10 + 15,
+    )
+    wait_for(
+        f"the heartbeat of {victim.name} to be forgotten",
+        lambda: f"beat-{victim.name}" not in bucket_keys(cluster, "sqsim_leases"),
+        timeout=10,
     )
 
 
