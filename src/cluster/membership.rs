@@ -406,17 +406,21 @@ impl Control {
         beat_key(self.me())
     }
 
-    /// Forgets a departed node for good: its name in the members bucket as it stood at
-    /// `revision`, then its heartbeat in the leases bucket as it stands now. Should the node
-    /// come back under its name in between, its new heartbeat may go too: its next step's
-    /// fenced read then finds no heartbeat, reads from the leader once, and writes another.
+    /// Forgets a departed node for good: its heartbeat in the leases bucket as it stands
+    /// now, then its name in the members bucket as it stood at `revision`. The heartbeat
+    /// goes first so that a step that fails between the two leaves the name, and the next
+    /// step forgets both again; the other way round a failed purge left a heartbeat of a
+    /// node no longer named anywhere. Should the node come back under its name in between,
+    /// its new heartbeat may go too: its next step's fenced read then finds no heartbeat,
+    /// reads from the leader once, and writes another (its new name, later than
+    /// `revision`, stays).
     async fn forget(&self, name: &str, revision: u64) -> Result<(), String> {
-        purge_through(&self.members, name, revision).await?;
         let beat = beat_key(name);
         match leader_last(&self.leases, &beat).await? {
-            Last::Entry(_, at) | Last::Marker(at) => purge_through(&self.leases, &beat, at).await,
-            Last::Nothing => Ok(()),
+            Last::Entry(_, at) | Last::Marker(at) => purge_through(&self.leases, &beat, at).await?,
+            Last::Nothing => {}
         }
+        purge_through(&self.members, name, revision).await
     }
 
     /// Forgets what was watched in one bucket (`"m."` or `"l."` keys): a gap.
