@@ -149,8 +149,13 @@ where
     let outcome = stages.await;
     if counted {
         let took = started.elapsed();
+        // One request, one id in every node's log: a relayed answer's is the owner's.
+        let logged_id = match &outcome {
+            Err(Stop::Relayed(_, id)) => id.as_str(),
+            _ => request_id.as_str(),
+        };
         let answered = Answered {
-            request_id: &request_id,
+            request_id: logged_id,
             action: RequestMetrics::action_label(slot),
             queue,
             path: parts.uri.path(),
@@ -161,7 +166,11 @@ where
             Ok(encoded) | Err(Stop::Reply(encoded) | Stop::Relayed(encoded, _)) => Some(encoded),
             Err(Stop::Drop) => None,
         };
-        count_and_log(&state.plane, slot, answered, encoded);
+        // A forwarded request (its peer secret checked by the guard) was counted by the node
+        // the client reached; counting it here too would make the nodes' sums overstate
+        // what clients asked. Its log line stays, under the id both nodes log.
+        let forwarded = parts.headers.contains_key(&crate::http::FORWARDED);
+        count_and_log(&state.plane, slot, answered, encoded, !forwarded);
     }
     match outcome {
         Ok(encoded) | Err(Stop::Reply(encoded)) => Ok(respond(encoded, &request_id)),

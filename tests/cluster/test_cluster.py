@@ -118,6 +118,22 @@ def test_traffic_through_every_node(cluster):
     with urllib.request.urlopen(f"{owner.endpoint}/metrics") as r:
         metrics = r.read().decode()
     assert f'sqsim_queue_messages_visible{{queue="{name_of(std[2])}"' in metrics, metrics[:2000]
+    # A request is counted once, by the node the client reached: the owner of a forwarded
+    # one leaves it out of its request metrics, so the nodes' sums are what clients asked.
+    def sends_counted():
+        total = 0.0
+        for node in cluster.nodes:
+            with urllib.request.urlopen(f"{node.endpoint}/metrics") as r:
+                for line in r.read().decode().splitlines():
+                    if line.startswith('sqsim_requests_total{action="SendMessage",'):
+                        total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    before = sends_counted()
+    elsewhere = next(n for n in cluster.nodes if n.name != cluster.owner_of(std[0]))
+    for i in range(5):
+        elsewhere.client().send_message(QueueUrl=std[0], MessageBody=f"counted {i}")
+    assert sends_counted() - before == 5
     # Moving selected messages runs where the source is served; a destination another node
     # serves is refused with the way that works (a move task), and nothing moves.
     there = next(u for u in std + fifos if cluster.owner_of(u) != cluster.owner_of(std[2]))

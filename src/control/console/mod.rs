@@ -293,7 +293,9 @@ pub(crate) async fn run(state: &Plane, ctx: &Context, call: Call) -> Response<Fu
             uri_query: None,
             took: started.elapsed(),
         };
-        super::metrics::count_and_log(state, slot, answered, Some(&encoded));
+        // In cluster mode this runs on the owner only (the node asked relays its answer
+        // without counting it), so the action is counted once.
+        super::metrics::count_and_log(state, slot, answered, Some(&encoded), true);
     }
     crate::http::respond(encoded, &request_id)
 }

@@ -217,24 +217,24 @@ fn render(
     out
 }
 
-/// Counts an SQS request in `/metrics` and writes its log line: `encoded` is its answer, or
-/// `None` when a fault rule dropped the connection. One place for every way an SQS action
-/// arrives (the service, the console's action endpoint).
+/// Counts an SQS request in `/metrics` (unless `count` is false: a request another node
+/// forwarded, counted there) and writes its log line: `encoded` is its answer, or `None`
+/// when a fault rule dropped the connection. One place for every way an SQS action arrives
+/// (the service, the console's action endpoint).
 pub(crate) fn count_and_log(
     state: &Plane,
     slot: usize,
     answered: super::request_log::Answered<'_>,
     encoded: Option<&crate::protocol::Encoded>,
+    count: bool,
 ) {
     let took = answered.took;
+    let status = encoded.map_or(DROPPED, |e| e.status);
+    if count {
+        state.metrics.observe(slot, status, took);
+    }
     match encoded {
-        Some(encoded) => {
-            state.metrics.observe(slot, encoded.status, took);
-            super::request_log::write(answered, encoded);
-        }
-        None => {
-            state.metrics.observe(slot, DROPPED, took);
-            super::request_log::dropped(answered);
-        }
+        Some(encoded) => super::request_log::write(answered, encoded),
+        None => super::request_log::dropped(answered),
     }
 }
