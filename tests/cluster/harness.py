@@ -318,6 +318,8 @@ class Node(Process):
         self.log = workdir / f"sqsim-{self.name}.log"
         self.lease_ms = lease_ms
         self.proc = None
+        # RUST_LOG for this node alone (None: the default below).
+        self.log_filter = None
 
     def start(self, wait=True):
         binary = os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
@@ -325,6 +327,8 @@ class Node(Process):
         # The control loop's debug lines (gaps in its watch, replicas behind, leases not
         # taken) are few, and what a failed takeover test needs to be understood.
         env.setdefault("RUST_LOG", "info,async_nats=warn,sqsim::cluster::membership=debug")
+        if self.log_filter:
+            env["RUST_LOG"] = self.log_filter
         self.proc = subprocess.Popen(
             [
                 binary,
@@ -476,10 +480,12 @@ class Cluster:
 
         wait_for("the cluster to settle", settled, timeout=timeout, every=0.2)
 
-    def gateway(self):
-        """A fourth node that serves no shard and only routes (started on demand)."""
+    def gateway(self, log_filter=None):
+        """A fourth node that serves no shard and only routes (started on demand), logging
+        with `log_filter` when given."""
         extra = ["--cluster-gateway", "--cluster-replicas", str(len(self.nats)), *self.shard_args]
         g = Node(9, self.nats_urls, self.workdir, self.lease_ms, extra=extra)
+        g.log_filter = log_filter
         g.start()
         self.extra_nodes = getattr(self, "extra_nodes", []) + [g]
         wait_for("the gateway to see every owner", lambda: g.status()["complete"], timeout=30)

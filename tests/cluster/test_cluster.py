@@ -517,14 +517,21 @@ def test_the_virtual_clock_is_the_clusters(cluster):
 def test_a_gateway_serves_no_shard_and_forwards_everything(cluster):
     """A `--cluster-gateway` node is no member and takes no shard; every request through it
     is forwarded, and its answers are the owners'."""
-    g = cluster.gateway()
+    # Its request lines on: each names the request id the client got (the owner's).
+    g = cluster.gateway(log_filter="info,async_nats=warn,sqsim::control::request_log=debug")
     status = g.status()
     assert status["serving"] == [] and "n9" not in status["members"]
     assert all("n9" not in n.status()["members"] for n in cluster.nodes)
     client = g.client()
     std, fifos = make_queues(client, "gw", standard=4, fifo=1)
     for url in std:
-        client.send_message(QueueUrl=url, MessageBody=name_of(url))
+        sent = client.send_message(QueueUrl=url, MessageBody=name_of(url))
+        request_id = sent["ResponseMetadata"]["RequestId"]
+        wait_for(
+            "the gateway's log line under the owner's request id",
+            lambda: request_id in g.log.read_text(),
+            timeout=5,
+        )
         got = client.receive_message(QueueUrl=url)["Messages"]
         assert [m["Body"] for m in got] == [name_of(url)]
         client.delete_message(QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"])
