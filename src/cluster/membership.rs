@@ -1,18 +1,22 @@
 //! The control loop of one node: it heartbeats its membership, reads who is live and who
 //! holds each shard's lease, takes the leases of shards it should own that nobody holds (or
-//! whose holder stopped renewing), renews what it holds, gives a shard back when its
-//! preferred node is live and is not this one, and drops a shard it no longer holds.
+//! whose holder stopped heartbeating), gives a shard back when its preferred node is live
+//! and is not this one, and drops a shard it no longer holds.
 //!
 //! Leases and membership are entries of two JetStream key-value buckets. An entry's expiry
-//! is **observed**, not kept by the server: a holder rewrites its entry every third of the
-//! lease, and another node takes it over only after it watched the entry's revision stay
+//! is **observed**, not kept by the server. A lease names its holder's process, and lives
+//! as long as that process's heartbeat in the leases bucket (rewritten every step) changes:
+//! another node takes it over only after it watched the lease and the heartbeat both stay
 //! the same for a whole lease, reading without a gap (a failed read starts every watch
-//! again). So a holder that cannot reach JetStream while the buckets elect a new leader
-//! (seconds, in NATS) loses nothing: nobody can have watched it go silent, and it renews
-//! once the bucket answers. Leases are taken with `create` (only if absent) or `update` on
-//! the silent revision, renewed with `update` on the last one: two nodes never both take
-//! one. A holder that was stalled (its loop did not run) stops answering before anyone can
-//! take over, and the log itself fences it (see `store::jetstream`).
+//! again). The holder extends each shard it holds once a step's heartbeat was written and
+//! the read after it shows the lease still its own; nothing is written per lease, so an
+//! idle cluster writes two heartbeats a step per node whatever its shards. A holder that
+//! cannot reach JetStream while the buckets elect a new leader (seconds, in NATS) loses
+//! nothing: nobody can have watched it go silent, and it goes on once the bucket answers.
+//! Leases are taken with `create` (only if absent) or `update` on the silent revision: two
+//! nodes never both take one. A holder that was stalled (its loop did not run) stops
+//! answering before anyone can take over, and the log itself fences it (see
+//! `store::jetstream`).
 //!
 //! A step reads each bucket in one batched request (`batch_read`), fenced by its own
 //! heartbeat in that bucket: the answering replica must hold that write, so the read is as
@@ -48,7 +52,7 @@ const LEASES: &str = "sqsim_leases";
 /// A lease this node holds.
 struct Held {
     revision: u64,
-    /// When the last successful renewal (or the take) was sent.
+    /// When the heartbeat that last extended the lease (or the take) was sent.
     renewed: Instant,
     /// The shard being recovered, until it serves.
     opening: Option<JoinHandle<Result<Shard, StoreError>>>,
@@ -56,17 +60,19 @@ struct Held {
     cancel: Arc<AtomicBool>,
 }
 
-/// The revisions of a step's heartbeats (`None`: not written).
+/// The revisions of a step's heartbeats (`None`: not written), and when they were sent.
 #[derive(Default, Clone, Copy)]
 struct Beats {
     members: Option<u64>,
     leases: Option<u64>,
+    sent: Option<Instant>,
 }
 
-/// An entry as watched: its revision and since when it has not changed.
+/// An entry as watched: its revision (for a lease, with its holder's heartbeat's) and
+/// since when it has not changed.
 #[derive(Clone, Copy)]
 struct Seen {
-    revision: u64,
+    revision: (u64, u64),
     since: Instant,
 }
 
@@ -75,6 +81,10 @@ type Members = Vec<(String, u64)>;
 /// Each shard's lease as a control step read it: its holder (`None` if unreadable) and
 /// revision; `None` if there is none.
 type Leases = Vec<Option<(Option<Owner>, u64)>>;
+/// The heartbeats a step read in the leases bucket, by node: the process it names (`None`
+/// if unreadable: a version that wrote its URL there) and its revision; `None` if absent.
+/// A node not in the map was not asked for.
+type BeatsRead = HashMap<String, Option<(Option<Owner>, u64)>>;
 
 /// Where a step's leases came from.
 enum LeasesFrom {
@@ -95,6 +105,9 @@ struct Control {
     leases: kv::Store,
     /// The leases bucket's keys a step reads: every shard's, then the clock's.
     lease_keys: Vec<String>,
+    /// The nodes whose heartbeats a step reads: the holders the last read named, and this
+    /// node.
+    beat_nodes: Vec<String>,
     /// Set when a JetStream server turned batched reads down (older than 2.11): until
     /// [`BATCHED_RETRY`] after it, every step reads from the leaders, key by key.
     batched_refused: std::sync::Mutex<Option<Instant>>,
@@ -182,7 +195,7 @@ async fn purge_through(bucket: &kv::Store, key: &str, revision: u64) -> Result<(
 }
 
 /// A node's heartbeat key in the leases bucket.
-fn beat_key(node: &str) -> String {
+fn beat_key_of(node: &str) -> String {
     format!("beat-{node}")
 }
 
@@ -310,6 +323,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         members,
         leases,
         lease_keys,
+        beat_nodes: vec![cluster.config.node_id.clone()],
         batched_refused: std::sync::Mutex::new(None),
         held: HashMap::new(),
         started: Instant::now(),
@@ -364,7 +378,7 @@ impl Control {
     }
 
     /// Watches entry `key` at `revision`: whether it has stayed the same for a whole lease.
-    fn silent(&mut self, key: String, revision: u64, now: Instant) -> bool {
+    fn silent(&mut self, key: String, revision: (u64, u64), now: Instant) -> bool {
         let seen = self.seen.entry(key).or_insert(Seen {
             revision,
             since: now,
@@ -383,27 +397,31 @@ impl Control {
     }
 
     /// Writes this node's heartbeats: its membership, and a key of its own in the leases
-    /// bucket. A step counts as watching a bucket only if this node could write to it in
-    /// that step: reads alone can succeed while the bucket elects a leader (any replica
-    /// answers them), when no holder can renew.
+    /// bucket naming this process, which keeps every lease it holds alive. A step counts as
+    /// watching a bucket only if this node could write to it in that step: reads alone can
+    /// succeed while the bucket elects a leader (any replica answers them), when no holder
+    /// can heartbeat.
     ///
-    /// Returns the revisions written (`None`: not written), which fence the step's reads.
+    /// Returns the revisions written (`None`: not written), which fence the step's reads,
+    /// and when they were sent, from which the leases held are extended.
     async fn beat(&mut self) -> Beats {
         let limit = self.lease() / 4;
         let url = Bytes::from(self.cluster.peer_url.clone());
+        let sent = Instant::now();
         let (members, leases) = tokio::join!(
-            within(limit, self.members.put(self.me(), url.clone())),
-            within(limit, self.leases.put(self.beat_key(), url)),
+            within(limit, self.members.put(self.me(), url)),
+            within(limit, self.leases.put(self.beat_key(), self.owner_value())),
         );
         Beats {
             members: members.ok(),
             leases: leases.ok(),
+            sent: Some(sent),
         }
     }
 
     /// This node's heartbeat key in the leases bucket.
     fn beat_key(&self) -> String {
-        beat_key(self.me())
+        beat_key_of(self.me())
     }
 
     /// Forgets a departed node for good: its heartbeat in the leases bucket as it stands
@@ -415,7 +433,7 @@ impl Control {
     /// reads from the leader once, and writes another (its new name, later than
     /// `revision`, stays).
     async fn forget(&self, name: &str, revision: u64) -> Result<(), String> {
-        let beat = beat_key(name);
+        let beat = beat_key_of(name);
         match leader_last(&self.leases, &beat).await? {
             Last::Entry(_, at) | Last::Marker(at) => purge_through(&self.leases, &beat, at).await?,
             Last::Nothing => {}
@@ -463,7 +481,6 @@ impl Control {
             beats
         };
         let (members_written, leases_written) = (beats.members.is_some(), beats.leases.is_some());
-        self.renew().await;
         self.finish_opens().await;
         self.drop_broken().await;
         let now = Instant::now();
@@ -486,7 +503,15 @@ impl Control {
         if !leases_written || late || read.is_err() {
             self.unwatch("l.");
         }
-        let (mut live, leases, from) = read?;
+        if !leases_written || read.is_err() {
+            // Nothing shows this step that the leases held are still this node's: none is
+            // extended, and one kept too long without is dropped.
+            let held: Vec<u32> = self.held.keys().copied().collect();
+            for s in held {
+                self.outage(s);
+            }
+        }
+        let (mut live, leases, beats_read, from) = read?;
         self.follow_clock(&from).await;
         let now = Instant::now();
         let mut gone = Vec::new();
@@ -496,7 +521,7 @@ impl Control {
                 return true;
             }
             let key = format!("m.{name}");
-            let silent = self.silent(key.clone(), *revision, now);
+            let silent = self.silent(key.clone(), (*revision, 0), now);
             if silent
                 && self
                     .seen
@@ -523,13 +548,53 @@ impl Control {
         let mut owners: Vec<Option<Owner>> = Vec::with_capacity(shards as usize);
         // Each lease as read: its revision and whether it went silent.
         let mut state: Vec<Option<(u64, bool)>> = Vec::with_capacity(shards as usize);
+        // The holders whose heartbeats the next step reads.
+        let mut holders = std::collections::BTreeSet::from([self.me().to_string()]);
+        // Leases naming this process that it does not hold.
+        let mut strays = std::collections::HashSet::new();
         for (s, lease) in leases.into_iter().enumerate() {
             let s = s as u32;
             match lease {
                 Some((owner, revision)) => {
-                    let silent = watching_leases
-                        && !self.held.contains_key(&s)
-                        && self.silent(format!("l.{s}"), revision, now);
+                    // A lease lives while the heartbeat of the process it names changes:
+                    // watched as the pair (lease, heartbeat). A heartbeat naming another
+                    // process (the node restarted under its name), absent or unreadable
+                    // counts as one that does not change, so the lease goes silent once
+                    // neither has changed for a whole lease. A heartbeat this read did not
+                    // ask for (a holder new since the last step) is no sign of anything:
+                    // the watch starts again next step.
+                    let beat = match &owner {
+                        Some(o) => {
+                            holders.insert(o.node.clone());
+                            match beats_read.get(&o.node) {
+                                Some(Some((Some(b), at))) if b.process == o.process => Some(*at),
+                                Some(_) => Some(0),
+                                None => None,
+                            }
+                        }
+                        None => Some(0),
+                    };
+                    let watch = format!("l.{s}");
+                    // A lease of this process's that it no longer holds (dropped after an
+                    // outage): its heartbeat keeps it alive for everyone else, so it is
+                    // this node's to take again, or to give up.
+                    let stray =
+                        owner.as_ref().is_some_and(|o| self.ours(o)) && !self.held.contains_key(&s);
+                    if stray {
+                        strays.insert(s);
+                    }
+                    let silent = match beat {
+                        _ if stray => true,
+                        Some(b) => {
+                            watching_leases
+                                && !self.held.contains_key(&s)
+                                && self.silent(watch, (revision, b), now)
+                        }
+                        None => {
+                            self.seen.remove(&watch);
+                            false
+                        }
+                    };
                     state.push(Some((revision, silent)));
                     // An unreadable value is an unknown holder: taken over once silent.
                     owners.push(owner.filter(|_| !silent));
@@ -577,6 +642,22 @@ impl Control {
                 }
             }
         }
+        self.beat_nodes = holders.into_iter().collect();
+        // The step's heartbeat was written and the read after it (fenced by it, or from the
+        // leader) shows these leases still this node's: each is extended from when the
+        // heartbeat was sent. Anyone taking one over first watched that heartbeat stay the
+        // same for a whole lease, so not before a quarter of a lease after this runs out.
+        if let (Some(sent), true) = (beats.sent, leases_written) {
+            let held: Vec<u32> = self.held.keys().copied().collect();
+            for s in held {
+                if let Some(h) = self.held.get_mut(&s) {
+                    h.renewed = h.renewed.max(sent);
+                }
+                if let Some(shard) = self.serving(s) {
+                    shard.extend(self.valid_until(sent));
+                }
+            }
+        }
         // Nodes starting together see each other before anyone takes everything.
         let settled = now.duration_since(self.started) >= self.lease() / 2;
         let preferred = placement::owners(shards, &live);
@@ -593,6 +674,11 @@ impl Control {
             let take = match (&owners[s as usize], state[s as usize]) {
                 (Some(_), _) => {
                     self.orphaned.remove(&s);
+                    continue;
+                }
+                // Ours but no longer held, and another node's to serve: given up at once.
+                (None, Some((revision, true))) if !mine && strays.contains(&s) => {
+                    self.free(s, revision).await;
                     continue;
                 }
                 // Silent (or unreadable and silent): taken on its revision.
@@ -637,14 +723,14 @@ impl Control {
     /// fenced by this step's heartbeat in it (`batch_read`); from the bucket's leader, key
     /// by key, when that read does not count (no heartbeat written, a replica behind, no
     /// answer).
-    async fn read(&self, beats: Beats) -> Result<(Members, Leases, LeasesFrom), String> {
+    async fn read(&self, beats: Beats) -> Result<(Members, Leases, BeatsRead, LeasesFrom), String> {
         let (members, leases) = futures_util::future::join(
             self.read_members(beats.members),
             self.read_leases(beats.leases),
         )
         .await;
-        let (leases, from) = leases?;
-        Ok((members?, leases, from))
+        let (leases, beats, from) = leases?;
+        Ok((members?, leases, beats, from))
     }
 
     /// The members bucket's live entries (see [`Self::read`]); `beat`: the revision of this
@@ -677,9 +763,13 @@ impl Control {
         }
     }
 
-    /// Every shard's lease (see [`Self::read`]); `beat`: the revision of this step's
-    /// heartbeat in the leases bucket, if written.
-    async fn read_leases(&self, beat: Option<u64>) -> Result<(Leases, LeasesFrom), String> {
+    /// Every shard's lease and the heartbeats of the nodes in `beat_nodes` (see
+    /// [`Self::read`]); `beat`: the revision of this step's heartbeat in the leases bucket,
+    /// if written.
+    async fn read_leases(
+        &self,
+        beat: Option<u64>,
+    ) -> Result<(Leases, BeatsRead, LeasesFrom), String> {
         let beat_key = self.beat_key();
         let fence = beat.map(|revision| Fence {
             key: &beat_key,
@@ -688,28 +778,42 @@ impl Control {
         let owner = |(value, revision): (Bytes, u64)| {
             (serde_json::from_slice::<Owner>(&value).ok(), revision)
         };
-        let keys = Keys::These(&self.lease_keys);
-        if let Some(mut read) = self.batched(&self.leases, keys, fence).await {
+        let keys: Vec<String> = self
+            .lease_keys
+            .iter()
+            .cloned()
+            .chain(self.beat_nodes.iter().map(|n| beat_key_of(n)))
+            .collect();
+        if let Some(mut read) = self.batched(&self.leases, Keys::These(&keys), fence).await {
             let leases = (0..self.cluster.config.shards)
                 .map(|s| read.by_key.remove(&key(s)).map(owner))
                 .collect();
+            let beats = self
+                .beat_nodes
+                .iter()
+                .map(|n| (n.clone(), read.by_key.remove(&beat_key_of(n)).map(owner)))
+                .collect();
             let clock = read.by_key.remove(CLOCK_KEY);
-            return Ok((leases, LeasesFrom::Batched { clock }));
+            return Ok((leases, beats, LeasesFrom::Batched { clock }));
         }
         self.cluster.stats_mut().leader_reads += 1;
-        let reads = (0..self.cluster.config.shards).map(|s| async move {
-            within(self.lease() / 4, leader_entry(&self.leases, &key(s))).await
-        });
+        let reads = keys[..self.cluster.config.shards as usize]
+            .iter()
+            .chain(&keys[self.lease_keys.len()..])
+            .map(|k| async move { within(self.lease() / 4, leader_entry(&self.leases, k)).await });
+        let mut entries = futures_util::future::join_all(reads).await.into_iter();
         let mut leases = Vec::with_capacity(self.cluster.config.shards as usize);
-        for (s, entry) in futures_util::future::join_all(reads)
-            .await
-            .into_iter()
-            .enumerate()
-        {
+        for s in 0..self.cluster.config.shards {
+            let entry = entries.next().expect("one read a shard");
             let entry = entry.map_err(|e| format!("lease of shard {s}: {e}"))?;
             leases.push(entry.map(owner));
         }
-        Ok((leases, LeasesFrom::Leader))
+        let mut beats = BeatsRead::new();
+        for (n, entry) in self.beat_nodes.iter().zip(entries) {
+            let entry = entry.map_err(|e| format!("heartbeat of {n}: {e}"))?;
+            beats.insert(n.clone(), entry.map(owner));
+        }
+        Ok((leases, beats, LeasesFrom::Leader))
     }
 
     /// `keys` of `bucket` in one batched read that counts: fenced by this step's heartbeat
@@ -786,61 +890,6 @@ impl Control {
                 .is_ok_and(|o| self.ours(&o))
                 .then_some(revision)
         }))
-    }
-
-    /// Renews every lease due, all at once (one slow answer must not hold the others).
-    async fn renew(&mut self) {
-        let due: Vec<(u32, u64)> = self
-            .held
-            .iter()
-            .filter(|(_, h)| h.renewed.elapsed() >= self.lease() / 3)
-            .map(|(s, h)| (*s, h.revision))
-            .collect();
-        let sent = Instant::now();
-        let value = self.owner_value();
-        let answers = futures_util::future::join_all(due.iter().map(|(s, revision)| {
-            tokio::time::timeout(
-                self.lease() / 4,
-                self.leases.update(key(*s), value.clone(), *revision),
-            )
-        }))
-        .await;
-        for ((s, _), answer) in due.into_iter().zip(answers) {
-            match answer {
-                Ok(Ok(revision)) => {
-                    if let Some(h) = self.held.get_mut(&s) {
-                        h.revision = revision;
-                        h.renewed = sent;
-                    }
-                    if let Some(shard) = self.serving(s) {
-                        shard.extend(self.valid_until(sent));
-                    }
-                }
-                // Someone rewrote the entry: another node took the lease, or an earlier
-                // renewal of ours was stored though its answer was lost.
-                Ok(Err(e)) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
-                    match self.leader_says_ours(s).await {
-                        Ok(Some(revision)) => {
-                            // Ours: renewed next step, on this revision.
-                            if let Some(h) = self.held.get_mut(&s) {
-                                h.revision = revision;
-                            }
-                            self.outage(s);
-                        }
-                        Ok(None) => {
-                            tracing::warn!(
-                                shard = s,
-                                "lease taken by another node; no longer serving the shard"
-                            );
-                            self.drop_shard(s);
-                            self.cluster.stats_mut().lost += 1;
-                        }
-                        Err(_) => self.outage(s),
-                    }
-                }
-                _ => self.outage(s),
-            }
-        }
     }
 
     /// The lease on `s` could not be renewed because JetStream did not answer. The shard is

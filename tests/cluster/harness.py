@@ -399,7 +399,7 @@ class Cluster:
         self.nats_urls = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
         replicas = ["--cluster-replicas", str(replicas or min(size, 5))]
         # Fewer shards than the default 48 (a suite's queues still spread over every node):
-        # each is a Raft group and a lease renewed every third of a lease, which an idle
+        # each is a Raft group (its stream) and a lease every step reads, which an idle
         # cluster pays for all the time.
         self.shard_args = ["--cluster-shards", str(shards)] if shards else []
         self.nodes = [

@@ -50,7 +50,7 @@ def suites(pytest_args):
 
 def main():
     # 12 shards: every node serves some of each suite's queues, and the idle cluster keeps
-    # 0.15 of a core busy instead of 0.22-0.27 with 48 (heartbeats, renewals, Raft
+    # 0.15 of a core busy instead of 0.22-0.27 with 48 (heartbeats, reads, Raft
     # traffic): CPU the suites, which keep both cores busy, would otherwise wait for.
     cluster = Cluster(shards=12).start()
     results = []
