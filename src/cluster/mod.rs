@@ -6,7 +6,8 @@
 //! routes each request to the shard's engine here or forwards it to the owner.
 //!
 //! - `placement`: queue → shard, shard → preferred node (rendezvous hashing).
-//! - `membership`: the loop that heartbeats, takes, renews and gives back leases.
+//! - `membership`: the loop that heartbeats (which keeps the leases held alive), takes and
+//!   gives back leases.
 //! - `shard`: one served shard (an engine on its stream).
 //! - `leaders`: each shard stream's leadership moved to an even share per JetStream server.
 
@@ -60,7 +61,7 @@ pub(crate) struct ClusterStats {
     pub acquired: u64,
     /// Shards this node gave back to their preferred node.
     pub released: u64,
-    /// Shards this node lost (lease not renewed in time or taken).
+    /// Shards this node lost (lease not extended in time, or taken).
     pub lost: u64,
     /// Shards that failed to open.
     pub open_failures: u64,
@@ -104,7 +105,7 @@ pub(crate) struct Cluster {
     /// cluster's JetStream is a peer; nobody else is).
     peer_secret: std::sync::OnceLock<String>,
     /// Since when this node's writes to the buckets (membership and lease heartbeats) have
-    /// failed, if they do: it cannot renew leases, so it is about to serve nothing.
+    /// failed, if they do: its leases are not extended, so it is about to serve nothing.
     writes_failing_since: std::sync::Mutex<Option<Instant>>,
     /// Set to leave the cluster (shutdown); the loop answers on `left`.
     stop: watch::Sender<bool>,
@@ -332,7 +333,7 @@ impl Cluster {
 
     /// `/_sqsim/health` in cluster mode: degraded (503 for a load balancer) while this node's
     /// writes to JetStream have failed for a whole lease — JetStream unreachable, or its disk
-    /// full — since it then cannot renew its leases and soon serves nothing. Shards without
+    /// full — since its leases are then not extended and it soon serves nothing. Shards without
     /// an owner (a failover under way) are reported, not counted against this node.
     pub(crate) fn health(&self) -> (bool, serde_json::Value) {
         let failing_for = self

@@ -20,7 +20,7 @@ pub(crate) struct Shard {
     pub engine: Arc<Engine>,
     /// The engine's store, as what it is: leadership moves go through it.
     pub store: Arc<JetStreamStore>,
-    /// Until when this node may answer for the shard: the lease renewed last, less a margin
+    /// Until when this node may answer for the shard: the lease extended last, less a margin
     /// (a node that stalls past it stops answering before anyone else can take over).
     valid_until: Mutex<Instant>,
 }
@@ -76,7 +76,7 @@ impl Shard {
                 .is_none_or(|s| s.is_writable())
     }
 
-    /// The lease was renewed: valid until `until`.
+    /// The lease was extended (a heartbeat went through): valid until `until`.
     pub(crate) fn extend(&self, until: Instant) {
         *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) = until;
     }
