@@ -61,11 +61,11 @@ struct Held {
 }
 
 /// The revisions of a step's heartbeats (`None`: not written), and when they were sent.
-#[derive(Default, Clone, Copy)]
+#[derive(Clone, Copy)]
 struct Beats {
     members: Option<u64>,
     leases: Option<u64>,
-    sent: Option<Instant>,
+    sent: Instant,
 }
 
 /// An entry as watched: its revision (for a lease, with its holder's heartbeat's) and
@@ -415,7 +415,7 @@ impl Control {
         Beats {
             members: members.ok(),
             leases: leases.ok(),
-            sent: Some(sent),
+            sent,
         }
     }
 
@@ -473,7 +473,11 @@ impl Control {
         // A gateway is no member and watches no lease: it only routes.
         let gateway = self.cluster.config.gateway;
         let beats = if gateway {
-            Beats::default()
+            Beats {
+                members: None,
+                leases: None,
+                sent: Instant::now(),
+            }
         } else {
             let beats = self.beat().await;
             self.cluster
@@ -647,14 +651,17 @@ impl Control {
         // leader) shows these leases still this node's: each is extended from when the
         // heartbeat was sent. Anyone taking one over first watched that heartbeat stay the
         // same for a whole lease, so not before a quarter of a lease after this runs out.
-        if let (Some(sent), true) = (beats.sent, leases_written) {
-            let held: Vec<u32> = self.held.keys().copied().collect();
-            for s in held {
-                if let Some(h) = self.held.get_mut(&s) {
-                    h.renewed = h.renewed.max(sent);
-                }
-                if let Some(shard) = self.serving(s) {
-                    shard.extend(self.valid_until(sent));
+        if leases_written {
+            let until = self.valid_until(beats.sent);
+            let serving = self
+                .cluster
+                .serving
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
+            for (s, h) in self.held.iter_mut() {
+                h.renewed = h.renewed.max(beats.sent);
+                if let Some(shard) = serving.get(s) {
+                    shard.extend(until);
                 }
             }
         }
@@ -778,12 +785,8 @@ impl Control {
         let owner = |(value, revision): (Bytes, u64)| {
             (serde_json::from_slice::<Owner>(&value).ok(), revision)
         };
-        let keys: Vec<String> = self
-            .lease_keys
-            .iter()
-            .cloned()
-            .chain(self.beat_nodes.iter().map(|n| beat_key_of(n)))
-            .collect();
+        let beat_keys: Vec<String> = self.beat_nodes.iter().map(|n| beat_key_of(n)).collect();
+        let keys: Vec<String> = self.lease_keys.iter().chain(&beat_keys).cloned().collect();
         if let Some(mut read) = self.batched(&self.leases, Keys::These(&keys), fence).await {
             let leases = (0..self.cluster.config.shards)
                 .map(|s| read.by_key.remove(&key(s)).map(owner))
@@ -791,15 +794,17 @@ impl Control {
             let beats = self
                 .beat_nodes
                 .iter()
-                .map(|n| (n.clone(), read.by_key.remove(&beat_key_of(n)).map(owner)))
+                .zip(&beat_keys)
+                .map(|(n, k)| (n.clone(), read.by_key.remove(k).map(owner)))
                 .collect();
             let clock = read.by_key.remove(CLOCK_KEY);
             return Ok((leases, beats, LeasesFrom::Batched { clock }));
         }
         self.cluster.stats_mut().leader_reads += 1;
-        let reads = keys[..self.cluster.config.shards as usize]
+        // The clock's key (last of `lease_keys`) is not read here: `follow_clock` reads it.
+        let reads = self.lease_keys[..self.cluster.config.shards as usize]
             .iter()
-            .chain(&keys[self.lease_keys.len()..])
+            .chain(&beat_keys)
             .map(|k| async move { within(self.lease() / 4, leader_entry(&self.leases, k)).await });
         let mut entries = futures_util::future::join_all(reads).await.into_iter();
         let mut leases = Vec::with_capacity(self.cluster.config.shards as usize);
@@ -985,15 +990,6 @@ impl Control {
             Ok::<_, String>(live)
         };
         within(self.lease() / 4, read).await
-    }
-
-    fn serving(&self, s: u32) -> Option<Arc<Shard>> {
-        self.cluster
-            .serving
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&s)
-            .cloned()
     }
 
     /// Stops answering for shard `s` at once; the shard, to close.
