@@ -31,6 +31,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 
 use super::hold::Hold;
+use super::packed::{self, Packed, CODEC};
 use super::{Apply, Lsn, Progress, Recovered, Store, StoreError, StoreStats};
 
 const LSN: &str = "Sqsim-Lsn";
@@ -94,12 +95,15 @@ struct Sent {
 type AckResult = Result<jetstream::publish::PublishAck, jetstream::context::PublishError>;
 
 /// Consecutive records published as one log message: one record as it is, several framed
-/// as (4-byte little-endian length, bytes) each, with [`COUNT`] saying how many.
+/// as (4-byte little-endian length, bytes) each, with [`COUNT`] saying how many; then
+/// compressed when that pays ([`packed`]).
 struct Group {
     /// The first record's position; the others follow it.
     first: Lsn,
     count: u64,
-    payload: Bytes,
+    /// The records' bytes before compression.
+    raw_bytes: u64,
+    payload: Packed,
 }
 
 impl Group {
@@ -125,24 +129,22 @@ impl Group {
     fn of(mut records: Vec<(Lsn, Vec<u8>)>) -> Group {
         let first = records[0].0;
         let count = records.len() as u64;
-        if records.len() == 1 {
-            let (_, record) = records.pop().expect("one record");
-            return Group {
-                first,
-                count,
-                payload: Bytes::from(record),
-            };
-        }
-        let len = records.iter().map(|(_, r)| 4 + r.len()).sum();
-        let mut payload = Vec::with_capacity(len);
-        for (_, r) in &records {
-            payload.extend_from_slice(&(r.len() as u32).to_le_bytes());
-            payload.extend_from_slice(r);
-        }
+        let raw = if records.len() == 1 {
+            records.pop().expect("one record").1
+        } else {
+            let len = records.iter().map(|(_, r)| 4 + r.len()).sum();
+            let mut raw = Vec::with_capacity(len);
+            for (_, r) in &records {
+                raw.extend_from_slice(&(r.len() as u32).to_le_bytes());
+                raw.extend_from_slice(r);
+            }
+            raw
+        };
         Group {
             first,
             count,
-            payload: Bytes::from(payload),
+            raw_bytes: raw.len() as u64,
+            payload: packed::pack(raw),
         }
     }
 
@@ -404,7 +406,7 @@ impl Indexed {
     fn of(seq: u64, group: &Group) -> Indexed {
         Indexed {
             seq,
-            bytes: group.payload.len() as u64,
+            bytes: group.raw_bytes,
             count: group.count,
         }
     }
@@ -690,12 +692,15 @@ impl Writer {
         if group.count > 1 {
             headers.insert(COUNT, group.count.to_string().as_str());
         }
+        if let Some(codec) = group.payload.codec {
+            headers.insert(CODEC, codec);
+        }
         headers.insert(
             async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
             expect.to_string().as_str(),
         );
         self.stamp(&mut headers, group.first);
-        js.publish_with_headers(self.log_subject(), headers, group.payload.clone())
+        js.publish_with_headers(self.log_subject(), headers, group.payload.body.clone())
             .await
     }
 
@@ -740,7 +745,13 @@ impl Writer {
         {
             let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             s.appended_records += groups.iter().map(|g| g.count).sum::<u64>();
-            s.log_bytes += groups.iter().map(|g| g.payload.len() as u64).sum::<u64>();
+            let raw = groups.iter().map(|g| g.raw_bytes).sum::<u64>();
+            s.log_bytes += raw;
+            s.appended_bytes += raw;
+            s.stored_bytes += groups
+                .iter()
+                .map(|g| g.payload.body.len() as u64)
+                .sum::<u64>();
             s.syncs += 1;
             s.sync_micros += since.elapsed().as_micros() as u64;
         }
@@ -958,14 +969,20 @@ impl Writer {
                     );
                     continue;
                 }
+                let payload = packed::unpack(
+                    m.headers.get(CODEC).map(|v| v.as_str()),
+                    m.payload.clone(),
+                    super::frame::MAX_RECORD,
+                )
+                .map_err(|e| io_error(format!("message {seq}: {e}")))?;
                 if m.subject.as_str() == self.log_subject() {
                     let first =
                         header(LSN).ok_or_else(|| io_error("a log record has no position"))?;
                     let count = header(COUNT).unwrap_or(1);
                     let records = if count == 1 {
-                        vec![m.payload.to_vec()]
+                        vec![payload.to_vec()]
                     } else {
-                        Group::split(&m.payload, count).ok_or_else(|| {
+                        Group::split(&payload, count).ok_or_else(|| {
                             io_error(format!(
                                 "log message {seq} does not hold the {count} records it says"
                             ))
@@ -987,13 +1004,13 @@ impl Writer {
                         _ => {}
                     }
                     next = Some(first + count);
-                    let bytes = m.payload.len() as u64;
+                    let bytes = payload.len() as u64;
                     self.index.insert(first, Indexed { seq, bytes, count });
                     for (i, r) in records.into_iter().enumerate() {
                         log.insert(first + i as u64, r);
                     }
                 } else if let Some(at) = header(AT) {
-                    snapshot_bytes += m.payload.len() as u64;
+                    snapshot_bytes += payload.len() as u64;
                     let writer = m
                         .headers
                         .get(WRITER)
@@ -1001,7 +1018,7 @@ impl Writer {
                         .unwrap_or_default();
                     let entry = snapshots.entry((at, writer)).or_default();
                     if m.headers.get(EMPTY).is_none() {
-                        entry.0.push(m.payload.to_vec());
+                        entry.0.push(payload.to_vec());
                     }
                     entry.1 |= m.headers.get(END).is_some();
                 }
@@ -1095,13 +1112,20 @@ impl Writer {
         // a snapshot of many records costs about one round trip, not one per record. From
         // the first one not acknowledged on, one at a time with retries (a retry of one that
         // landed is dropped by its message id).
-        let records: Vec<Bytes> = records.into_iter().map(Bytes::from).collect();
+        let records: Vec<Packed> = records.into_iter().map(packed::pack).collect();
+        let headers = |i: usize, expect: u64| {
+            let mut h = headers(i, expect);
+            if let Some(codec) = records[i].codec {
+                h.insert(CODEC, codec);
+            }
+            h
+        };
         let mut acks = Vec::with_capacity(records.len());
         for (i, record) in records.iter().enumerate() {
             let mut h = headers(i, self.last_seq + i as u64);
             self.stamp(&mut h, id(i));
             match js
-                .publish_with_headers(self.snap_subject(), h, record.clone())
+                .publish_with_headers(self.snap_subject(), h, record.body.clone())
                 .await
             {
                 Ok(ack) => acks.push(ack),
@@ -1119,13 +1143,13 @@ impl Writer {
                 Err(_) => break,
             }
         }
-        for (i, record) in records.into_iter().enumerate().skip(confirmed) {
+        for (i, record) in records.iter().enumerate().skip(confirmed) {
             let published = self
                 .publish_one(
                     js,
                     self.snap_subject(),
                     headers(i, self.last_seq),
-                    record,
+                    record.body.clone(),
                     &id(i),
                 )
                 .await
@@ -1293,6 +1317,19 @@ mod tests {
     /// Publishes a raw message to `subject` of stream `name` with a message id and headers,
     /// expecting the stream's last sequence: what another writer's publish looks like.
     fn publish_raw(url: &str, name: &str, subject: &str, id: &str, lsn: Option<u64>, body: &[u8]) {
+        publish_raw_with(url, name, subject, id, lsn, &[], body)
+    }
+
+    /// [`publish_raw`] with `extra` headers.
+    fn publish_raw_with(
+        url: &str,
+        name: &str,
+        subject: &str,
+        id: &str,
+        lsn: Option<u64>,
+        extra: &[(&str, &str)],
+        body: &[u8],
+    ) {
         block_on(async {
             let client = async_nats::connect(url).await.unwrap();
             let js = jetstream::new(client);
@@ -1307,6 +1344,9 @@ mod tests {
             if let Some(lsn) = lsn {
                 headers.insert(LSN, lsn.to_string().as_str());
             }
+            for (k, v) in extra {
+                headers.insert(*k, *v);
+            }
             let subject = format!("sqsim.{name}.{subject}");
             let ack = js
                 .publish_with_headers(subject, headers, Bytes::copy_from_slice(body))
@@ -1314,6 +1354,60 @@ mod tests {
                 .unwrap();
             ack.await.unwrap();
         })
+    }
+
+    /// Log and snapshot messages are compressed when that pays (`store::packed`) and come
+    /// back whole; a message in an encoding this version does not know stops recovery
+    /// instead of being read as something else or skipped.
+    #[test]
+    fn compressed_messages_come_back_whole_and_an_unknown_encoding_stops_recovery() {
+        let server = NatsServer::start();
+        let store = JetStreamStore::open(&server.url, "packed", 1).unwrap();
+        recovered(&store);
+        let record = |i: u64| format!("{i:08} {}", "the same words again ".repeat(40)).into_bytes();
+        let last = (0..50).map(|i| store.append(&record(i))).last().unwrap();
+        block_on(durable(&store, last)).unwrap();
+        let st = store.stats();
+        // The records' bytes, and a length before each of those that went in groups.
+        let payload: u64 = (0..50).map(|i| record(i).len() as u64).sum();
+        assert!(
+            (payload..=payload + 4 * 50).contains(&st.appended_bytes),
+            "{st:?}"
+        );
+        assert!(st.stored_bytes * 4 < st.appended_bytes, "{st:?}");
+        let state: Vec<Vec<u8>> = (0..3u8).map(|i| vec![b'a' + i; 64 << 10]).collect();
+        store.snapshot(25, &mut state.clone().into_iter()).unwrap();
+        drop(store);
+        let stored = || {
+            block_on(async {
+                let client = async_nats::connect(&server.url).await.unwrap();
+                let js = jetstream::new(client);
+                let mut stream = js.get_stream(stream_of("packed")).await.unwrap();
+                stream.info().await.unwrap().state.bytes
+            })
+        };
+        // The snapshot's 192 KiB and the log's last 25 records take a fraction of that.
+        assert!(stored() < 32 << 10, "{} bytes stored", stored());
+        let reopened = JetStreamStore::open(&server.url, "packed", 1).unwrap();
+        let mut expected = state;
+        expected.extend((25..50).map(record));
+        assert_eq!(recovered(&reopened), expected);
+        drop(reopened);
+
+        // A writer of a newer version fences and writes a message this one cannot read.
+        publish_raw(&server.url, "packed", "fence", "z-fence", None, b"");
+        publish_raw_with(
+            &server.url,
+            "packed",
+            "log",
+            "z-50",
+            Some(50),
+            &[(CODEC, "zstd")],
+            b"\x28\xb5\x2f\xfd",
+        );
+        let newer = JetStreamStore::open(&server.url, "packed", 1).unwrap();
+        let err = newer.recover(&mut |_, _| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("newer"), "{err}");
     }
 
     /// Several writes in flight at once (the window): a publish expects the sequence of the
@@ -1455,10 +1549,11 @@ mod tests {
             (9, b"xyz".to_vec()),
         ]);
         assert_eq!(group.first, 7);
-        let records = Group::split(&group.payload, 3).unwrap();
+        let raw = packed::unpack(group.payload.codec, group.payload.body.clone(), 1 << 20).unwrap();
+        let records = Group::split(&raw, 3).unwrap();
         assert_eq!(records, vec![b"ab".to_vec(), Vec::new(), b"xyz".to_vec()]);
-        assert!(Group::split(&group.payload, 2).is_none());
-        assert!(Group::split(&group.payload[..group.payload.len() - 1], 3).is_none());
+        assert!(Group::split(&raw, 2).is_none());
+        assert!(Group::split(&raw[..raw.len() - 1], 3).is_none());
         // Large records are not grouped past the cap.
         let big = vec![0u8; MAX_GROUP_BYTES / 2];
         let groups = Group::all((0..5).map(|i| (i, big.clone())).collect());

@@ -752,6 +752,7 @@ impl Store for LogStore {
             snapshots: c.snapshots.load(Ordering::Relaxed),
             writable: last_error.is_none(),
             last_error,
+            ..StoreStats::default()
         }
     }
 }

@@ -21,6 +21,8 @@ pub(crate) mod log;
 pub(crate) mod memory;
 #[cfg(feature = "cluster")]
 mod nats_io;
+#[cfg(feature = "cluster")]
+mod packed;
 #[cfg(test)]
 pub(crate) mod suite;
 
@@ -136,6 +138,10 @@ pub(crate) struct StoreStats {
     pub log_bytes: u64,
     pub snapshot_bytes: u64,
     pub appended_records: u64,
+    /// Cluster mode: bytes of the log messages written, before and after compression
+    /// (`store::packed`); 0 for the other stores.
+    pub appended_bytes: u64,
+    pub stored_bytes: u64,
     pub syncs: u64,
     /// Total time spent in write + fsync, in microseconds.
     pub sync_micros: u64,

@@ -15,7 +15,9 @@ measured together. Besides msgs/s it reports the CPU microseconds per message of
 and the nats-server processes (from /proc): that figure predicts how more nodes and cores
 would scale, and it can be measured on two cores. Release builds: SQSIM_BIN and SQSIM_BENCH_BIN. CLUSTER_BENCH_ROUNDS
 rounds (default 2); CLUSTER_BENCH_ONLY=a,b keeps the loads and setups whose labels contain
-one of the words (for a quick look at one line while working on it)."""
+one of the words (for a quick look at one line while working on it). CLUSTER_BENCH_BODIES
+(padded, the default; random; json) chooses what the bodies hold after their send time:
+cluster mode compresses its log, so what it saves depends on them (docs/scale-out.md)."""
 
 import json
 import os
@@ -35,6 +37,7 @@ SEND_SHARE = 0.6
 BENCH_ARGS = [
     "--only", "send", "--protocols", "json", "--no-floor",
     "--seconds", str(SECONDS), "--send-repeats", str(REPEATS),
+    "--bodies", os.environ.get("CLUSTER_BENCH_BODIES", "padded"),
 ]
 # Connections per load generator (the loads set it).
 CONNECTIONS = 32
@@ -107,9 +110,11 @@ def measured(endpoints, queues, sqsim_pids, nats_pids):
 
 
 def store_counts(endpoint):
-    """Records appended and JetStream messages acknowledged, over every shard's store."""
+    """Records appended, JetStream messages acknowledged, and the log's bytes before and
+    after compression, over every shard's store."""
     stores = get_json(f"{endpoint}/_sqsim/stats", timeout=30)["store"]
-    return (sum(s["appended_records"] for s in stores), sum(s["syncs"] for s in stores))
+    keys = ("appended_records", "syncs", "appended_bytes", "stored_bytes")
+    return tuple(sum(s[k] for s in stores) for k in keys)
 
 
 def in_memory(queues, _all_nodes):
@@ -151,8 +156,8 @@ def clustered(size, queues, all_nodes, sync="always"):
             [n.proc.pid for n in cluster.nats],
         )
         after = store_counts(nodes[0].endpoint)
-        records, messages = (a - b for a, b in zip(after, before))
-        LAST_GROUPING[0] = records / max(messages, 1)
+        records, messages, raw, stored = (a - b for a, b in zip(after, before))
+        LAST_GROUPING[0] = (records / max(messages, 1), stored / max(raw, 1))
         return got
     finally:
         cluster.stop()
@@ -190,7 +195,11 @@ def main():
                 got.setdefault((load, name), []).append((rate, sqsim_us, nats_us))
                 each = ", ".join(f"{n} {v:.1f}" for n, v in LAST_PER_PROCESS.items())
                 if LAST_GROUPING[0] is not None:
-                    each += f"; {LAST_GROUPING[0]:.1f} records per JetStream message"
+                    grouped, packed = LAST_GROUPING[0]
+                    each += (
+                        f"; {grouped:.1f} records per JetStream message, "
+                        f"compressed to {packed:.0%}"
+                    )
                 print(
                     f"round {r + 1}: {load}: {name}: {rate:,.0f} msgs/s, CPU per message "
                     f"{sqsim_us:.1f} us sqsim + {nats_us:.1f} us nats-server ({each})",

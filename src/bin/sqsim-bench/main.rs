@@ -54,6 +54,10 @@ struct Args {
     /// lucky or unlucky run (this is a shared 2-core machine) from deciding a ratio.
     #[arg(long, default_value_t = 3)]
     send_repeats: usize,
+    /// What message bodies hold after their send time (padded, random, json): what a
+    /// compressing store saves depends on it.
+    #[arg(long, value_enum, default_value = "padded")]
+    bodies: scenarios::Bodies,
     /// Seconds per throughput scenario.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -178,6 +182,7 @@ fn fmt_opt(v: Option<f64>) -> String {
 
 fn main() {
     let args = Args::parse();
+    scenarios::set_bodies(args.bodies);
     // One core for the generator: a single-threaded runtime.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

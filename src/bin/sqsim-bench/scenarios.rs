@@ -20,16 +20,80 @@ fn now_us() -> u64 {
 
 static SERIAL: AtomicU64 = AtomicU64::new(0);
 
+/// What the bodies after their send time and serial number hold (`--bodies`): how much a
+/// store that compresses (cluster mode's log) can save depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Bodies {
+    /// `x` repeated: the issue's scenario as it has always been measured (compresses to
+    /// almost nothing).
+    Padded,
+    /// Random letters and digits: nothing for a compressor to find.
+    Random,
+    /// A JSON event of random ids and amounts, the same fields in every message.
+    Json,
+}
+
+static BODIES: OnceLock<Bodies> = OnceLock::new();
+
+/// Sets what [`body`] returns from now on (once, before any scenario runs).
+pub(crate) fn set_bodies(kind: Bodies) {
+    BODIES.set(kind).expect("bodies are chosen once");
+}
+
 /// A 256-byte body that starts with its send time; a serial number keeps bodies distinct, so
 /// content-based deduplication on FIFO queues drops none of them.
 pub(crate) fn body() -> String {
-    let mut b = format!(
-        "{:020}-{:012}-",
-        now_us(),
-        SERIAL.fetch_add(1, Ordering::Relaxed)
-    );
-    b.push_str(&"x".repeat(BODY_BYTES - b.len()));
+    let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+    let mut b = format!("{:020}-{:012}-", now_us(), serial);
+    match BODIES.get().copied().unwrap_or(Bodies::Padded) {
+        Bodies::Padded => b.push_str(&"x".repeat(BODY_BYTES - b.len())),
+        Bodies::Random => {
+            let mut rng = Rng::new(serial);
+            while b.len() < BODY_BYTES {
+                b.push(rng.alnum());
+            }
+        }
+        Bodies::Json => {
+            let mut rng = Rng::new(serial);
+            let id = format!("{:016x}{:016x}", rng.next(), rng.next());
+            b.push_str(&format!(
+                "{{\"type\":\"order.created\",\"order_id\":\"{id}\",\"customer\":\"c-{}\",\
+                 \"amount\":{}.{:02},\"currency\":\"EUR\",\"items\":[{{\"sku\":\"SKU-{}\",\"qty\":{}}}],\
+                 \"ref\":\"",
+                rng.next() % 1_000_000,
+                rng.next() % 10_000,
+                rng.next() % 100,
+                rng.next() % 100_000,
+                1 + rng.next() % 9,
+            ));
+            while b.len() < BODY_BYTES - 2 {
+                b.push(rng.alnum());
+            }
+            b.push_str("\"}");
+        }
+    }
     b
+}
+
+/// xorshift64*: cheap, and random enough that a compressor finds nothing in its output.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn alnum(&mut self) -> char {
+        const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        CHARS[(self.next() % CHARS.len() as u64) as usize] as char
+    }
 }
 
 fn sent_at(body: &str) -> Option<u64> {
@@ -185,10 +249,13 @@ pub(crate) async fn send(
         urls.push(create_queue(t, proto, &name, false).await);
     }
     // One prebuilt request per connection, sent again and again: the generator's own
-    // encoding work stays out of the measurement (bodies need not differ on a standard queue).
+    // encoding work stays out of the measurement (bodies need not differ on a standard
+    // queue). Each connection has its own, so requests in flight together never carry the
+    // same bodies: a store that compresses what it writes together (cluster mode's log)
+    // finds in them only what `--bodies` puts there.
     let calls: Arc<Vec<_>> = Arc::new(
-        urls.iter()
-            .map(|url| Api(proto).send_batch(url, &batch(|_| None)))
+        (0..conns)
+            .map(|i| Api(proto).send_batch(&urls[i % urls.len()], &batch(|_| None)))
             .collect(),
     );
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
