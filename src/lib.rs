@@ -79,7 +79,8 @@
 //!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
 //!   JetStream stream, fenced by expected sequences, several publishes in flight), `hold`
 //!   (when a JetStream writer waits for more records before it publishes), `nats_io` (the
-//!   one I/O thread and shared connection of every JetStream store), `memory` (tests),
+//!   one I/O thread and shared connection of every JetStream store), `packed` (a JetStream
+//!   store's messages compressed), `memory` (tests),
 //!   `suite` (the one suite every store passes), `crash_point` (the crash tests'
 //!   deterministic kills).
 //! - `error` (uses: nothing) — the one SQS error table both protocols render from.
