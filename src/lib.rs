@@ -24,7 +24,8 @@
 //!   shard stream's leader moved to an even share per JetStream server), `route` (a
 //!   request routed to its shard's engine or forwarded to the node serving it, listings
 //!   across nodes, the peer endpoints), `courier` (outbox parcels and queue settings between
-//!   shards).
+//!   shards), `realism` (`/_sqsim/realism` for the whole cluster or one queue where it is
+//!   served).
 //! - `control` (uses: api, worker, http, protocol, config, engine, store, error) — the control plane beside the SQS API,
 //!   with its own error type (`error`): `admin` (`/_sqsim/` test controls), `peek` (a queue's
 //!   messages without receiving them, and the search over them), `console` (the

@@ -45,6 +45,8 @@ const MAX_OUTAGE: Duration = Duration::from_secs(10);
 
 /// The key of the cluster's clock in the leases bucket.
 pub(super) const CLOCK_KEY: &str = "clock";
+/// The key under which the leases bucket keeps the cluster's realism.
+pub(super) const REALISM_KEY: &str = "realism";
 
 const MEMBERS: &str = "sqsim_members";
 const LEASES: &str = "sqsim_leases";
@@ -88,8 +90,12 @@ type BeatsRead = HashMap<String, Option<(Option<Owner>, u64)>>;
 
 /// Where a step's leases came from.
 enum LeasesFrom {
-    /// A batched read, with the clock's entry read alongside (`None`: not set).
-    Batched { clock: Option<(Bytes, u64)> },
+    /// A batched read, with the clock's and the realism's entries read alongside (`None`:
+    /// not set).
+    Batched {
+        clock: Option<(Bytes, u64)>,
+        realism: Option<(Bytes, u64)>,
+    },
     /// The leader, key by key.
     Leader,
 }
@@ -315,7 +321,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
     super::leaders::spawn(Arc::clone(&cluster), client.clone());
     let lease_keys = (0..cluster.config.shards)
         .map(key)
-        .chain([CLOCK_KEY.to_string()])
+        .chain([CLOCK_KEY.to_string(), REALISM_KEY.to_string()])
         .collect();
     let mut control = Control {
         cluster: Arc::clone(&cluster),
@@ -451,7 +457,7 @@ impl Control {
     /// or read here.
     async fn follow_clock(&mut self, from: &LeasesFrom) {
         let entry = match from {
-            LeasesFrom::Batched { clock } => clock.clone(),
+            LeasesFrom::Batched { clock, .. } => clock.clone(),
             LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
                 .await
                 .ok()
@@ -467,6 +473,27 @@ impl Control {
         let offset = v["offset_ms"].as_i64().unwrap_or(0);
         let frozen = v["frozen_at"].as_u64();
         self.cluster.apply_clock(offset, frozen, revision);
+    }
+
+    /// Follows the cluster's realism as [`Self::follow_clock`] follows its clock.
+    async fn follow_realism(&mut self, from: &LeasesFrom) {
+        let entry = match from {
+            LeasesFrom::Batched { realism, .. } => realism.clone(),
+            LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(REALISM_KEY))
+                .await
+                .ok()
+                .flatten()
+                .map(|e| (e.value, e.revision)),
+        };
+        let Some((value, revision)) = entry else {
+            return;
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&value) else {
+            return;
+        };
+        if let Some(spec) = v["realism"].as_str() {
+            self.cluster.apply_realism(spec, revision);
+        }
     }
 
     async fn tick(&mut self) -> Result<(), String> {
@@ -517,6 +544,7 @@ impl Control {
         }
         let (mut live, leases, beats_read, from) = read?;
         self.follow_clock(&from).await;
+        self.follow_realism(&from).await;
         let now = Instant::now();
         let mut gone = Vec::new();
         let watching_members = members_written && !late;
@@ -798,10 +826,12 @@ impl Control {
                 .map(|(n, k)| (n.clone(), read.by_key.remove(k).map(owner)))
                 .collect();
             let clock = read.by_key.remove(CLOCK_KEY);
-            return Ok((leases, beats, LeasesFrom::Batched { clock }));
+            let realism = read.by_key.remove(REALISM_KEY);
+            return Ok((leases, beats, LeasesFrom::Batched { clock, realism }));
         }
         self.cluster.stats_mut().leader_reads += 1;
-        // The clock's key (last of `lease_keys`) is not read here: `follow_clock` reads it.
+        // The clock's and the realism's keys (last of `lease_keys`) are not read here:
+        // `follow_clock` and `follow_realism` read them.
         let reads = self.lease_keys[..self.cluster.config.shards as usize]
             .iter()
             .chain(&beat_keys)
@@ -1057,8 +1087,11 @@ impl Control {
     /// Recovers shard `s` in the background, under the lease taken at `sent`.
     fn open(&mut self, s: u32, revision: u64, sent: Instant) {
         let c = &self.cluster;
-        let (config, clock, settings) =
+        let (config, clock, mut settings) =
             (c.config.clone(), Arc::clone(&c.clock), c.settings.clone());
+        // The cluster's realism now (a change while the shard opens is applied once it
+        // serves, below).
+        settings.realism = c.realism();
         let until = self.valid_until(sent);
         tracing::info!(shard = s, "lease taken; recovering the shard");
         let cancel = Arc::new(AtomicBool::new(false));
@@ -1098,11 +1131,17 @@ impl Control {
                 Ok(shard) => {
                     (self.cluster.on_open)(&shard.engine);
                     shard.extend(self.valid_until(renewed));
+                    let engine = Arc::clone(&shard.engine);
                     self.cluster
                         .serving
                         .write()
                         .unwrap_or_else(|p| p.into_inner())
                         .insert(s, Arc::new(shard));
+                    // A realism change applied while it opened missed it.
+                    let realism = self.cluster.realism();
+                    if engine.realism() != realism {
+                        engine.set_realism(realism);
+                    }
                     let mut stats = self.cluster.stats_mut();
                     stats.acquired += 1;
                     stats.last_open_ms = renewed.elapsed().as_millis() as u64;

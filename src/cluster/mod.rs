@@ -16,6 +16,7 @@ pub(crate) mod courier;
 mod leaders;
 mod membership;
 pub(crate) mod placement;
+mod realism;
 pub(crate) mod route;
 mod shard;
 
@@ -101,6 +102,10 @@ pub(crate) struct Cluster {
     /// The bucket revision of the clock state this node applied last: an older one (a
     /// fan-out and the bucket read crossing) is never applied after it.
     clock_revision: std::sync::Mutex<u64>,
+    /// Realism for every queue: the cluster's (`/_sqsim/realism` through any node; the
+    /// leases bucket keeps it), with the bucket revision it was applied at (0: the start-up
+    /// setting, `--realism`).
+    realism: std::sync::Mutex<(crate::engine::Realism, u64)>,
     /// The secret nodes show each other (kept in the leases bucket: whoever can reach the
     /// cluster's JetStream is a peer; nobody else is).
     peer_secret: std::sync::OnceLock<String>,
@@ -148,6 +153,7 @@ impl Cluster {
         on_open: OnOpen,
     ) -> Result<Arc<Cluster>, String> {
         let shards = config.shards as usize;
+        let realism = settings.realism.clone();
         let cluster = Arc::new(Cluster {
             config,
             peer_url,
@@ -162,6 +168,7 @@ impl Cluster {
             changed: watch::Sender::new(0),
             leases: std::sync::OnceLock::new(),
             clock_revision: std::sync::Mutex::new(0),
+            realism: std::sync::Mutex::new((realism, 0)),
             peer_secret: std::sync::OnceLock::new(),
             writes_failing_since: std::sync::Mutex::new(None),
             stop: watch::Sender::new(false),
@@ -410,6 +417,57 @@ impl Cluster {
             .unwrap_or_else(|p| p.into_inner());
         *applied = (*applied).max(revision);
         Ok((offset_ms, frozen_at, revision))
+    }
+
+    /// The realism every queue of the cluster has unless set on its own.
+    pub(crate) fn realism(&self) -> crate::engine::Realism {
+        self.realism
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .clone()
+    }
+
+    /// Sets the cluster's realism to `spec` as of bucket revision `revision`, unless a newer
+    /// one was applied: every queue of every shard served here takes it (one set on its
+    /// own included, as in one process), and so do shards opened later.
+    pub(crate) fn apply_realism(&self, spec: &str, revision: u64) {
+        let Ok(realism) = crate::engine::Realism::parse(spec) else {
+            tracing::warn!(
+                spec,
+                "the cluster's realism in JetStream does not parse; ignored"
+            );
+            return;
+        };
+        let mut applied = self.realism.lock().unwrap_or_else(|p| p.into_inner());
+        if revision <= applied.1 {
+            return;
+        }
+        *applied = (realism.clone(), revision);
+        // Under the lock: two changes crossing leave every engine at the newer one.
+        for engine in self.engines() {
+            engine.set_realism(realism.clone());
+        }
+    }
+
+    /// Keeps `realism` as the cluster's in the leases bucket and applies it here; its
+    /// revision, for the other nodes.
+    pub(crate) async fn publish_realism(
+        &self,
+        realism: &crate::engine::Realism,
+    ) -> Result<u64, String> {
+        let spec = realism.spec();
+        let value = serde_json::json!({ "realism": spec });
+        let leases = self.leases.get().ok_or("not joined yet")?;
+        let revision = tokio::time::timeout(
+            self.config.lease,
+            leases.put(membership::REALISM_KEY, value.to_string().into()),
+        )
+        .await
+        .map_err(|_| "timed out".to_string())?
+        .map_err(|e| e.to_string())?;
+        self.apply_realism(&spec, revision);
+        Ok(revision)
     }
 
     /// Leaves the cluster: gives every shard back (what they appended written first) and

@@ -179,7 +179,7 @@ impl Link {
     }
 
     /// POSTs JSON to `path` on every other node, in parallel; each answer's JSON.
-    async fn ask_peers(
+    pub(super) async fn ask_peers(
         &self,
         path: &str,
         body: &serde_json::Value,
@@ -337,10 +337,10 @@ fn local_queues(cluster: &Cluster, filter: &QueueFilter) -> Vec<QueueId> {
 }
 
 /// The admin endpoints in cluster mode: `/_sqsim/cluster` (status),
-/// `/_sqsim/cluster/queues` (a peer's listing), reset across every node, health (whether this
-/// node can write to JetStream); faults and reading the clock act on this node as in one
-/// process (given back as `Err`); the rest of
-/// the test controls act on one process's engine and are refused.
+/// `/_sqsim/cluster/queues` (a peer's listing), reset across every node, realism (the
+/// cluster's, or one queue's where it is served), health (whether this node can write to
+/// JetStream); faults and reading the clock act on this node as in one process (given back
+/// as `Err`); the rest of the test controls act on one process's engine and are refused.
 pub(crate) async fn admin(
     state: &Plane,
     link: &Link,
@@ -371,6 +371,12 @@ pub(crate) async fn admin(
             }
         }
         (Method::GET, "/_sqsim/stats") => stats(state, link).await,
+        (Method::GET, "/_sqsim/realism") => super::realism::show(state, link).await,
+        (Method::POST, "/_sqsim/realism") => super::realism::change(state, link, req).await,
+        (Method::POST, "/_sqsim/cluster/realism") => super::realism::apply(link, req).await,
+        (Method::POST, "/_sqsim/cluster/realism/queues") => {
+            reply(StatusCode::OK, json!(super::realism::local_queues(link)))
+        }
         (Method::POST, p) if p.starts_with("/_sqsim/console/sqs/") => {
             let action = p["/_sqsim/console/sqs/".len()..].to_string();
             console_action(state, link, req, &action).await
@@ -466,7 +472,7 @@ async fn spread_clock(link: &Link) -> Result<(), String> {
 }
 
 /// Where a request about queue `id` runs (see [`on_owner_of`]).
-async fn on_owner(
+pub(super) async fn on_owner(
     state: &Plane,
     link: &Link,
     parts: &Parts,
@@ -582,13 +588,14 @@ fn local_stats(link: &Link) -> serde_json::Value {
         .iter()
         .filter_map(|e| e.journal().store().map(|s| s.stats()))
         .collect();
-    json!({"queues": queues, "stores": stores})
+    json!({"queues": queues, "stores": stores, "realism": super::realism::local_queues(link)})
 }
 
 /// `/_sqsim/stats` in cluster mode: every node's queues; the stores of every node's shards.
 async fn stats(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
     let mut queues = Vec::new();
     let mut stores = Vec::new();
+    let mut realism = serde_json::Map::new();
     let answers = link.ask_peers("/_sqsim/cluster/stats", &json!({})).await;
     for answer in std::iter::once(Ok(local_stats(link))).chain(answers) {
         match answer {
@@ -599,6 +606,9 @@ async fn stats(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
                 if let serde_json::Value::Array(s) = v["stores"].take() {
                     stores.extend(s);
                 }
+                if let serde_json::Value::Object(r) = v["realism"].take() {
+                    realism.extend(r);
+                }
             }
             Err(e) => {
                 return reply(
@@ -608,7 +618,8 @@ async fn stats(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
             }
         }
     }
-    crate::control::admin::stats_of(state, queues, Some(json!(stores)))
+    let realism = super::realism::summary(state, link, realism);
+    crate::control::admin::stats_of(state, queues, Some((json!(stores), realism)))
 }
 
 /// Resets on every node: the local shards, then (unless a peer asked) the others; or one

@@ -143,12 +143,16 @@ pub(crate) fn queue_stats(engine: &Engine) -> Vec<serde_json::Value> {
 }
 
 /// `/_sqsim/stats`: `queues` (from every node, in cluster mode) with this node's faults,
-/// workers, store and realism (`store`: the shards' stores in cluster mode).
+/// workers, store and realism (`cluster`: the shards' stores and the cluster's realism).
 pub(crate) fn stats_of(
     state: &Plane,
     mut queues: Vec<serde_json::Value>,
-    stores: Option<serde_json::Value>,
+    cluster: Option<(serde_json::Value, serde_json::Value)>,
 ) -> Response<Full<Bytes>> {
+    let (stores, realism) = match cluster {
+        Some((stores, realism)) => (Some(stores), realism),
+        None => (None, super::realism::summary(state)),
+    };
     queues.sort_by(|a, b| {
         let key = |v: &serde_json::Value| {
             ["region", "account", "name"].map(|k| v[k].as_str().unwrap_or_default().to_string())
@@ -184,7 +188,7 @@ pub(crate) fn stats_of(
             "faults": faults,
             "workers": workers,
             "store": store,
-            "realism": super::realism::summary(state),
+            "realism": realism,
         }),
     )
 }

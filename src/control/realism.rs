@@ -12,15 +12,15 @@ use serde_json::json;
 use super::admin::queue_of;
 use super::error::reply;
 use crate::control::Plane;
-use crate::engine::Realism;
+use crate::engine::{Engine, Realism};
 
 /// A realism change.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RealismRequest {
-    realism: String,
-    queue_url: Option<String>,
-    region: Option<String>,
+    pub(crate) realism: String,
+    pub(crate) queue_url: Option<String>,
+    pub(crate) region: Option<String>,
 }
 
 /// The setting, the seed and the queues with realism on (by ARN).
@@ -30,20 +30,23 @@ pub(crate) fn show(state: &Plane) -> Response<Full<Bytes>> {
 
 /// What `/_sqsim/stats` and `GET /_sqsim/realism` report.
 pub(crate) fn summary(state: &Plane) -> serde_json::Value {
-    let queues: serde_json::Map<String, serde_json::Value> = state
-        .engine
+    json!({
+        "realism": state.engine.realism().spec(),
+        "seed": state.engine.seed(),
+        "queues": queues_on(&state.engine),
+    })
+}
+
+/// The queues of `engine` with realism on, by ARN, each with its setting.
+pub(crate) fn queues_on(engine: &Engine) -> serde_json::Map<String, serde_json::Value> {
+    engine
         .all_queues()
         .iter()
         .filter_map(|q| {
             let r = q.realism();
             r.is_on().then(|| (q.arn.clone(), json!(r.spec())))
         })
-        .collect();
-    json!({
-        "realism": state.engine.realism().spec(),
-        "seed": state.engine.seed(),
-        "queues": queues,
-    })
+        .collect()
 }
 
 pub(crate) fn change(state: &Plane, r: RealismRequest) -> Response<Full<Bytes>> {

@@ -514,6 +514,84 @@ def test_the_virtual_clock_is_the_clusters(cluster):
         post_json(f"{a.endpoint}/_sqsim/clock", {"freeze": False})
 
 
+def test_realism_is_the_clusters(cluster):
+    """`/_sqsim/realism` through any node sets every queue's on every node (and on the
+    shards a node takes over, and on a node that joins later); with `queue_url`, one
+    queue's where it is served; `GET` shows every node's queues."""
+    a, b, c = cluster.nodes
+    client = a.client()
+    queues = [client.create_queue(QueueName=f"realism-{i}")["QueueUrl"] for i in range(6)]
+    owners = {u: cluster.owner_of(u) for u in queues}
+    assert len(set(owners.values())) > 1
+    arns = {
+        u: client.get_queue_attributes(QueueUrl=u, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        for u in queues
+    }
+
+    def shown(node):
+        return get_json(f"{node.endpoint}/_sqsim/realism")
+
+    def mine(view):
+        return {arn: view["queues"].get(arn) for arn in arns.values()}
+
+    try:
+        assert shown(b)["realism"] == "off"
+        assert set(mine(shown(b)).values()) == {None}
+        # For the whole cluster, through one node: every node, every queue.
+        post_json(f"{b.endpoint}/_sqsim/realism", {"realism": "order=5"})
+        for n in (a, b, c):
+            view = shown(n)
+            assert view["realism"] == "order=5", (n.name, view)
+            assert set(mine(view).values()) == {"order=5"}, (n.name, view)
+        stats = get_json(f"{c.endpoint}/_sqsim/stats")["realism"]
+        assert stats["realism"] == "order=5" and set(mine(stats).values()) == {"order=5"}, stats
+        # One queue, through a node that does not serve it.
+        post_json(f"{b.endpoint}/_sqsim/realism", {"realism": "off"})
+        one = next(u for u in queues if owners[u] != a.name)
+        post_json(f"{a.endpoint}/_sqsim/realism", {"realism": "short_poll=4", "queue_url": one})
+        for n in (a, b, c):
+            view = shown(n)
+            assert view["realism"] == "off"
+            assert mine(view) == {arn: ("short_poll=4" if u == one else None) for u, arn in arns.items()}
+        # A bad setting is refused as in one process.
+        try:
+            post_json(f"{c.endpoint}/_sqsim/realism", {"realism": "order=banana"})
+            raise AssertionError("a bad realism was taken")
+        except urllib.error.HTTPError as e:
+            assert e.code == 400, e.code
+
+        # The shards of a node killed are opened elsewhere with the cluster's setting, and
+        # the node, started again, takes it from JetStream.
+        post_json(f"{a.endpoint}/_sqsim/realism", {"realism": "count_lag=5"})
+        c.kill9()
+        wait_for(
+            "c's shards to be served elsewhere",
+            lambda: all(cluster.owner_of(u, via=a) != c.name for u in queues),
+            timeout=30,
+        )
+
+        def answered(node):
+            try:
+                return shown(node)
+            except urllib.error.HTTPError:  # 503 while c is still a member nobody reaches
+                return None
+
+        # A queue shows once its shard serves again (the lease moves first, then the shard
+        # is recovered); one that came back without the setting would never show.
+        wait_for(
+            "every queue, c's too, with the cluster's realism",
+            lambda: (v := answered(a)) and set(mine(v).values()) == {"count_lag=5"} and v,
+            timeout=30,
+        )
+        c.start()
+        cluster.wait_settled()
+        view = shown(c)
+        assert view["realism"] == "count_lag=5", view
+        assert set(mine(view).values()) == {"count_lag=5"}, view
+    finally:
+        post_json(f"{a.endpoint}/_sqsim/realism", {"realism": "off"})
+
+
 def test_a_gateway_serves_no_shard_and_forwards_everything(cluster):
     """A `--cluster-gateway` node is no member and takes no shard; every request through it
     is forwarded, and its answers are the owners'."""
