@@ -616,6 +616,20 @@ def test_a_gateway_serves_no_shard_and_forwards_everything(cluster):
     names = map(name_of, client.list_queues(QueueNamePrefix="gw")["QueueUrls"])
     assert sorted(names) == sorted(map(name_of, std + fifos))
     assert g.status()["serving"] == []
+    # Realism through the gateway: the cluster's, on every node and every node's queues.
+    post_json(f"{g.endpoint}/_sqsim/realism", {"realism": "order=4"})
+    try:
+        view = get_json(f"{g.endpoint}/_sqsim/realism")
+        arns = {
+            client.get_queue_attributes(QueueUrl=u, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            for u in std + fifos
+        }
+        assert view["realism"] == "order=4", view
+        assert arns <= {a for a, spec in view["queues"].items() if spec == "order=4"}, view
+        for n in cluster.nodes:
+            assert get_json(f"{n.endpoint}/_sqsim/realism")["realism"] == "order=4", n.name
+    finally:
+        post_json(f"{g.endpoint}/_sqsim/realism", {"realism": "off"})
     check_idle_cost(cluster, [*cluster.nodes, g])
 
 
