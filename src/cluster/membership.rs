@@ -455,7 +455,7 @@ impl Control {
     /// Follows the cluster's clock: applied when it changed in the bucket (a fan-out this
     /// node missed, or it joined after the change): as the step's batched read found it,
     /// or read here.
-    async fn follow_clock(&mut self, from: &LeasesFrom) {
+    async fn follow_clock(&self, from: &LeasesFrom) {
         let entry = match from {
             LeasesFrom::Batched { clock, .. } => clock.clone(),
             LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
@@ -476,7 +476,7 @@ impl Control {
     }
 
     /// Follows the cluster's realism as [`Self::follow_clock`] follows its clock.
-    async fn follow_realism(&mut self, from: &LeasesFrom) {
+    async fn follow_realism(&self, from: &LeasesFrom) {
         let entry = match from {
             LeasesFrom::Batched { realism, .. } => realism.clone(),
             LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(REALISM_KEY))
@@ -543,8 +543,8 @@ impl Control {
             }
         }
         let (mut live, leases, beats_read, from) = read?;
-        self.follow_clock(&from).await;
-        self.follow_realism(&from).await;
+        // Side by side: on the leader path each is a read of its own.
+        tokio::join!(self.follow_clock(&from), self.follow_realism(&from));
         let now = Instant::now();
         let mut gone = Vec::new();
         let watching_members = members_written && !late;
@@ -1089,8 +1089,8 @@ impl Control {
         let c = &self.cluster;
         let (config, clock, mut settings) =
             (c.config.clone(), Arc::clone(&c.clock), c.settings.clone());
-        // The cluster's realism now (a change while the shard opens is applied once it
-        // serves, below).
+        // The cluster's realism now (a change while the shard opens is applied as it
+        // starts serving: `Cluster::serve`).
         settings.realism = c.realism();
         let until = self.valid_until(sent);
         tracing::info!(shard = s, "lease taken; recovering the shard");
@@ -1131,17 +1131,9 @@ impl Control {
                 Ok(shard) => {
                     (self.cluster.on_open)(&shard.engine);
                     shard.extend(self.valid_until(renewed));
-                    let engine = Arc::clone(&shard.engine);
-                    self.cluster
-                        .serving
-                        .write()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(s, Arc::new(shard));
-                    // A realism change applied while it opened missed it.
-                    let realism = self.cluster.realism();
-                    if engine.realism() != realism {
-                        engine.set_realism(realism);
-                    }
+                    // With the realism as it is now: a change applied while it opened
+                    // missed it.
+                    self.cluster.serve(s, Arc::new(shard));
                     let mut stats = self.cluster.stats_mut();
                     stats.acquired += 1;
                     stats.last_open_ms = renewed.elapsed().as_millis() as u64;

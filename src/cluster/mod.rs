@@ -432,22 +432,46 @@ impl Cluster {
     /// one was applied: every queue of every shard served here takes it (one set on its
     /// own included, as in one process), and so do shards opened later.
     pub(crate) fn apply_realism(&self, spec: &str, revision: u64) {
-        let Ok(realism) = crate::engine::Realism::parse(spec) else {
-            tracing::warn!(
-                spec,
-                "the cluster's realism in JetStream does not parse; ignored"
-            );
-            return;
-        };
         let mut applied = self.realism.lock().unwrap_or_else(|p| p.into_inner());
         if revision <= applied.1 {
             return;
         }
-        *applied = (realism.clone(), revision);
-        // Under the lock: two changes crossing leave every engine at the newer one.
-        for engine in self.engines() {
-            engine.set_realism(realism.clone());
+        applied.1 = revision;
+        let Ok(realism) = crate::engine::Realism::parse(spec) else {
+            // Said once: the revision is taken, so the next steps skip it.
+            tracing::warn!(
+                spec,
+                "the cluster's realism in JetStream does not parse (a newer version's?); ignored"
+            );
+            return;
+        };
+        applied.0 = realism.clone();
+        // Under the lock (a shard starting to serve takes it too): two changes crossing, or
+        // a change and a shard opening, leave every engine at the newer setting. Shards
+        // whose lease lapsed are included: an extension makes them serve again unopened.
+        let serving = self.serving.read().unwrap_or_else(|p| p.into_inner());
+        for shard in serving.values() {
+            shard.engine.set_realism(realism.clone());
         }
+    }
+
+    /// Starts serving `shard`, with the cluster's realism as it is now: set under the lock
+    /// a change takes, so that no change crosses it.
+    pub(super) fn serve(&self, index: u32, shard: Arc<Shard>) {
+        let realism = self.realism.lock().unwrap_or_else(|p| p.into_inner());
+        if shard.engine.realism() != realism.0 {
+            shard.engine.set_realism(realism.0.clone());
+        }
+        self.serving
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(index, shard);
+    }
+
+    /// The seed every shard's realism draws from, when one was given (`--realism-seed`);
+    /// otherwise each shard's engine picked its own.
+    pub(crate) fn realism_seed(&self) -> Option<u64> {
+        self.settings.seed
     }
 
     /// Keeps `realism` as the cluster's in the leases bucket and applies it here; its

@@ -26,9 +26,9 @@ pub(super) struct RealismState {
     revision: u64,
 }
 
-/// `GET /_sqsim/realism`: the cluster's setting, this node's seed, and the queues with
-/// realism on, from every node.
-pub(super) async fn show(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
+/// `GET /_sqsim/realism`: the cluster's setting, the seed, and the queues with realism on,
+/// from every node.
+pub(super) async fn show(link: &Link) -> Response<Full<Bytes>> {
     let mut queues = local_queues(link);
     for answer in link
         .ask_peers("/_sqsim/cluster/realism/queues", &json!({}))
@@ -40,19 +40,19 @@ pub(super) async fn show(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
             Err(e) => return unavailable(e),
         }
     }
-    reply(StatusCode::OK, summary(state, link, queues))
+    reply(StatusCode::OK, summary(link, queues))
 }
 
-/// What `GET /_sqsim/realism` and `/_sqsim/stats` show: the cluster's setting, this node's
-/// seed, and `queues` (every node's with realism on).
+/// What `GET /_sqsim/realism` and `/_sqsim/stats` show: the cluster's setting, the seed
+/// given at start (`null`: each shard picked its own), and `queues` (every node's with
+/// realism on).
 pub(super) fn summary(
-    state: &Plane,
     link: &Link,
     queues: serde_json::Map<String, serde_json::Value>,
 ) -> serde_json::Value {
     json!({
         "realism": link.cluster.realism().spec(),
-        "seed": state.engine.seed(),
+        "seed": link.cluster.realism_seed(),
         "queues": queues,
     })
 }
@@ -80,7 +80,7 @@ pub(super) async fn change(
             Ok(engine) => match engine.queue(&id) {
                 Some(q) => {
                     engine.set_queue_realism(&q, realism, false);
-                    show(state, link).await
+                    show(link).await
                 }
                 None => ControlError::not_found("no such queue").reply(),
             },
@@ -104,7 +104,7 @@ pub(super) async fn change(
             ));
         }
     }
-    show(state, link).await
+    show(link).await
 }
 
 /// `POST /_sqsim/cluster/realism` (from a peer): the cluster's new setting.

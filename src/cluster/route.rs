@@ -371,7 +371,7 @@ pub(crate) async fn admin(
             }
         }
         (Method::GET, "/_sqsim/stats") => stats(state, link).await,
-        (Method::GET, "/_sqsim/realism") => super::realism::show(state, link).await,
+        (Method::GET, "/_sqsim/realism") => super::realism::show(link).await,
         (Method::POST, "/_sqsim/realism") => super::realism::change(state, link, req).await,
         (Method::POST, "/_sqsim/cluster/realism") => super::realism::apply(link, req).await,
         (Method::POST, "/_sqsim/cluster/realism/queues") => {
@@ -618,7 +618,7 @@ async fn stats(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
             }
         }
     }
-    let realism = super::realism::summary(state, link, realism);
+    let realism = super::realism::summary(link, realism);
     crate::control::admin::stats_of(state, queues, Some((json!(stores), realism)))
 }
 

@@ -34,9 +34,10 @@ pub(crate) struct Packed {
     pub codec: Option<&'static str>,
 }
 
-/// `raw` compressed when that saves at least an eighth of it, else as it is.
+/// `raw` compressed when that saves at least an eighth of it, else as it is (and as it is
+/// past the largest record a reader takes: [`unpack`] would refuse its claimed length).
 pub(crate) fn pack(raw: Vec<u8>) -> Packed {
-    if raw.len() >= MIN_BYTES && raw.len() <= u32::MAX as usize {
+    if raw.len() >= MIN_BYTES && raw.len() <= super::frame::MAX_RECORD {
         let packed = lz4_flex::block::compress_prepend_size(&raw);
         if packed.len() <= raw.len() - raw.len() / 8 {
             return Packed {

@@ -537,6 +537,8 @@ def test_realism_is_the_clusters(cluster):
     try:
         assert shown(b)["realism"] == "off"
         assert set(mine(shown(b)).values()) == {None}
+        # No --realism-seed: each shard picked its own, so there is no one seed to show.
+        assert shown(b)["seed"] is None
         # For the whole cluster, through one node: every node, every queue.
         post_json(f"{b.endpoint}/_sqsim/realism", {"realism": "order=5"})
         for n in (a, b, c):
