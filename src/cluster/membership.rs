@@ -47,6 +47,8 @@ const MAX_OUTAGE: Duration = Duration::from_secs(10);
 pub(super) const CLOCK_KEY: &str = "clock";
 /// The key under which the leases bucket keeps the cluster's realism.
 pub(super) const REALISM_KEY: &str = "realism";
+/// The cluster-wide settings the leases bucket keeps beside the leases, read every step.
+const SETTING_KEYS: [&str; 2] = [CLOCK_KEY, REALISM_KEY];
 
 const MEMBERS: &str = "sqsim_members";
 const LEASES: &str = "sqsim_leases";
@@ -90,11 +92,10 @@ type BeatsRead = HashMap<String, Option<(Option<Owner>, u64)>>;
 
 /// Where a step's leases came from.
 enum LeasesFrom {
-    /// A batched read, with the clock's and the realism's entries read alongside (`None`:
-    /// not set).
+    /// A batched read, with the settings' entries read alongside (by key; absent: not
+    /// set).
     Batched {
-        clock: Option<(Bytes, u64)>,
-        realism: Option<(Bytes, u64)>,
+        settings: HashMap<&'static str, (Bytes, u64)>,
     },
     /// The leader, key by key.
     Leader,
@@ -321,7 +322,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
     super::leaders::spawn(Arc::clone(&cluster), client.clone());
     let lease_keys = (0..cluster.config.shards)
         .map(key)
-        .chain([CLOCK_KEY.to_string(), REALISM_KEY.to_string()])
+        .chain(SETTING_KEYS.map(str::to_string))
         .collect();
     let mut control = Control {
         cluster: Arc::clone(&cluster),
@@ -452,47 +453,36 @@ impl Control {
         self.seen.retain(|k, _| !k.starts_with(prefix));
     }
 
-    /// Follows the cluster's clock: applied when it changed in the bucket (a fan-out this
-    /// node missed, or it joined after the change): as the step's batched read found it,
-    /// or read here.
-    async fn follow_clock(&self, from: &LeasesFrom) {
-        let entry = match from {
-            LeasesFrom::Batched { clock, .. } => clock.clone(),
-            LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(CLOCK_KEY))
+    /// The cluster-wide setting under `key` (its JSON and bucket revision): as the step's
+    /// batched read found it, or read from the leader.
+    async fn setting(&self, from: &LeasesFrom, key: &str) -> Option<(serde_json::Value, u64)> {
+        let (value, revision) = match from {
+            LeasesFrom::Batched { settings } => settings.get(key).cloned()?,
+            LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(key))
                 .await
                 .ok()
                 .flatten()
-                .map(|e| (e.value, e.revision)),
+                .map(|e| (e.value, e.revision))?,
         };
-        let Some((value, revision)) = entry else {
-            return;
-        };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&value) else {
-            return;
-        };
-        let offset = v["offset_ms"].as_i64().unwrap_or(0);
-        let frozen = v["frozen_at"].as_u64();
-        self.cluster.apply_clock(offset, frozen, revision);
+        Some((serde_json::from_slice(&value).ok()?, revision))
+    }
+
+    /// Follows the cluster's clock: applied when it changed in the bucket (a fan-out this
+    /// node missed, or it joined after the change).
+    async fn follow_clock(&self, from: &LeasesFrom) {
+        if let Some((v, revision)) = self.setting(from, CLOCK_KEY).await {
+            let offset = v["offset_ms"].as_i64().unwrap_or(0);
+            self.cluster
+                .apply_clock(offset, v["frozen_at"].as_u64(), revision);
+        }
     }
 
     /// Follows the cluster's realism as [`Self::follow_clock`] follows its clock.
     async fn follow_realism(&self, from: &LeasesFrom) {
-        let entry = match from {
-            LeasesFrom::Batched { realism, .. } => realism.clone(),
-            LeasesFrom::Leader => within(self.lease() / 4, self.leases.entry(REALISM_KEY))
-                .await
-                .ok()
-                .flatten()
-                .map(|e| (e.value, e.revision)),
-        };
-        let Some((value, revision)) = entry else {
-            return;
-        };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&value) else {
-            return;
-        };
-        if let Some(spec) = v["realism"].as_str() {
-            self.cluster.apply_realism(spec, revision);
+        if let Some((v, revision)) = self.setting(from, REALISM_KEY).await {
+            if let Some(spec) = v["realism"].as_str() {
+                self.cluster.apply_realism(spec, revision);
+            }
         }
     }
 
@@ -825,9 +815,11 @@ impl Control {
                 .zip(&beat_keys)
                 .map(|(n, k)| (n.clone(), read.by_key.remove(k).map(owner)))
                 .collect();
-            let clock = read.by_key.remove(CLOCK_KEY);
-            let realism = read.by_key.remove(REALISM_KEY);
-            return Ok((leases, beats, LeasesFrom::Batched { clock, realism }));
+            let settings = SETTING_KEYS
+                .into_iter()
+                .filter_map(|k| Some((k, read.by_key.remove(k)?)))
+                .collect();
+            return Ok((leases, beats, LeasesFrom::Batched { settings }));
         }
         self.cluster.stats_mut().leader_reads += 1;
         // The clock's and the realism's keys (last of `lease_keys`) are not read here:

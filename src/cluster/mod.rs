@@ -403,14 +403,7 @@ impl Cluster {
         }
         let (offset_ms, frozen_at) = self.clock.virtual_state();
         let value = serde_json::json!({"offset_ms": offset_ms, "frozen_at": frozen_at});
-        let leases = self.leases.get().ok_or("not joined yet")?;
-        let revision = tokio::time::timeout(
-            self.config.lease,
-            leases.put(membership::CLOCK_KEY, value.to_string().into()),
-        )
-        .await
-        .map_err(|_| "timed out".to_string())?
-        .map_err(|e| e.to_string())?;
+        let revision = self.put_setting(membership::CLOCK_KEY, value).await?;
         let mut applied = self
             .clock_revision
             .lock()
@@ -482,16 +475,19 @@ impl Cluster {
     ) -> Result<u64, String> {
         let spec = realism.spec();
         let value = serde_json::json!({ "realism": spec });
-        let leases = self.leases.get().ok_or("not joined yet")?;
-        let revision = tokio::time::timeout(
-            self.config.lease,
-            leases.put(membership::REALISM_KEY, value.to_string().into()),
-        )
-        .await
-        .map_err(|_| "timed out".to_string())?
-        .map_err(|e| e.to_string())?;
+        let revision = self.put_setting(membership::REALISM_KEY, value).await?;
         self.apply_realism(&spec, revision);
         Ok(revision)
+    }
+
+    /// Keeps a cluster-wide setting (`key`: the clock, the realism) in the leases bucket,
+    /// where every node's control step reads it; its revision.
+    async fn put_setting(&self, key: &str, value: serde_json::Value) -> Result<u64, String> {
+        let leases = self.leases.get().ok_or("not joined yet")?;
+        tokio::time::timeout(self.config.lease, leases.put(key, value.to_string().into()))
+            .await
+            .map_err(|_| "timed out".to_string())?
+            .map_err(|e| e.to_string())
     }
 
     /// Leaves the cluster: gives every shard back (what they appended written first) and

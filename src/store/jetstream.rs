@@ -1271,17 +1271,9 @@ mod tests {
         let last = (0..500).map(|i| store.append(&record(i))).last().unwrap();
         block_on(durable(&store, last)).unwrap();
         assert_eq!(store.stats().appended_records, 500);
-        let messages = || {
-            block_on(async {
-                let client = async_nats::connect(&server.url).await.unwrap();
-                let js = jetstream::new(client);
-                let mut stream = js.get_stream(stream_of("grouped")).await.unwrap();
-                stream.info().await.unwrap().state.messages
-            })
-        };
         // The fence, the first append alone (nothing else was queued yet), and the rest in
         // a few groups.
-        let published = messages();
+        let published = stream_state(&server.url, "grouped").messages;
         assert!(published <= 10, "500 records in {published} messages");
 
         // A snapshot standing for position 250, inside a group: the group stays (its later
@@ -1312,6 +1304,16 @@ mod tests {
             (250..=500).map(Some).collect::<Vec<_>>()[..]
         );
         assert_eq!(reopened.next_lsn(), 501);
+    }
+
+    /// What JetStream says the stream of store `name` holds.
+    fn stream_state(url: &str, name: &str) -> stream::State {
+        block_on(async {
+            let client = async_nats::connect(url).await.unwrap();
+            let js = jetstream::new(client);
+            let mut stream = js.get_stream(stream_of(name)).await.unwrap();
+            stream.info().await.unwrap().state.clone()
+        })
     }
 
     /// Publishes a raw message to `subject` of stream `name` with a message id and headers,
@@ -1378,16 +1380,9 @@ mod tests {
         let state: Vec<Vec<u8>> = (0..3u8).map(|i| vec![b'a' + i; 64 << 10]).collect();
         store.snapshot(25, &mut state.clone().into_iter()).unwrap();
         drop(store);
-        let stored = || {
-            block_on(async {
-                let client = async_nats::connect(&server.url).await.unwrap();
-                let js = jetstream::new(client);
-                let mut stream = js.get_stream(stream_of("packed")).await.unwrap();
-                stream.info().await.unwrap().state.bytes
-            })
-        };
         // The snapshot's 192 KiB and the log's last 25 records take a fraction of that.
-        assert!(stored() < 32 << 10, "{} bytes stored", stored());
+        let stored = stream_state(&server.url, "packed").bytes;
+        assert!(stored < 32 << 10, "{stored} bytes stored");
         let reopened = JetStreamStore::open(&server.url, "packed", 1).unwrap();
         let mut expected = state;
         expected.extend((25..50).map(record));

@@ -5,6 +5,9 @@
 mod client;
 mod durable;
 mod floor;
+#[path = "../shared/rng.rs"]
+#[allow(dead_code)] // the soak's weighted choices and ranges; the bench draws bits only
+mod rng;
 #[path = "../shared/rss.rs"]
 mod rss;
 mod scenarios;

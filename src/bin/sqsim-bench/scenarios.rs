@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 
 use crate::client::{fields, Api, Conn, Proto};
+use crate::rng::Rng;
 
 /// Bytes per message body, as in the issue's scenarios.
 pub(crate) const BODY_BYTES: usize = 256;
@@ -48,26 +49,26 @@ pub(crate) fn body() -> String {
     match BODIES.get().copied().unwrap_or(Bodies::Padded) {
         Bodies::Padded => b.push_str(&"x".repeat(BODY_BYTES - b.len())),
         Bodies::Random => {
-            let mut rng = Rng::new(serial);
+            let mut rng = Rng::new(serial, 0);
             while b.len() < BODY_BYTES {
-                b.push(rng.alnum());
+                b.push(alnum(&mut rng));
             }
         }
         Bodies::Json => {
-            let mut rng = Rng::new(serial);
-            let id = format!("{:016x}{:016x}", rng.next(), rng.next());
+            let mut rng = Rng::new(serial, 0);
+            let id = format!("{:016x}{:016x}", rng.next_u64(), rng.next_u64());
             b.push_str(&format!(
                 "{{\"type\":\"order.created\",\"order_id\":\"{id}\",\"customer\":\"c-{}\",\
                  \"amount\":{}.{:02},\"currency\":\"EUR\",\"items\":[{{\"sku\":\"SKU-{}\",\"qty\":{}}}],\
                  \"ref\":\"",
-                rng.next() % 1_000_000,
-                rng.next() % 10_000,
-                rng.next() % 100,
-                rng.next() % 100_000,
-                1 + rng.next() % 9,
+                rng.next_u64() % 1_000_000,
+                rng.next_u64() % 10_000,
+                rng.next_u64() % 100,
+                rng.next_u64() % 100_000,
+                1 + rng.next_u64() % 9,
             ));
             while b.len() < BODY_BYTES - 2 {
-                b.push(rng.alnum());
+                b.push(alnum(&mut rng));
             }
             b.push_str("\"}");
         }
@@ -75,25 +76,10 @@ pub(crate) fn body() -> String {
     b
 }
 
-/// xorshift64*: cheap, and random enough that a compressor finds nothing in its output.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn alnum(&mut self) -> char {
-        const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        CHARS[(self.next() % CHARS.len() as u64) as usize] as char
-    }
+/// A random letter or digit: nothing for a compressor to find in a run of them.
+fn alnum(rng: &mut Rng) -> char {
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    CHARS[(rng.next_u64() % CHARS.len() as u64) as usize] as char
 }
 
 fn sent_at(body: &str) -> Option<u64> {

@@ -10,6 +10,7 @@
 mod body;
 mod oracle;
 mod report;
+#[path = "../shared/rng.rs"]
 mod rng;
 #[path = "../shared/rss.rs"]
 mod rss;

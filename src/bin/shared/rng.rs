@@ -1,6 +1,6 @@
-//! A tiny seedable xorshift64* stream for the soak's random choices. Every task gets its own
-//! stream derived from the run's seed, so a seed names a workload (not an interleaving: the
-//! server and the scheduler still decide the order of events).
+//! A tiny seedable xorshift64* stream: the soak's random choices (every task gets its own
+//! stream derived from the run's seed, so a seed names a workload, not an interleaving: the
+//! server and the scheduler still decide the order of events) and the bench's random bodies.
 
 /// One task's random stream.
 #[derive(Debug, Clone)]
