@@ -13,7 +13,9 @@
 //! stores and sends between servers shrinks alike.
 //!
 //! A compressed message carries [`CODEC`] = `lz4` and its body is the uncompressed length
-//! (u32 LE) followed by an LZ4 block. A message without the header is stored as it was
+//! (u32 LE), the CRC-32 of the uncompressed bytes (u32 LE), then an LZ4 block. LZ4 has no
+//! check of its own: a flipped bit in a block often still decodes, to other bytes of the
+//! same length, so the checksum is what turns damage into an error. A message without the header is stored as it was
 //! (what earlier versions wrote, and anything that compression would not shrink by an
 //! eighth), so logs written before compression existed still read; a version before it
 //! cannot read a log written by this one.
@@ -22,10 +24,12 @@ use bytes::Bytes;
 
 /// The header naming how a message's body is encoded; absent: as is.
 pub(crate) const CODEC: &str = "Sqsim-Codec";
-/// The one encoding written: an LZ4 block after its uncompressed length.
+/// The one encoding written: an LZ4 block after its uncompressed length and checksum.
 const LZ4: &str = "lz4";
 /// Below this, compression saves too little to pay for its header.
 const MIN_BYTES: usize = 256;
+/// Bytes before an LZ4 block: its uncompressed length and checksum.
+const HEADER: usize = 8;
 
 /// A message body as it goes to JetStream.
 pub(crate) struct Packed {
@@ -38,8 +42,12 @@ pub(crate) struct Packed {
 /// past the largest record a reader takes: [`unpack`] would refuse its claimed length).
 pub(crate) fn pack(raw: Vec<u8>) -> Packed {
     if raw.len() >= MIN_BYTES && raw.len() <= super::frame::MAX_RECORD {
-        let packed = lz4_flex::block::compress_prepend_size(&raw);
-        if packed.len() <= raw.len() - raw.len() / 8 {
+        let block = lz4_flex::block::compress(&raw);
+        if HEADER + block.len() <= raw.len() - raw.len() / 8 {
+            let mut packed = Vec::with_capacity(HEADER + block.len());
+            packed.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+            packed.extend_from_slice(&crc32fast::hash(&raw).to_le_bytes());
+            packed.extend_from_slice(&block);
             return Packed {
                 body: Bytes::from(packed),
                 codec: Some(LZ4),
@@ -59,10 +67,11 @@ pub(crate) fn unpack(codec: Option<&str>, body: Bytes, max: usize) -> Result<Byt
     match codec {
         None => Ok(body),
         Some(LZ4) => {
-            let (len, block) = body
-                .split_first_chunk::<4>()
-                .ok_or("a compressed message is shorter than its length")?;
-            let len = u32::from_le_bytes(*len) as usize;
+            let (header, block) = body
+                .split_first_chunk::<HEADER>()
+                .ok_or("a compressed message is shorter than its header")?;
+            let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
+            let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
             if len > max {
                 return Err(format!(
                     "a compressed message claims {len} bytes, more than {max}"
@@ -75,6 +84,9 @@ pub(crate) fn unpack(codec: Option<&str>, body: Bytes, max: usize) -> Result<Byt
                     "a compressed message decodes to {} bytes, not the {len} it claims",
                     raw.len()
                 ));
+            }
+            if crc32fast::hash(&raw) != crc {
+                return Err("a compressed message does not match its checksum".into());
             }
             Ok(Bytes::from(raw))
         }
@@ -150,6 +162,22 @@ mod tests {
         wrong[..4].copy_from_slice(&((raw.len() + 5) as u32).to_le_bytes());
         assert!(unpack(p.codec, Bytes::from(wrong), 1 << 20).is_err());
         assert!(unpack(p.codec, Bytes::from_static(b"ab"), 1 << 20).is_err());
+        // Any one bit flipped, in the header or the block: an error, never other bytes (a
+        // flip that still decodes to the same bytes, such as a match offset moved onto an
+        // identical run, is no damage).
+        for i in 0..p.body.len() {
+            for bit in 0..8 {
+                let mut flipped = p.body.to_vec();
+                flipped[i] ^= 1 << bit;
+                if let Ok(back) = unpack(p.codec, Bytes::from(flipped), 1 << 20) {
+                    assert_eq!(
+                        &back[..],
+                        &raw[..],
+                        "byte {i} bit {bit} flipped went unnoticed"
+                    );
+                }
+            }
+        }
         assert!(unpack(Some("zstd"), p.body, 1 << 20)
             .unwrap_err()
             .contains("newer"));
