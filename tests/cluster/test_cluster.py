@@ -51,6 +51,10 @@ def test_only_peers_reach_the_node_to_node_endpoints(cluster):
     is refused: only nodes know the peer secret, kept in the cluster's JetStream."""
     node = cluster.nodes[0]
     assert peer_request(node, "/_sqsim/cluster/stats", {}, {"Content-Type": "application/json"}) == 403
+    # A forged fan-out of the cluster's realism (a revision no real change would pass).
+    forged_realism = {"realism": "aws", "revision": 1 << 60}
+    assert peer_request(node, "/_sqsim/cluster/realism", forged_realism, {"Content-Type": "application/json"}) == 403
+    assert get_json(f"{node.endpoint}/_sqsim/realism")["realism"] == "off"
     forged = {"Content-Type": "application/json", "x-sqsim-forwarded": "n1"}
     assert peer_request(node, "/_sqsim/reset", {}, forged) == 403
     forged["x-sqsim-cluster-secret"] = "guess"
