@@ -128,6 +128,8 @@ struct Control {
     orphaned: HashMap<u32, Instant>,
     /// Shards that failed to open here, not retried before this time.
     backoff: HashMap<u32, Instant>,
+    /// Lease holders of another log format already told of in the log (node, format).
+    told_formats: std::collections::BTreeSet<(String, u32)>,
 }
 
 /// `f`, or an error once `limit` passed (a JetStream call can wait for seconds while its
@@ -338,6 +340,7 @@ pub(super) async fn start(cluster: Arc<Cluster>) -> Result<(), String> {
         last_read: Instant::now(),
         orphaned: HashMap::new(),
         backoff: HashMap::new(),
+        told_formats: Default::default(),
     };
     let mut stop = cluster.stop.subscribe();
     tokio::spawn(async move {
@@ -371,6 +374,7 @@ impl Control {
             node: self.me().to_string(),
             url: self.cluster.peer_url.clone(),
             process: self.cluster.process.clone(),
+            format: crate::store::LOG_FORMAT,
         }
     }
 
@@ -423,6 +427,23 @@ impl Control {
             members: members.ok(),
             leases: leases.ok(),
             sent,
+        }
+    }
+
+    /// Says once, loudly, that a lease holder writes another log format: a node of an
+    /// older version may misread what this one wrote (one from before formats were named
+    /// takes a compressed message for records), so a cluster runs one version
+    /// (`/_sqsim/cluster` lists them as `other_formats`).
+    fn tell_formats(&mut self, owners: &[Option<Owner>]) {
+        for (node, format) in super::other_formats(owners) {
+            if self.told_formats.insert((node.clone(), format)) {
+                tracing::error!(
+                    node,
+                    format,
+                    ours = crate::store::LOG_FORMAT,
+                    "a node of another sqsim version (another log format) holds shards: every node of a cluster must run the same version; stop them all and start them on one"
+                );
+            }
         }
     }
 
@@ -734,10 +755,13 @@ impl Control {
                 .write()
                 .unwrap_or_else(|p| p.into_inner());
             let changed = *current != owners;
-            *current = owners;
+            if changed {
+                *current = owners.clone();
+            }
             changed
         };
         if changed {
+            self.tell_formats(&owners);
             self.cluster.notify();
         }
         Ok(())

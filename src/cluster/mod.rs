@@ -44,6 +44,22 @@ pub(crate) struct Owner {
     /// holder (its former process's leases are taken over only once silent).
     #[serde(default)]
     pub process: String,
+    /// The log format its process writes (`store::LOG_FORMAT`); 0: a version from before
+    /// formats were named, which cannot read compressed log messages.
+    #[serde(default)]
+    pub format: u32,
+}
+
+/// The lease holders whose process writes another log format than this one (`Owner::format`),
+/// with that format, each once: a cluster must run one version (docs/scale-out.md), and an
+/// older node may misread what a newer one wrote.
+pub(crate) fn other_formats(owners: &[Option<Owner>]) -> BTreeMap<String, u32> {
+    owners
+        .iter()
+        .flatten()
+        .filter(|o| o.format != crate::store::LOG_FORMAT)
+        .map(|o| (o.node.clone(), o.format))
+        .collect()
 }
 
 /// Where a request for a shard goes.
@@ -321,6 +337,8 @@ impl Cluster {
                 .map(|o| o.as_ref().map(|o| o.node.clone()))
                 .collect::<Vec<_>>(),
             "complete": owners.iter().all(Option::is_some),
+            "format": crate::store::LOG_FORMAT,
+            "other_formats": other_formats(&owners),
             "stats": *self.stats.read().unwrap_or_else(|p| p.into_inner()),
         })
     }
@@ -504,5 +522,45 @@ impl Cluster {
 
     fn notify(&self) {
         self.changed.send_modify(|n| *n += 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lease written by a version from before log formats were named has no `format`: it
+    /// reads as 0 and is listed, as is a newer one's; this version's are not.
+    #[test]
+    fn holders_of_another_log_format_are_listed_once() {
+        let old: Owner =
+            serde_json::from_str(r#"{"node":"a","url":"http://a","process":"p1"}"#).unwrap();
+        assert_eq!(old.format, 0);
+        let ours = Owner {
+            node: "b".into(),
+            url: "http://b".into(),
+            process: "p2".into(),
+            format: crate::store::LOG_FORMAT,
+        };
+        let newer = Owner {
+            node: "c".into(),
+            format: crate::store::LOG_FORMAT + 1,
+            ..ours.clone()
+        };
+        let again: Owner = serde_json::from_slice(&serde_json::to_vec(&ours).unwrap()).unwrap();
+        assert_eq!(again, ours);
+        let owners = [
+            Some(old.clone()),
+            None,
+            Some(ours.clone()),
+            Some(old),
+            Some(newer),
+        ];
+        let listed: Vec<(String, u32)> = other_formats(&owners).into_iter().collect();
+        assert_eq!(
+            listed,
+            [("a".into(), 0), ("c".into(), crate::store::LOG_FORMAT + 1)]
+        );
+        assert!(other_formats(&[Some(ours), None]).is_empty());
     }
 }

@@ -23,6 +23,8 @@ pub(crate) mod memory;
 mod nats_io;
 #[cfg(feature = "cluster")]
 mod packed;
+#[cfg(feature = "cluster")]
+pub(crate) use packed::FORMAT as LOG_FORMAT;
 #[cfg(test)]
 pub(crate) mod suite;
 

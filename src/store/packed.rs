@@ -22,6 +22,10 @@
 
 use bytes::Bytes;
 
+/// The log format this version writes, which every node of a cluster shows in its leases
+/// and heartbeat (`cluster::Owner`): 1 since log messages may be compressed. A node of a
+/// version before formats were named shows none (0), and cannot read them.
+pub(crate) const FORMAT: u32 = 1;
 /// The header naming how a message's body is encoded; absent: as is.
 pub(crate) const CODEC: &str = "Sqsim-Codec";
 /// The one encoding written: an LZ4 block after its uncompressed length and checksum.

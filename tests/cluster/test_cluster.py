@@ -72,6 +72,10 @@ def test_traffic_through_every_node(cluster):
         assert sorted(map(name_of, urls)) == sorted(map(name_of, std + fifos))
     owners = {cluster.owner_of(u) for u in std + fifos}
     assert len(owners) > 1, "the queues spread over more than one node"
+    # One version: every node writes the same log format and sees no holder of another.
+    for node in cluster.nodes:
+        status = node.status()
+        assert status["format"] == 1 and status["other_formats"] == {}, status
     for i, url in enumerate(std):
         b.send_message(QueueUrl=url, MessageBody=f"hello {i}")
     for i, url in enumerate(std):
