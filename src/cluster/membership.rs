@@ -430,6 +430,20 @@ impl Control {
         }
     }
 
+    /// Lets the shards compress what they write only while every live lease holder can
+    /// read it (`Owner::format`): a node of a version from before compression takes a
+    /// compressed message for records. So during a rolling upgrade from such a version the
+    /// upgraded nodes write as the old ones do, until the last old one's leases are gone.
+    /// Set before this step takes any lease, so a shard opened now writes what its readers
+    /// can read.
+    fn choose_encoding(&self, owners: &[Option<Owner>]) {
+        let readable = super::all_read_compressed(owners);
+        let was = self.cluster.compress.swap(readable, Ordering::Relaxed);
+        if was && !readable {
+            tracing::warn!("a node of an older version holds shards: log messages are written uncompressed, which it can read");
+        }
+    }
+
     /// Says once, loudly, that a lease holder writes another log format: a node of an
     /// older version may misread what this one wrote (one from before formats were named
     /// takes a compressed message for records), so a cluster runs one version
@@ -648,6 +662,7 @@ impl Control {
                 }
             }
         }
+        self.choose_encoding(&owners);
         // A lease this node holds that the read shows taken (or gone): lost, at once.
         let held: Vec<u32> = self.held.keys().copied().collect();
         for s in held {
@@ -1109,11 +1124,12 @@ impl Control {
         // starts serving: `Cluster::serve`).
         settings.realism = c.realism();
         let until = self.valid_until(sent);
+        let compress = Arc::clone(&c.compress);
         tracing::info!(shard = s, "lease taken; recovering the shard");
         let cancel = Arc::new(AtomicBool::new(false));
         let cancelled = Arc::clone(&cancel);
         let opening = tokio::task::spawn_blocking(move || {
-            Shard::open(&config, s, clock, settings, until, cancelled)
+            Shard::open(&config, s, clock, settings, until, cancelled, compress)
         });
         self.held.insert(
             s,

@@ -62,6 +62,12 @@ pub(crate) fn other_formats(owners: &[Option<Owner>]) -> BTreeMap<String, u32> {
         .collect()
 }
 
+/// Whether every live lease holder reads compressed log messages (log format 1 or later):
+/// only then may the shards' stores write them.
+pub(crate) fn all_read_compressed(owners: &[Option<Owner>]) -> bool {
+    owners.iter().flatten().all(|o| o.format >= 1)
+}
+
 /// Where a request for a shard goes.
 #[derive(Debug, Clone)]
 pub(crate) enum Place {
@@ -128,6 +134,10 @@ pub(crate) struct Cluster {
     /// Since when this node's writes to the buckets (membership and lease heartbeats) have
     /// failed, if they do: its leases are not extended, so it is about to serve nothing.
     writes_failing_since: std::sync::Mutex<Option<Instant>>,
+    /// Whether the shards' stores may compress what they write: not while a lease holder
+    /// of an older log format that cannot read it is live (`Owner::format`), nor before
+    /// the first read of the leases says so.
+    compress: Arc<std::sync::atomic::AtomicBool>,
     /// Set to leave the cluster (shutdown); the loop answers on `left`.
     stop: watch::Sender<bool>,
     left: watch::Sender<bool>,
@@ -187,6 +197,7 @@ impl Cluster {
             realism: std::sync::Mutex::new((realism, 0)),
             peer_secret: std::sync::OnceLock::new(),
             writes_failing_since: std::sync::Mutex::new(None),
+            compress: Arc::default(),
             stop: watch::Sender::new(false),
             left: watch::Sender::new(false),
         });
@@ -561,6 +572,9 @@ mod tests {
             listed,
             [("a".into(), 0), ("c".into(), crate::store::LOG_FORMAT + 1)]
         );
-        assert!(other_formats(&[Some(ours), None]).is_empty());
+        assert!(!all_read_compressed(&owners));
+        assert!(other_formats(&[Some(ours.clone()), None]).is_empty());
+        assert!(all_read_compressed(&[Some(ours), None]));
+        assert!(all_read_compressed(&[]));
     }
 }

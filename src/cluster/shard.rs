@@ -36,6 +36,7 @@ impl Shard {
         settings: EngineSettings,
         valid_until: Instant,
         cancelled: Arc<AtomicBool>,
+        compress: Arc<AtomicBool>,
     ) -> Result<Shard, StoreError> {
         let (nats, replicas, shards) = (&config.nats, config.replicas, config.shards);
         let store = Arc::new(JetStreamStore::open_cancellable(
@@ -43,6 +44,7 @@ impl Shard {
             &stream_name(index),
             replicas,
             cancelled,
+            compress,
         )?);
         let shared: Arc<dyn Store> = Arc::clone(&store) as Arc<dyn Store>;
         let (engine, report) = Engine::open_on_clock(clock, settings, shared)?;

@@ -107,26 +107,27 @@ struct Group {
 }
 
 impl Group {
-    /// `records` (in position order) as groups of at most [`MAX_GROUP_BYTES`].
-    fn all(records: Vec<(Lsn, Vec<u8>)>) -> Vec<Group> {
+    /// `records` (in position order) as groups of at most [`MAX_GROUP_BYTES`], compressed
+    /// if `compress` ([`packed::pack`]).
+    fn all(records: Vec<(Lsn, Vec<u8>)>, compress: bool) -> Vec<Group> {
         let mut groups = Vec::new();
         let mut open: Vec<(Lsn, Vec<u8>)> = Vec::new();
         let mut size = 0;
         for (lsn, record) in records {
             if !open.is_empty() && size + 4 + record.len() > MAX_GROUP_BYTES {
-                groups.push(Group::of(std::mem::take(&mut open)));
+                groups.push(Group::of(std::mem::take(&mut open), compress));
                 size = 0;
             }
             size += 4 + record.len();
             open.push((lsn, record));
         }
         if !open.is_empty() {
-            groups.push(Group::of(open));
+            groups.push(Group::of(open, compress));
         }
         groups
     }
 
-    fn of(mut records: Vec<(Lsn, Vec<u8>)>) -> Group {
+    fn of(mut records: Vec<(Lsn, Vec<u8>)>, compress: bool) -> Group {
         let first = records[0].0;
         let count = records.len() as u64;
         let raw = if records.len() == 1 {
@@ -144,7 +145,7 @@ impl Group {
             first,
             count,
             raw_bytes: raw.len() as u64,
-            payload: packed::pack(raw),
+            payload: packed::pack(raw, compress),
         }
     }
 
@@ -216,17 +217,26 @@ impl JetStreamStore {
     /// JetStream servers (the cluster opens its shards cancellably).
     #[cfg(test)]
     pub(crate) fn open(url: &str, name: &str, replicas: usize) -> Result<Self, StoreError> {
-        Self::open_cancellable(url, name, replicas, Arc::default())
+        Self::open_cancellable(
+            url,
+            name,
+            replicas,
+            Arc::default(),
+            Arc::new(AtomicBool::new(true)),
+        )
     }
 
     /// [`JetStreamStore::open`] for a takeover that may be called off: once `cancelled` is
     /// set, the store writes nothing more (not its fence, not a record), so an abandoned
-    /// takeover cannot disturb the node that took the shard instead.
+    /// takeover cannot disturb the node that took the shard instead. Log and snapshot
+    /// messages are compressed while `compress` is set (the cluster clears it while a node
+    /// that cannot read them holds shards).
     pub(crate) fn open_cancellable(
         url: &str,
         name: &str,
         replicas: usize,
         cancelled: Arc<AtomicBool>,
+        compress: Arc<AtomicBool>,
     ) -> Result<Self, StoreError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (progress_tx, progress) = watch::channel(Progress::default());
@@ -245,6 +255,7 @@ impl JetStreamStore {
             index: BTreeMap::new(),
             writer_id: uuid::Uuid::new_v4().simple().to_string(),
             cancelled,
+            compress,
             hold: Hold::new(MAX_BATCH),
         };
         let io = super::nats_io::io()?;
@@ -398,6 +409,9 @@ struct Writer {
     writer_id: String,
     /// Set when the takeover this store serves was called off: nothing more is written.
     cancelled: Arc<AtomicBool>,
+    /// Whether messages may be compressed: cleared while a node that cannot read them
+    /// holds shards of the cluster (`cluster::Owner::format`).
+    compress: Arc<AtomicBool>,
     /// How long a record waits for others before it is published ([`Hold`]).
     hold: Hold,
 }
@@ -657,7 +671,7 @@ impl Writer {
         if let Some((_, e)) = failed {
             return self.fail(through, &e);
         }
-        for group in Group::all(batch) {
+        for group in Group::all(batch, self.compress.load(Ordering::Relaxed)) {
             let expect = self.last_seq + window.len() as u64;
             let at = std::time::Instant::now();
             let ack: std::pin::Pin<Box<dyn std::future::Future<Output = AckResult> + Send>> =
@@ -1112,7 +1126,11 @@ impl Writer {
         // a snapshot of many records costs about one round trip, not one per record. From
         // the first one not acknowledged on, one at a time with retries (a retry of one that
         // landed is dropped by its message id).
-        let records: Vec<Packed> = records.into_iter().map(packed::pack).collect();
+        let compress = self.compress.load(Ordering::Relaxed);
+        let records: Vec<Packed> = records
+            .into_iter()
+            .map(|r| packed::pack(r, compress))
+            .collect();
         let headers = |i: usize, expect: u64| {
             let mut h = headers(i, expect);
             if let Some(codec) = records[i].codec {
@@ -1405,6 +1423,46 @@ mod tests {
         assert!(err.to_string().contains("newer"), "{err}");
     }
 
+    /// While the cluster says a node that cannot read compressed messages holds shards, the
+    /// store writes them as they are; once it may, it compresses again; both read back.
+    #[test]
+    fn messages_are_written_uncompressed_while_compression_is_not_allowed() {
+        let server = NatsServer::start();
+        let allowed = Arc::new(AtomicBool::new(false));
+        let store = JetStreamStore::open_cancellable(
+            &server.url,
+            "plain",
+            1,
+            Arc::default(),
+            Arc::clone(&allowed),
+        )
+        .unwrap();
+        recovered(&store);
+        let record = |i: u64| format!("{i:08} {}", "alike ".repeat(100)).into_bytes();
+        let write = |range: std::ops::Range<u64>| {
+            let last = range.map(|i| store.append(&record(i))).last().unwrap();
+            block_on(durable(&store, last)).unwrap();
+            let st = store.stats();
+            (st.appended_bytes, st.stored_bytes)
+        };
+        let (appended, stored) = write(0..20);
+        assert_eq!(stored, appended, "nothing compressed while not allowed");
+        allowed.store(true, Ordering::Relaxed);
+        let (appended2, stored2) = write(20..40);
+        assert!(
+            (stored2 - stored) * 4 < appended2 - appended,
+            "compressed once allowed: {} of {} bytes",
+            stored2 - stored,
+            appended2 - appended
+        );
+        drop(store);
+        let reopened = JetStreamStore::open(&server.url, "plain", 1).unwrap();
+        assert_eq!(
+            recovered(&reopened),
+            (0..40).map(record).collect::<Vec<_>>()
+        );
+    }
+
     /// Several writes in flight at once (the window): a publish expects the sequence of the
     /// one before it, which JetStream has not acknowledged yet. Concurrent appends from many
     /// threads all become durable, and come back in position order.
@@ -1538,11 +1596,10 @@ mod tests {
 
     #[test]
     fn a_group_that_does_not_add_up_is_refused() {
-        let group = Group::of(vec![
-            (7, b"ab".to_vec()),
-            (8, b"".to_vec()),
-            (9, b"xyz".to_vec()),
-        ]);
+        let group = Group::of(
+            vec![(7, b"ab".to_vec()), (8, b"".to_vec()), (9, b"xyz".to_vec())],
+            true,
+        );
         assert_eq!(group.first, 7);
         let raw = packed::unpack(group.payload.codec, group.payload.body.clone(), 1 << 20).unwrap();
         let records = Group::split(&raw, 3).unwrap();
@@ -1551,7 +1608,7 @@ mod tests {
         assert!(Group::split(&raw[..raw.len() - 1], 3).is_none());
         // Large records are not grouped past the cap.
         let big = vec![0u8; MAX_GROUP_BYTES / 2];
-        let groups = Group::all((0..5).map(|i| (i, big.clone())).collect());
+        let groups = Group::all((0..5).map(|i| (i, big.clone())).collect(), true);
         assert_eq!(
             groups.iter().map(|g| g.count).collect::<Vec<_>>(),
             [1, 1, 1, 1, 1]

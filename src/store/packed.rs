@@ -17,14 +17,16 @@
 //! check of its own: a flipped bit in a block often still decodes, to other bytes of the
 //! same length, so the checksum is what turns damage into an error. A message without the header is stored as it was
 //! (what earlier versions wrote, and anything that compression would not shrink by an
-//! eighth), so logs written before compression existed still read; a version before it
-//! cannot read a log written by this one.
+//! eighth, or written while a node of a version before compression holds shards: see
+//! [`FORMAT`]), so logs written before compression existed still read; a version before it
+//! cannot read what this one compressed.
 
 use bytes::Bytes;
 
-/// The log format this version writes, which every node of a cluster shows in its leases
-/// and heartbeat (`cluster::Owner`): 1 since log messages may be compressed. A node of a
-/// version before formats were named shows none (0), and cannot read them.
+/// The log format this version reads and writes, which every node of a cluster shows in its
+/// leases and heartbeat (`cluster::Owner`): 1 since log messages may be compressed. A node
+/// of a version before formats were named shows none (0) and cannot read them, so while one
+/// holds shards the others write uncompressed messages.
 pub(crate) const FORMAT: u32 = 1;
 /// The header naming how a message's body is encoded; absent: as is.
 pub(crate) const CODEC: &str = "Sqsim-Codec";
@@ -42,10 +44,11 @@ pub(crate) struct Packed {
     pub codec: Option<&'static str>,
 }
 
-/// `raw` compressed when that saves at least an eighth of it, else as it is (and as it is
-/// past the largest record a reader takes: [`unpack`] would refuse its claimed length).
-pub(crate) fn pack(raw: Vec<u8>) -> Packed {
-    if raw.len() >= MIN_BYTES && raw.len() <= super::frame::MAX_RECORD {
+/// `raw` compressed when `compress` allows it (every node that may read it knows LZ4:
+/// `cluster::Owner::format`) and that saves at least an eighth of it, else as it is (and as
+/// it is past the largest record a reader takes: [`unpack`] would refuse its claimed length).
+pub(crate) fn pack(raw: Vec<u8>, compress: bool) -> Packed {
+    if compress && raw.len() >= MIN_BYTES && raw.len() <= super::frame::MAX_RECORD {
         let block = lz4_flex::block::compress(&raw);
         if HEADER + block.len() <= raw.len() - raw.len() / 8 {
             let mut packed = Vec::with_capacity(HEADER + block.len());
@@ -118,7 +121,7 @@ mod tests {
     #[test]
     fn a_repetitive_group_is_compressed_and_comes_back_whole() {
         let raw = records_like_a_batch();
-        let p = pack(raw.clone());
+        let p = pack(raw.clone(), true);
         assert_eq!(p.codec, Some(LZ4));
         assert!(
             p.body.len() < raw.len() / 2,
@@ -142,18 +145,22 @@ mod tests {
                 x as u8
             })
             .collect();
-        let p = pack(raw.clone());
+        let p = pack(raw.clone(), true);
         assert_eq!(p.codec, None);
         assert_eq!(&p.body[..], &raw[..]);
-        let small = pack(vec![0; MIN_BYTES - 1]);
+        let small = pack(vec![0; MIN_BYTES - 1], true);
         assert_eq!(small.codec, None);
+        // Not allowed (a node of an older version holds shards): as it is, however alike.
+        let alike = vec![b'x'; 4096];
+        let plain = pack(alike.clone(), false);
+        assert_eq!((plain.codec, &plain.body[..]), (None, &alike[..]));
         assert_eq!(unpack(None, p.body.clone(), 0).unwrap(), p.body);
     }
 
     #[test]
     fn a_damaged_or_unknown_body_is_an_error() {
         let raw = records_like_a_batch();
-        let p = pack(raw.clone());
+        let p = pack(raw.clone(), true);
         // Claims more than allowed: refused before any allocation of that size.
         assert!(unpack(p.codec, p.body.clone(), raw.len() - 1)
             .unwrap_err()

@@ -89,18 +89,17 @@ def shard_streams(cluster):
     return kept, led
 
 
-def bucket_keys(cluster, bucket):
-    """The keys that still have messages in key-value bucket `bucket` (delete markers
-    included), from its stream's info: one JetStream API request over NATS's text
-    protocol, through the first live server."""
+def js_request(cluster, subject, body):
+    """Publishes `body` (bytes) to `subject` with a reply subject, through the first live
+    JetStream server, over NATS's text protocol; the JSON answer (a JetStream API reply,
+    or the ack of a publish to a stream)."""
     server = next(n for n in cluster.nats if n.alive())
-    body = json.dumps({"subjects_filter": ">"}).encode()
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         reader = s.makefile("rb")
         reader.readline()  # INFO
         s.sendall(
-            b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB _sqsim_test.info 1\r\n'
-            + f"PUB $JS.API.STREAM.INFO.KV_{bucket} _sqsim_test.info {len(body)}\r\n".encode()
+            b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB _sqsim_test.reply 1\r\n'
+            + f"PUB {subject} _sqsim_test.reply {len(body)}\r\n".encode()
             + body
             + b"\r\n"
         )
@@ -110,8 +109,14 @@ def bucket_keys(cluster, bucket):
             if line.startswith(b"PING"):
                 s.sendall(b"PONG\r\n")
             elif line.startswith(b"MSG "):
-                answer = json.loads(reader.read(int(line.split()[-1]) + 2)[:-2])
-                break
+                return json.loads(reader.read(int(line.split()[-1]) + 2)[:-2])
+
+
+def bucket_keys(cluster, bucket):
+    """The keys that still have messages in key-value bucket `bucket` (delete markers
+    included), from its stream's info: one JetStream API request."""
+    body = json.dumps({"subjects_filter": ">"}).encode()
+    answer = js_request(cluster, f"$JS.API.STREAM.INFO.KV_{bucket}", body)
     assert "error" not in answer, answer
     prefix = f"$KV.{bucket}."
     return sorted(k[len(prefix):] for k in (answer["state"].get("subjects") or {}))

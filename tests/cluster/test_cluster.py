@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 from botocore.exceptions import ClientError
 
-from harness import bucket_keys, get_json, shard_streams, stream_details, wait_for
+from harness import bucket_keys, get_json, js_request, shard_streams, stream_details, wait_for
 from load import VISIBILITY_S, Load
 
 
@@ -72,10 +72,19 @@ def test_traffic_through_every_node(cluster):
         assert sorted(map(name_of, urls)) == sorted(map(name_of, std + fifos))
     owners = {cluster.owner_of(u) for u in std + fifos}
     assert len(owners) > 1, "the queues spread over more than one node"
-    # One version: every node writes the same log format and sees no holder of another.
+    # One version: every node writes the same log format and sees no holder of another, so
+    # the log is compressed (a message of 8 KiB of the same words, to a fraction).
     for node in cluster.nodes:
         status = node.status()
         assert status["format"] == 1 and status["other_formats"] == {}, status
+    stored = lambda: [sum(s[k] for s in get_json(f"{cluster.nodes[0].endpoint}/_sqsim/stats")["store"])
+                      for k in ("appended_bytes", "stored_bytes")]
+    before = stored()
+    b.send_message(QueueUrl=std[0], MessageBody="the same words " * 600)
+    (got,) = c.receive_message(QueueUrl=std[0])["Messages"]
+    a.delete_message(QueueUrl=std[0], ReceiptHandle=got["ReceiptHandle"])
+    appended, kept = [x - y for x, y in zip(stored(), before)]
+    assert appended > 8000 and kept * 4 < appended, (appended, kept)
     for i, url in enumerate(std):
         b.send_message(QueueUrl=url, MessageBody=f"hello {i}")
     for i, url in enumerate(std):
@@ -482,6 +491,53 @@ def test_a_node_restarted_under_its_name_takes_its_shards_back(cluster):
         assert [m["Body"] for m in got] == [f"kept-{name_of(url)}"]
         names = map(name_of, client.list_queues(QueueNamePrefix="restart")["QueueUrls"])
         assert sorted(names) == sorted(map(name_of, std + fifos))
+
+
+def test_while_a_node_of_an_older_version_holds_shards_the_log_is_written_uncompressed(cluster):
+    """A version from before compression (log format 0, shown by no `format` in its leases)
+    takes a compressed log message for records. While a lease holder of that format is
+    live, every node writes uncompressed messages and says so (`other_formats`); once its
+    leases are gone, they compress again. Such a holder is forged here: a lease written
+    into the bucket by hand, for a node that never heartbeats (taken over once silent)."""
+    a, b, c = cluster.nodes
+    queues = [a.client().create_queue(QueueName=f"fmt-{i}")["QueueUrl"] for i in range(2)]
+    where = [cluster.locate(u) for u in queues]
+    shards = a.status()["shards"]
+    forged = next(s for s in range(shards) if s not in {w["shard"] for w in where})
+    # At a live node's address: a node asks every holder for `/_sqsim/stats`.
+    old = {"node": "old", "url": c.status()["url"], "process": "an-old-process"}
+
+    def stored():
+        stores = get_json(f"{a.endpoint}/_sqsim/stats")["store"]
+        return [sum(s[k] for s in stores) for k in ("appended_bytes", "stored_bytes")]
+
+    def send(url, body):
+        before = stored()
+        b.client().send_message(QueueUrl=url, MessageBody=body)
+        return [x - y for x, y in zip(stored(), before)]
+
+    seen_old = lambda: all(n.status()["other_formats"] == {"old": 0} for n in cluster.nodes)
+    ack = js_request(cluster, f"$KV.sqsim_leases.shard{forged}", json.dumps(old).encode())
+    assert "error" not in ack, ack
+    wait_for("every node to see the older node", lambda: seen_old() or None, timeout=10, every=0.05)
+    appended, kept = send(queues[0], "the same words " * 600)
+    assert seen_old(), "the forged holder went silent before the send was checked"
+    assert appended > 8000 and kept == appended, (appended, kept)
+    # Silent for a lease (it never heartbeats): taken over, and the log is compressed again.
+    wait_for(
+        "the forged lease to be taken over",
+        lambda: all(n.status()["other_formats"] == {} for n in cluster.nodes)
+        and a.status()["owners"][forged] in {"n0", "n1", "n2"} or None,
+        timeout=30,
+        every=0.1,
+    )
+    appended, kept = send(queues[1], "the same words " * 600)
+    assert appended > 8000 and kept * 4 < appended, (appended, kept)
+    # Both read back, whichever way they were written; the forged shard is served again.
+    for u in queues:
+        got = c.client().receive_message(QueueUrl=u)["Messages"]
+        assert [m["Body"] for m in got] == ["the same words " * 600]
+    cluster.wait_settled()
 
 
 def post_json(url, body):
