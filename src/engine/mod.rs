@@ -452,6 +452,33 @@ impl Engine {
         self.remove_queue(id, None)
     }
 
+    /// Removes `outbox` (a hidden queue) if it is still the registered one and holds
+    /// nothing; recorded as any deletion, without a cooldown (an outbox is never named by
+    /// a client). The caller knows that nothing adds to it any more: a check and a removal
+    /// are not one step for a queue something still sends through.
+    pub(crate) fn remove_outbox(&self, outbox: &Queue) -> bool {
+        if !moves::outbox::is_hidden(&outbox.id.name) || !outbox.is_empty() {
+            return false;
+        }
+        {
+            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
+            if queues.get(&outbox.id).is_none_or(|q| q.uid != outbox.uid) {
+                return false;
+            }
+            queues.remove(&outbox.id);
+            // Under the registry's lock, with the removal: a snapshot sees both or neither.
+            let lsn = self
+                .journal
+                .record(&[durable::change::Change::QueueDeleted {
+                    uid: outbox.uid,
+                    cooldown_from: None,
+                }]);
+            self.registry_lsn.raise(lsn);
+        }
+        outbox.mark_deleted();
+        true
+    }
+
     fn remove_queue(&self, id: &QueueId, cooldown_from: Option<u64>) -> bool {
         if moves::outbox::is_hidden(&id.name) {
             // An outbox goes only with a reset of its namespace (its entries with it).

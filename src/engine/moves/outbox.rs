@@ -222,13 +222,18 @@ impl Engine {
 
     /// Every outbox holding entries (none outside cluster mode, without a look).
     pub(crate) fn outboxes(&self) -> Vec<Arc<Queue>> {
+        self.outboxes_where(|_, q| !q.is_empty())
+    }
+
+    /// The outboxes `keep` takes, empty ones included (none outside cluster mode).
+    fn outboxes_where(&self, keep: impl Fn(&QueueId, &Queue) -> bool) -> Vec<Arc<Queue>> {
         if self.home.get().is_none() {
             return Vec::new();
         }
         let queues = self.queues.read().unwrap_or_else(|p| p.into_inner());
         queues
             .iter()
-            .filter(|(id, q)| is_hidden(&id.name) && !q.is_empty())
+            .filter(|(id, q)| is_hidden(&id.name) && keep(id, q))
             .map(|(_, q)| Arc::clone(q))
             .collect()
     }
@@ -276,6 +281,25 @@ impl Engine {
         outbox.remove_keys(&parcel.keys, task, self.now_ms());
         // Whoever waits for these to arrive ([`crate::engine::wait::delivered`]) looks again.
         outbox.wake_waiters();
+        self.retire_if_done(outbox, &parcel.route);
+    }
+
+    /// Removes a move task's outbox once it is empty and the task's runner has ended (it
+    /// alone adds to it, and task ids are never reused): without this, every move task
+    /// that sent to another shard would leave a hidden queue behind for good. A dead-letter
+    /// outbox stays: any receive may add to it at any time (one per pair of queues).
+    fn retire_if_done(&self, outbox: &Queue, route: &Route) {
+        if self.task_of(route).is_some_and(|t| t.runner_ended()) && self.remove_outbox(outbox) {
+            tracing::debug!(outbox = %outbox.id.name, "a finished move task's outbox is empty; removed");
+        }
+    }
+
+    /// Removes the empty outboxes of `task`, whose runner has just ended (see
+    /// [`Self::retire_if_done`]); those still holding entries go once delivered.
+    pub(crate) fn retire_task_outboxes(&self, source: &QueueId, task: &str) {
+        for o in self.task_outboxes(source, task) {
+            self.remove_outbox(&o);
+        }
     }
 
     /// The move task whose messages travel `route`, if any.
@@ -288,15 +312,13 @@ impl Engine {
             .find(|t| t.task_id == *task)
     }
 
-    /// The outboxes of move task `task`, out of `source`.
+    /// The outboxes of move task `task`, out of `source`, empty ones included.
     pub(crate) fn task_outboxes(&self, source: &QueueId, task: &str) -> Vec<Arc<Queue>> {
-        let mut out = self.outboxes();
-        out.retain(|o| {
-            Route::of(&o.id).is_some_and(|r| {
+        self.outboxes_where(|id, _| {
+            Route::of(id).is_some_and(|r| {
                 r.origin == *source && matches!(&r.via, Via::Move { task: t } if t == task)
             })
-        });
-        out
+        })
     }
 
     /// The target of `outbox` is gone: its entries go back to their origin, unchanged (or,
@@ -318,6 +340,7 @@ impl Engine {
             }
         }
         outbox.wake_waiters();
+        self.retire_if_done(outbox, route);
     }
 
     /// Takes in a parcel another engine's outbox sent (see the module documentation).
@@ -448,6 +471,8 @@ mod tests {
         a.parcel_delivered(&outbox, &parcel);
         assert!(!outbox.holds_up_to(seq));
         assert!(a.outboxes().is_empty());
+        // Empty, it stays: the next receive may dead-letter into it.
+        assert_eq!(a.outboxes_where(|_, _| true).len(), 1);
         let got = receive(&b, "b-dlq").messages;
         assert_eq!(got.len(), 1);
         assert_eq!(&*got[0].payload.body, "poison");
@@ -490,6 +515,90 @@ mod tests {
         assert!(a3.outboxes().is_empty());
         assert_eq!(a3.queue(&id("a-src")).unwrap().stored(a3.now_ms()), 1);
         assert!(matches!(Parcel::decode(b"\xff"), Err(Refusal::Invalid(_))));
+    }
+
+    /// A move task's outbox goes once it is empty and the task's runner has ended — not
+    /// while the runner may still add to it — also when its last entries leave after that
+    /// (a cancelled task); the removal is recorded, so a restart does not bring it back.
+    #[test]
+    fn a_finished_move_tasks_outboxes_go_once_empty() {
+        use crate::engine::moves::task::{self as move_task, TaskStatus};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
+        let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
+        let (a, b) = (Arc::new(shard(&clock, &sa, "a")), shard(&clock, &sb, "b"));
+        let dest = b
+            .create_queue(id("b-dest"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let dlq = a
+            .create_queue(id("a-dlq"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let send = |n: usize| {
+            for _ in 0..n {
+                let m = NewMessage {
+                    body: "moved".into(),
+                    ..NewMessage::default()
+                };
+                dlq.send(m, a.now_ms()).unwrap();
+            }
+        };
+        let registered = |e: &Engine| e.outboxes_where(|_, _| true).len();
+        // What a courier does: every outbox's entries to the target, then delivered here.
+        let deliver = || {
+            for o in a.outboxes() {
+                while let Some(parcel) = a.parcel_of(&o) {
+                    b.take_parcel(Parcel::decode(&parcel.body).unwrap())
+                        .unwrap();
+                    a.parcel_delivered(&o, &parcel);
+                }
+            }
+        };
+        // Lets the task's runner go on until `done` holds (at most a second).
+        let run_until = |done: &dyn Fn() -> bool| {
+            rt.block_on(async {
+                for _ in 0..1000 {
+                    if done() {
+                        return;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                panic!("the task did not get there");
+            })
+        };
+
+        send(3);
+        let task = rt.block_on(async {
+            move_task::start(&a, Arc::clone(&dlq), Some(id("b-dest")), None).unwrap()
+        });
+        run_until(&|| dlq.stored(a.now_ms()) == 0);
+        assert_eq!(registered(&a), 1);
+        deliver();
+        // Empty, but the runner (waiting for the arrivals) has not ended: it stays.
+        assert_eq!(registered(&a), 1);
+        run_until(&|| task.status().0 == TaskStatus::Completed && registered(&a) == 0);
+        assert_eq!((task.moved(), dest.stored(b.now_ms())), (3, 3));
+
+        // At one message a second on a clock that stands still: one goes, then the task
+        // waits; cancelled, its runner ends with that one still in the outbox.
+        send(2);
+        let slow = rt.block_on(async {
+            move_task::start(&a, Arc::clone(&dlq), Some(id("b-dest")), Some(1)).unwrap()
+        });
+        run_until(&|| dlq.stored(a.now_ms()) == 1);
+        assert!(slow.request_cancel());
+        run_until(&|| slow.status().0 == TaskStatus::Cancelled);
+        run_until(&|| slow.runner_ended());
+        assert_eq!(registered(&a), 1);
+        deliver();
+        assert_eq!(registered(&a), 0);
+        assert_eq!((slow.moved(), dest.stored(b.now_ms())), (1, 4));
+        // Recovered from the log: no outbox comes back.
+        assert_eq!(registered(&shard(&clock, &sa, "a")), 0);
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub(crate) struct MoveTask {
     /// Wakes the task's runner when it is cancelled.
     woken: Notify,
     state: Mutex<(TaskStatus, Option<TaskFailure>)>,
+    /// No runner adds to the task's outboxes any more: it ended, or none was started (a
+    /// task recovered as ended). Not recorded: a restart knows it from the status.
+    runner_ended: AtomicBool,
 }
 
 impl MoveCount for MoveTask {
@@ -70,6 +73,11 @@ impl MoveTask {
     /// Messages moved so far.
     pub(crate) fn moved(&self) -> u64 {
         self.moved.load(Ordering::Acquire)
+    }
+
+    /// Whether the task's runner has ended (see the field).
+    pub(crate) fn runner_ended(&self) -> bool {
+        self.runner_ended.load(Ordering::Acquire)
     }
 
     /// The status and, when FAILED, the reason.
@@ -124,6 +132,8 @@ impl MoveTask {
             cancel: AtomicBool::new(status == TaskStatus::Cancelling),
             woken: Notify::new(),
             state: Mutex::new((status, r.queue_gone.then_some(TaskFailure::QueueGone))),
+            // A task that was running gets a runner again (`resume`) before this is read.
+            runner_ended: AtomicBool::new(true),
         }
     }
 
@@ -207,6 +217,7 @@ pub(crate) fn start(
             cancel: AtomicBool::new(false),
             woken: Notify::new(),
             state: Mutex::new((TaskStatus::Running, None)),
+            runner_ended: AtomicBool::new(false),
         });
         tasks.push(Arc::clone(&task));
         let lsn = engine.journal().record(&[Change::MoveTask(task.record())]);
@@ -239,23 +250,48 @@ pub(crate) fn resume(engine: &Arc<Engine>) {
                 let destination = task.destination_arn.as_deref().map(QueueId::from_arn);
                 match (source, destination) {
                     (Some(s), None) => {
-                        tokio::spawn(run(Arc::clone(engine), task, s, None));
+                        task.runner_ended.store(false, Ordering::Release);
+                        tokio::spawn(run(Arc::clone(engine), Arc::clone(&task), s, None));
                     }
                     (Some(s), Some(Some(d))) => {
-                        tokio::spawn(run(Arc::clone(engine), task, s, Some(d)));
+                        task.runner_ended.store(false, Ordering::Release);
+                        tokio::spawn(run(Arc::clone(engine), Arc::clone(&task), s, Some(d)));
                     }
                     _ => task.set(engine, TaskStatus::Failed, Some(TaskFailure::QueueGone)),
                 }
             }
             _ => {}
         }
+        // Ended (before the restart, or just now): outboxes it left empty go now.
+        if task.runner_ended() {
+            if let Some(source) = QueueId::from_arn(&task.source_arn) {
+                engine.retire_task_outboxes(&source, &task.task_id);
+            }
+        }
     }
 }
 
+/// Runs `task` to its end ([`steps`]); then, unless the engine is shutting down (the task
+/// stays running, to be resumed), its outboxes that are empty go: nothing adds to them any
+/// more (those still holding entries go once delivered: `Engine::parcel_delivered`).
 async fn run(
     engine: Arc<Engine>,
     task: Arc<MoveTask>,
     source: Arc<Queue>,
+    destination: Option<QueueId>,
+) {
+    steps(&engine, &task, &source, destination).await;
+    if !engine.is_shutting_down() {
+        task.runner_ended.store(true, Ordering::Release);
+        engine.retire_task_outboxes(&source.id, &task.task_id);
+    }
+}
+
+/// The task's steps, until it completes, fails, is cancelled or the engine shuts down.
+async fn steps(
+    engine: &Arc<Engine>,
+    task: &Arc<MoveTask>,
+    source: &Arc<Queue>,
     destination: Option<QueueId>,
 ) {
     // Cluster mode: the outboxes this task sends through to other shards (those a restart
@@ -271,11 +307,11 @@ async fn run(
             return;
         }
         if task.cancel.load(Ordering::Acquire) {
-            task.set(&engine, TaskStatus::Cancelled, None);
+            task.set(engine, TaskStatus::Cancelled, None);
             return;
         }
         if source.is_deleted() {
-            task.set(&engine, TaskStatus::Failed, Some(TaskFailure::QueueGone));
+            task.set(engine, TaskStatus::Failed, Some(TaskFailure::QueueGone));
             return;
         }
         let now = engine.now_ms();
@@ -283,7 +319,7 @@ async fn run(
         let moving: usize = outboxes.iter().map(|o| o.stored(now)).sum();
         let moved = task.moved() + moving as u64;
         if moved >= task.to_move {
-            complete(&engine, &task, &outboxes).await;
+            complete(engine, task, &outboxes).await;
             return;
         }
         let allowance = match task.max_per_second {
@@ -299,20 +335,20 @@ async fn run(
             // The next message is due once the clock shows `moved` of them allowed.
             let rate = task.max_per_second.unwrap_or(1).max(1) as u64;
             let due = task.started_ms + (moved * 1000).div_ceil(rate);
-            wait::until_clock(&engine, &source, &task.woken, due).await;
+            wait::until_clock(engine, source, &task.woken, due).await;
             continue;
         }
         let batch = source.take_for_move(allowance, now);
         if batch.is_empty() {
             // Nothing visible is left to move.
-            complete(&engine, &task, &outboxes).await;
+            complete(engine, task, &outboxes).await;
             return;
         }
         // The count goes up, and is recorded, with each arrival (`Queue::accept_moved`): a
         // restart finds exactly what arrived counted.
         let to = destination.as_ref();
-        if let Some(reason) = deliver(&engine, &task, &source, to, batch, now, &mut outboxes) {
-            task.set(&engine, TaskStatus::Failed, Some(reason));
+        if let Some(reason) = deliver(engine, task, source, to, batch, now, &mut outboxes) {
+            task.set(engine, TaskStatus::Failed, Some(reason));
             return;
         }
         tokio::task::yield_now().await;
