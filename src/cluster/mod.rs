@@ -299,12 +299,17 @@ impl Cluster {
 
     /// The engines of the shards this node serves now.
     pub(crate) fn engines(&self) -> Vec<Arc<Engine>> {
+        self.served().into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// The shards this node serves now, with their engines.
+    pub(crate) fn served(&self) -> Vec<(u32, Arc<Engine>)> {
         self.serving
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .values()
             .filter(|s| s.is_valid())
-            .map(|s| Arc::clone(&s.engine))
+            .map(|s| (s.index, Arc::clone(&s.engine)))
             .collect()
     }
 
@@ -329,14 +334,7 @@ impl Cluster {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let serving: Vec<u32> = self
-            .serving
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter(|s| s.is_valid())
-            .map(|s| s.index)
-            .collect();
+        let serving: Vec<u32> = self.served().into_iter().map(|(s, _)| s).collect();
         serde_json::json!({
             "node": self.config.node_id,
             "url": self.peer_url,

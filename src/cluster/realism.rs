@@ -6,6 +6,8 @@
 //! the queue at the cluster's). `GET` shows the cluster's setting and every node's queues
 //! with realism on.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
@@ -15,6 +17,7 @@ use super::route::{on_owner, Link};
 use crate::control::error::{read_json, read_json_keeping, reply, ControlError};
 use crate::control::realism::{queues_on, RealismRequest};
 use crate::control::Plane;
+use crate::engine::Engine;
 use crate::engine::Realism;
 use crate::http::RequestBody;
 
@@ -29,15 +32,20 @@ pub(super) struct RealismState {
 /// `GET /_sqsim/realism`: the cluster's setting, the seed, and the queues with realism on,
 /// from every node.
 pub(super) async fn show(link: &Link) -> Response<Full<Bytes>> {
-    let mut queues = local_queues(link);
-    for answer in link
-        .ask_peers("/_sqsim/cluster/realism/queues", &json!({}))
-        .await
-    {
+    let answers = link
+        .gather("/_sqsim/cluster/realism/queues", &json!({}), |e| {
+            serde_json::Value::Object(local_queues(e))
+        })
+        .await;
+    let answers = match answers {
+        Ok(answers) => answers,
+        Err(e) => return unavailable(e),
+    };
+    let mut queues = serde_json::Map::new();
+    for answer in answers {
         match answer {
-            Ok(serde_json::Value::Object(theirs)) => queues.extend(theirs),
-            Ok(other) => return unavailable(format!("a node answered {other}")),
-            Err(e) => return unavailable(e),
+            serde_json::Value::Object(theirs) => queues.extend(theirs),
+            other => return unavailable(format!("a node answered {other}")),
         }
     }
     reply(StatusCode::OK, summary(link, queues))
@@ -119,10 +127,10 @@ pub(super) async fn apply(link: &Link, req: Request<RequestBody>) -> Response<Fu
 }
 
 /// The queues with realism on in the shards this node serves, by ARN.
-pub(super) fn local_queues(link: &Link) -> serde_json::Map<String, serde_json::Value> {
+pub(super) fn local_queues(engines: &[Arc<Engine>]) -> serde_json::Map<String, serde_json::Value> {
     let mut queues = serde_json::Map::new();
-    for engine in link.cluster.engines() {
-        queues.extend(queues_on(&engine));
+    for engine in engines {
+        queues.extend(queues_on(engine));
     }
     queues
 }

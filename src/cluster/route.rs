@@ -186,20 +186,132 @@ impl Link {
     ) -> Vec<Result<serde_json::Value, String>> {
         let peers = self.cluster.peers();
         let body = Bytes::from(body.to_string());
-        let asks = peers.iter().map(|peer| {
-            let body = body.clone();
-            async move {
-                let (status, bytes) = self.post(peer, path, body, Duration::from_secs(10)).await?;
-                let v: serde_json::Value =
-                    serde_json::from_slice(&bytes).map_err(|e| format!("{peer}: {e}"))?;
-                if status.is_success() {
-                    Ok(v)
-                } else {
-                    Err(format!("{peer}: {v}"))
+        let asks = peers
+            .iter()
+            .map(|peer| self.ask(peer, path, body.clone(), Duration::from_secs(10)));
+        futures_util::future::join_all(asks)
+            .await
+            .into_iter()
+            .map(|a| a.map_err(Unanswered::into_message))
+            .collect()
+    }
+
+    /// Gathers what every node serving shards says to `path` (JSON `body`) with what this
+    /// node says (`local`), for a question about every queue (a listing, stats). A node that
+    /// cannot be reached — dead, stalled, cut off — is waited for as a request for one of
+    /// its queues waits: until its shards have moved (then every node is asked again, since
+    /// their new holders may have answered before they took them), at most [`OWNER_WAIT`].
+    /// An answer that is an error ends it at once.
+    ///
+    /// Each node answers with the shards it serves ([`by_shards`]): the answers count only
+    /// if together they cover every shard, so a shard being recovered by its new owner (or
+    /// between owners) is waited for too, rather than its queues left out.
+    pub(super) async fn gather(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        local: impl Fn(&[Arc<Engine>]) -> serde_json::Value,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        let deadline = Instant::now() + OWNER_WAIT;
+        let body = Bytes::from(body.to_string());
+        loop {
+            let mut answers = vec![by_shards(&self.cluster, &local)];
+            let peers = self.cluster.peers();
+            let asks = peers
+                .iter()
+                .map(|peer| self.ask(peer, path, body.clone(), PEER_ANSWER));
+            let mut unreached = Vec::new();
+            for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asks).await) {
+                match answer {
+                    Ok(v) => answers.push(v),
+                    Err(Unanswered::Refused(e)) => return Err(e),
+                    Err(Unanswered::Unreached(e)) => unreached.push((peer.clone(), e)),
                 }
             }
-        });
-        futures_util::future::join_all(asks).await
+            let mut covered = vec![false; self.cluster.config.shards as usize];
+            let mut values = Vec::with_capacity(answers.len());
+            for mut a in answers {
+                for s in a["serving"].as_array().into_iter().flatten() {
+                    if let Some(c) = s.as_u64().and_then(|s| covered.get_mut(s as usize)) {
+                        *c = true;
+                    }
+                }
+                values.push(a["answer"].take());
+            }
+            let missing = covered.iter().filter(|c| !**c).count();
+            if unreached.is_empty() && missing == 0 {
+                return Ok(values);
+            }
+            let why = match unreached.first() {
+                Some((_, e)) => e.clone(),
+                None => format!("{missing} shards are not served yet"),
+            };
+            tracing::debug!(error = %why, "waiting for every shard to be served");
+            if Instant::now() >= deadline {
+                return Err(why);
+            }
+            // Until the unreachable nodes' shards have moved, or a second passed (one only
+            // slow is asked again; the shards still opening are asked for again sooner).
+            let again = Instant::now() + Duration::from_secs(1);
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let now = self.cluster.peers();
+                if unreached.iter().all(|(p, _)| !now.contains(p)) || Instant::now() >= again {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// POSTs JSON to `path` on `peer`: the JSON of its answer if it succeeded.
+    async fn ask(
+        &self,
+        peer: &str,
+        path: &str,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, Unanswered> {
+        let (status, bytes) = self
+            .post(peer, path, body, timeout)
+            .await
+            .map_err(Unanswered::Unreached)?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| Unanswered::Refused(format!("{peer}: {e}")))?;
+        if status.is_success() {
+            Ok(v)
+        } else {
+            Err(Unanswered::Refused(format!("{peer}: {v}")))
+        }
+    }
+}
+
+/// What a node answers to [`Link::gather`]: the shards it serves, and `f` of their engines
+/// (taken together, so the answer covers exactly those shards).
+pub(super) fn by_shards(
+    cluster: &Cluster,
+    f: impl FnOnce(&[Arc<Engine>]) -> serde_json::Value,
+) -> serde_json::Value {
+    let (serving, engines): (Vec<u32>, Vec<Arc<Engine>>) = cluster.served().into_iter().unzip();
+    json!({"serving": serving, "answer": f(&engines)})
+}
+
+/// How long [`Link::gather`] waits for one node's answer before it counts the node
+/// unreachable (a stalled node's shards move to others within a lease).
+const PEER_ANSWER: Duration = Duration::from_secs(5);
+
+/// Why a node's answer is missing.
+enum Unanswered {
+    /// None came: the node is down, stalled or cut off (or its answer broke off).
+    Unreached(String),
+    /// It answered with an error, or with what is not JSON.
+    Refused(String),
+}
+
+impl Unanswered {
+    fn into_message(self) -> String {
+        match self {
+            Unanswered::Unreached(e) | Unanswered::Refused(e) => e,
+        }
     }
 }
 
@@ -305,20 +417,31 @@ pub(crate) struct ClusterDirectory(pub Link);
 impl Directory for ClusterDirectory {
     fn queues(&self, filter: QueueFilter) -> Listing<'_> {
         Box::pin(async move {
-            let mut ids = local_queues(&self.0.cluster, &filter);
+            let unavailable = |e: String| {
+                tracing::warn!(error = %e, "a node did not list its queues");
+                SqsError::new(
+                    ErrorCode::ServiceUnavailable,
+                    "A node of the cluster did not answer; retry.",
+                )
+            };
             let body = serde_json::to_value(&filter).unwrap_or_default();
-            for answer in self.0.ask_peers("/_sqsim/cluster/queues", &body).await {
-                let found: Vec<QueueId> = answer
-                    .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
-                    .map_err(|e| {
-                        tracing::warn!(error = %e, "a node did not list its queues");
-                        SqsError::new(
-                            ErrorCode::ServiceUnavailable,
-                            "A node of the cluster did not answer; retry.",
-                        )
-                    })?;
+            let local = |engines: &[Arc<Engine>]| json!(local_queues(engines, &filter));
+            let answers = self
+                .0
+                .gather("/_sqsim/cluster/queues", &body, local)
+                .await
+                .map_err(unavailable)?;
+            let mut ids = Vec::new();
+            for answer in answers {
+                let found: Vec<QueueId> =
+                    serde_json::from_value(answer).map_err(|e| unavailable(e.to_string()))?;
                 ids.extend(found);
             }
+            // A shard that moved while the nodes answered may be in two answers.
+            ids.sort_by(|a, b| {
+                (&a.region, &a.account, &a.name).cmp(&(&b.region, &b.account, &b.name))
+            });
+            ids.dedup();
             Ok(ids)
         })
     }
@@ -328,12 +451,8 @@ impl Directory for ClusterDirectory {
     }
 }
 
-fn local_queues(cluster: &Cluster, filter: &QueueFilter) -> Vec<QueueId> {
-    cluster
-        .engines()
-        .iter()
-        .flat_map(|e| filter.apply(e))
-        .collect()
+fn local_queues(engines: &[Arc<Engine>], filter: &QueueFilter) -> Vec<QueueId> {
+    engines.iter().flat_map(|e| filter.apply(e)).collect()
 }
 
 /// The admin endpoints in cluster mode: `/_sqsim/cluster` (status),
@@ -352,7 +471,10 @@ pub(crate) async fn admin(
         (Method::GET, "/_sqsim/cluster") => reply(StatusCode::OK, link.cluster.status()),
         (Method::GET, "/_sqsim/cluster/locate") => locate(state, link, req.uri().query()),
         (Method::POST, "/_sqsim/cluster/queues") => match read_json::<QueueFilter>(req).await {
-            Ok(f) => reply(StatusCode::OK, json!(local_queues(&link.cluster, &f))),
+            Ok(f) => reply(
+                StatusCode::OK,
+                by_shards(&link.cluster, |e| json!(local_queues(e, &f))),
+            ),
             Err(e) => e.reply(),
         },
         (Method::POST, "/_sqsim/cluster/arrive") => super::courier::arrive(link, req).await,
@@ -375,7 +497,8 @@ pub(crate) async fn admin(
         (Method::POST, "/_sqsim/realism") => super::realism::change(state, link, req).await,
         (Method::POST, "/_sqsim/cluster/realism") => super::realism::apply(link, req).await,
         (Method::POST, "/_sqsim/cluster/realism/queues") => {
-            reply(StatusCode::OK, json!(super::realism::local_queues(link)))
+            let local = |e: &[Arc<Engine>]| json!(super::realism::local_queues(e));
+            reply(StatusCode::OK, by_shards(&link.cluster, local))
         }
         (Method::POST, p) if p.starts_with("/_sqsim/console/sqs/") => {
             let action = p["/_sqsim/console/sqs/".len()..].to_string();
@@ -385,7 +508,9 @@ pub(crate) async fn admin(
         (Method::POST, "/_sqsim/console/move-messages") => console_move(state, link, req).await,
         // The console's page, script and style.
         (Method::GET, p) if p.starts_with(crate::control::console::PREFIX) => return Err(req),
-        (Method::POST, "/_sqsim/cluster/stats") => reply(StatusCode::OK, local_stats(link)),
+        (Method::POST, "/_sqsim/cluster/stats") => {
+            reply(StatusCode::OK, by_shards(&link.cluster, local_stats))
+        }
         // The clock is the cluster's: moved here, then on every node (and kept in JetStream
         // for nodes that join later).
         (Method::POST, "/_sqsim/clock") => {
@@ -578,8 +703,7 @@ async fn console_on_queue<T: serde::de::DeserializeOwned>(
 }
 
 /// This node's shards' entries of `/_sqsim/stats`, and their stores.
-fn local_stats(link: &Link) -> serde_json::Value {
-    let engines = link.cluster.engines();
+fn local_stats(engines: &[Arc<Engine>]) -> serde_json::Value {
     let queues: Vec<serde_json::Value> = engines
         .iter()
         .flat_map(|e| crate::control::admin::queue_stats(e))
@@ -588,7 +712,7 @@ fn local_stats(link: &Link) -> serde_json::Value {
         .iter()
         .filter_map(|e| e.journal().store().map(|s| s.stats()))
         .collect();
-    json!({"queues": queues, "stores": stores, "realism": super::realism::local_queues(link)})
+    json!({"queues": queues, "stores": stores, "realism": super::realism::local_queues(engines)})
 }
 
 /// `/_sqsim/stats` in cluster mode: every node's queues; the stores of every node's shards.
@@ -596,26 +720,27 @@ async fn stats(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
     let mut queues = Vec::new();
     let mut stores = Vec::new();
     let mut realism = serde_json::Map::new();
-    let answers = link.ask_peers("/_sqsim/cluster/stats", &json!({})).await;
-    for answer in std::iter::once(Ok(local_stats(link))).chain(answers) {
-        match answer {
-            Ok(mut v) => {
-                if let serde_json::Value::Array(q) = v["queues"].take() {
-                    queues.extend(q);
-                }
-                if let serde_json::Value::Array(s) = v["stores"].take() {
-                    stores.extend(s);
-                }
-                if let serde_json::Value::Object(r) = v["realism"].take() {
-                    realism.extend(r);
-                }
-            }
-            Err(e) => {
-                return reply(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    json!({"error": format!("a node did not answer: {e}")}),
-                )
-            }
+    let answers = match link
+        .gather("/_sqsim/cluster/stats", &json!({}), local_stats)
+        .await
+    {
+        Ok(answers) => answers,
+        Err(e) => {
+            return reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": format!("a node did not answer: {e}")}),
+            )
+        }
+    };
+    for mut v in answers {
+        if let serde_json::Value::Array(q) = v["queues"].take() {
+            queues.extend(q);
+        }
+        if let serde_json::Value::Array(s) = v["stores"].take() {
+            stores.extend(s);
+        }
+        if let serde_json::Value::Object(r) = v["realism"].take() {
+            realism.extend(r);
         }
     }
     let realism = super::realism::summary(link, realism);

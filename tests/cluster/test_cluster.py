@@ -306,13 +306,15 @@ def busiest_node(cluster, urls):
     return cluster.node(busiest), by_owner[busiest]
 
 
-def kill9_and_time_failover(victim, probe, urls, load):
+def kill9_and_time_failover(victim, probe, urls, load, right_after=lambda: None):
     """Kills `victim` under `load` (which then sends through the others) and returns the
     seconds until every queue of `urls` (the victim's) answered `probe` again: requests
-    wait for the new owner instead of failing."""
+    wait for the new owner instead of failing. `right_after` runs first thing after the
+    kill."""
     victim.kill9()
     killed = time.monotonic()
     load.avoid.add(victim.name)
+    right_after()
     for url in urls:
         probe.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
     return time.monotonic() - killed
@@ -339,8 +341,23 @@ def test_kill9_of_a_sqsim_node_under_load(cluster):
         dead_letter_pair(cluster, control, "kill-b", dlq_on=victim.name),
     ]
     load = Load(cluster.nodes, [u for u in std if u != held_url], fifos, dead=dead).start()
+    names = sorted(map(name_of, control.list_queues(QueueNamePrefix="kill")["QueueUrls"]))
+    assert len(names) > len(std + fifos)
+
+    def listing_waits_for_the_victims_shards():
+        # Before its shards moved: a listing and the stats wait for them to move, as a
+        # request for one of its queues does, instead of failing (no retries here).
+        started = time.monotonic()
+        listed = survivors[1].client(attempts=0).list_queues(QueueNamePrefix="kill")["QueueUrls"]
+        assert sorted(map(name_of, listed)) == names
+        stats = get_json(f"{survivors[1].endpoint}/_sqsim/stats", timeout=30)
+        assert set(names) <= {q["name"] for q in stats["queues"]}
+        print(f"a listing right after the kill took {time.monotonic() - started:.2f} s")
+
     time.sleep(2)
-    failover = kill9_and_time_failover(victim, probe, on_victim, load)
+    failover = kill9_and_time_failover(
+        victim, probe, on_victim, load, right_after=listing_waits_for_the_victims_shards
+    )
     print(f"failover after kill -9: {failover:.2f} s for {len(on_victim)} queues")
     assert failover < 5, f"failover took {failover:.2f} s"
     # The in-flight messages kept their deadline.
@@ -504,25 +521,23 @@ def test_while_a_node_of_an_older_version_holds_shards_the_log_is_written_uncomp
     where = [cluster.locate(u) for u in queues]
     shards = a.status()["shards"]
     forged = next(s for s in range(shards) if s not in {w["shard"] for w in where})
-    # At a live node's address: a node asks every holder for `/_sqsim/stats`.
-    old = {"node": "old", "url": c.status()["url"], "process": "an-old-process"}
+    old = {"node": "old", "url": "http://127.0.0.1:9", "process": "an-old-process"}
 
-    def stored():
-        stores = get_json(f"{a.endpoint}/_sqsim/stats")["store"]
-        return [sum(s[k] for s in stores) for k in ("appended_bytes", "stored_bytes")]
-
-    def send(url, body):
+    def send(url, shard, body):
+        """Sends `body`; how many bytes the shard's stream grew by, as JetStream says."""
+        stored = lambda: js_request(cluster, f"$JS.API.STREAM.INFO.SQSIM_shard{shard}", b"")["state"]["bytes"]
         before = stored()
         b.client().send_message(QueueUrl=url, MessageBody=body)
-        return [x - y for x, y in zip(stored(), before)]
+        return stored() - before
 
     seen_old = lambda: all(n.status()["other_formats"] == {"old": 0} for n in cluster.nodes)
     ack = js_request(cluster, f"$KV.sqsim_leases.shard{forged}", json.dumps(old).encode())
     assert "error" not in ack, ack
     wait_for("every node to see the older node", lambda: seen_old() or None, timeout=10, every=0.05)
-    appended, kept = send(queues[0], "the same words " * 600)
+    body = "the same words " * 600
+    grown = send(queues[0], where[0]["shard"], body)
     assert seen_old(), "the forged holder went silent before the send was checked"
-    assert appended > 8000 and kept == appended, (appended, kept)
+    assert grown > len(body), grown
     # Silent for a lease (it never heartbeats): taken over, and the log is compressed again.
     wait_for(
         "the forged lease to be taken over",
@@ -531,12 +546,12 @@ def test_while_a_node_of_an_older_version_holds_shards_the_log_is_written_uncomp
         timeout=30,
         every=0.1,
     )
-    appended, kept = send(queues[1], "the same words " * 600)
-    assert appended > 8000 and kept * 4 < appended, (appended, kept)
+    grown = send(queues[1], where[1]["shard"], body)
+    assert grown < len(body) / 4, grown
     # Both read back, whichever way they were written; the forged shard is served again.
     for u in queues:
         got = c.client().receive_message(QueueUrl=u)["Messages"]
-        assert [m["Body"] for m in got] == ["the same words " * 600]
+        assert [m["Body"] for m in got] == [body]
     cluster.wait_settled()
 
 
