@@ -9,5 +9,5 @@ pub(crate) mod compactor;
 #[cfg(test)]
 mod durable_answers;
 pub(crate) mod journal;
-mod replay;
+pub(in crate::engine) mod replay;
 mod restore;

@@ -20,6 +20,10 @@ use crate::engine::{wait, Engine};
 const UNLIMITED_STEP: usize = 500;
 /// How long a finished task waits for what it sent through outboxes to arrive.
 const OUTBOX_WAIT: Duration = Duration::from_secs(30);
+/// How many tasks of one source are kept: ListMessageMoveTasks shows the newest ten at most
+/// (AWS: "the most recent message movement tasks (up to 10)"), so older ones, all ended,
+/// are seen by nobody and go (see [`prune`]).
+const KEPT_PER_SOURCE: usize = 10;
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,6 +224,7 @@ pub(crate) fn start(
             runner_ended: AtomicBool::new(false),
         });
         tasks.push(Arc::clone(&task));
+        prune(&mut tasks, &source.arn);
         let lsn = engine.journal().record(&[Change::MoveTask(task.record())]);
         engine.registry_changed(lsn);
         task
@@ -233,15 +238,39 @@ pub(crate) fn start(
     Ok(task)
 }
 
+/// Drops the tasks of `source_arn` older than its newest [`KEPT_PER_SOURCE`]: without this
+/// a server that runs for months keeps every task it ever ran, in memory and in every
+/// snapshot. Only one task per source runs at a time, and it is the newest, so those
+/// dropped have ended. Not recorded: out of every listing either way, they may come back
+/// with a restart that reads them from the log, and go again at its [`resume`]. A task
+/// dropped records nothing more (an arrival counts only for a task that is listed), so a
+/// restart never reads one back as new.
+fn prune(tasks: &mut Vec<Arc<MoveTask>>, source_arn: &str) {
+    let of_source = tasks.iter().filter(|t| t.source_arn == source_arn).count();
+    let mut drop = of_source.saturating_sub(KEPT_PER_SOURCE);
+    tasks.retain(|t| {
+        let old = drop > 0 && t.source_arn == source_arn;
+        if old {
+            drop -= 1;
+        }
+        !old
+    });
+}
+
 /// Starts again the tasks a restart interrupted (durable mode): a running task goes on
 /// from the count it had reached, a cancelling one ends cancelled, and one whose queues are
 /// gone fails.
 pub(crate) fn resume(engine: &Arc<Engine>) {
-    let tasks: Vec<Arc<MoveTask>> = engine
-        .move_tasks
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let tasks: Vec<Arc<MoveTask>> = {
+        let mut tasks = engine.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sources: Vec<String> = tasks.iter().map(|t| t.source_arn.clone()).collect();
+        sources.sort();
+        sources.dedup();
+        for source in &sources {
+            prune(&mut tasks, source);
+        }
+        tasks.clone()
+    };
     for task in tasks {
         match task.status().0 {
             TaskStatus::Cancelling => task.set(engine, TaskStatus::Cancelled, None),
@@ -429,4 +458,65 @@ fn deliver(
     }
     source.accept(failed, Transfer::Restore, now);
     Some(TaskFailure::QueueGone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::durable::replay::tests::{engine_on, id};
+    use crate::engine::QueueSettings;
+    use crate::store::memory::MemoryStore;
+
+    /// A source keeps its newest ten tasks (all ListMessageMoveTasks can show); older ones
+    /// go, and a restart that reads them back from the log drops them again.
+    #[test]
+    fn a_source_keeps_its_newest_ten_tasks() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let store = MemoryStore::new();
+        let engine = Arc::new(engine_on(&store));
+        let dlq = engine
+            .create_queue(id("dlq"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let other = engine
+            .create_queue(id("other-dlq"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let dest = id("dest");
+        engine
+            .create_queue(dest.clone(), QueueSettings::default())
+            .unwrap();
+        // Each on an empty source: completed as soon as its runner looks.
+        let run = |source: &Arc<Queue>| {
+            rt.block_on(async {
+                let t = start(&engine, Arc::clone(source), Some(dest.clone()), None).unwrap();
+                while t.status().0 != TaskStatus::Completed {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                t.task_id.clone()
+            })
+        };
+        let started: Vec<String> = (0..13).map(|_| run(&dlq)).collect();
+        let kept = run(&other);
+        let ids = |e: &Engine, arn: &str| -> Vec<String> {
+            e.move_tasks_of(arn)
+                .iter()
+                .map(|t| t.task_id.clone())
+                .collect()
+        };
+        let newest: Vec<String> = started.iter().rev().take(10).cloned().collect();
+        assert_eq!(ids(&engine, &dlq.arn), newest);
+        assert_eq!(ids(&engine, &other.arn), std::slice::from_ref(&kept));
+        drop(engine);
+
+        // The log holds all fourteen; the restart reads them and keeps the same.
+        let again = Arc::new(engine_on(&store));
+        assert_eq!(ids(&again, &dlq.arn).len(), 13);
+        rt.block_on(async { resume(&again) });
+        assert_eq!(ids(&again, &dlq.arn), newest);
+        assert_eq!(ids(&again, &other.arn), [kept]);
+    }
 }
