@@ -105,12 +105,10 @@ pub(super) async fn change(
         revision,
     })
     .unwrap_or_default();
-    for answer in link.ask_peers("/_sqsim/cluster/realism", &body).await {
-        if let Err(e) = answer {
-            return unavailable(format!(
-                "the realism changed here but not on every node: {e}"
-            ));
-        }
+    if let Err(e) = link.tell_peers("/_sqsim/cluster/realism", &body).await {
+        return unavailable(format!(
+            "the realism changed here but not on every node: {e}"
+        ));
     }
     show(link).await
 }

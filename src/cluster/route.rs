@@ -250,15 +250,53 @@ impl Link {
             if Instant::now() >= deadline {
                 return Err(why);
             }
-            // Until the unreachable nodes' shards have moved, or a second passed (one only
-            // slow is asked again; the shards still opening are asked for again sooner).
-            let again = Instant::now() + Duration::from_secs(1);
-            loop {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let now = self.cluster.peers();
-                if unreached.iter().all(|(p, _)| !now.contains(p)) || Instant::now() >= again {
-                    break;
+            self.until_moved(&unreached).await;
+        }
+    }
+
+    /// Tells every other node of a change to a setting the leases bucket keeps (the clock,
+    /// the realism): POSTs JSON `body` to `path` on each. A node that cannot be reached is
+    /// waited for until its shards have moved — whoever serves them now was told, or reads
+    /// the bucket before it serves — at most [`OWNER_WAIT`]. An answer that is an error ends
+    /// it. Telling a node twice does no harm: it applies a setting's revision once.
+    pub(super) async fn tell_peers(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<(), String> {
+        let deadline = Instant::now() + OWNER_WAIT;
+        let body = Bytes::from(body.to_string());
+        loop {
+            let peers = self.cluster.peers();
+            let asks = peers
+                .iter()
+                .map(|peer| self.ask(peer, path, body.clone(), PEER_ANSWER));
+            let mut unreached = Vec::new();
+            for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asks).await) {
+                match answer {
+                    Ok(_) => {}
+                    Err(Unanswered::Refused(e)) => return Err(e),
+                    Err(Unanswered::Unreached(e)) => unreached.push((peer.clone(), e)),
                 }
+            }
+            match unreached.first() {
+                None => return Ok(()),
+                Some((_, e)) if Instant::now() >= deadline => return Err(e.clone()),
+                Some(_) => self.until_moved(&unreached).await,
+            }
+        }
+    }
+
+    /// Waits until the shards of the nodes in `unreached` have moved to others, or a second
+    /// passed (a node only slow is asked again; shards still opening are looked at again
+    /// sooner: with nobody unreached, 50 ms).
+    async fn until_moved(&self, unreached: &[(String, String)]) {
+        let again = Instant::now() + Duration::from_secs(1);
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let now = self.cluster.peers();
+            if unreached.iter().all(|(p, _)| !now.contains(p)) || Instant::now() >= again {
+                return;
             }
         }
     }
@@ -590,10 +628,7 @@ async fn spread_clock(link: &Link) -> Result<(), String> {
         revision,
     })
     .unwrap_or_default();
-    for answer in link.ask_peers("/_sqsim/cluster/clock", &body).await {
-        answer?;
-    }
-    Ok(())
+    link.tell_peers("/_sqsim/cluster/clock", &body).await
 }
 
 /// Where a request about queue `id` runs (see [`on_owner_of`]).

@@ -584,8 +584,17 @@ def test_the_virtual_clock_is_the_clusters(cluster):
         for i, u in enumerate(queues):
             got = cluster.nodes[i % 3].client().receive_message(QueueUrl=u)["Messages"]
             assert [m["Body"] for m in got] == ["later"]
-        # A node started afterwards takes the cluster's clock from JetStream.
+        # A node dies: moving the clock through another waits until its shards have moved
+        # (their new owners were told) instead of failing half done, which a retry would
+        # have moved twice; its queues follow the move.
+        on_c = next(u for u in queues if cluster.owner_of(u) == c.name)
+        b.client().send_message(QueueUrl=on_c, MessageBody="after the kill", DelaySeconds=600)
         c.kill9()
+        moved = post_json(f"{a.endpoint}/_sqsim/clock", {"advance_seconds": 601})
+        # (With the "later" received above, visible again: never deleted.)
+        got = b.client().receive_message(QueueUrl=on_c, MaxNumberOfMessages=10)["Messages"]
+        assert sorted(m["Body"] for m in got) == ["after the kill", "later"]
+        # A node started afterwards takes the cluster's clock from JetStream.
         c.start()
         cluster.wait_settled()
         assert get_json(f"{c.endpoint}/_sqsim/clock")["now_ms"] == moved["now_ms"]
