@@ -62,10 +62,13 @@ pub(crate) fn other_formats(owners: &[Option<Owner>]) -> BTreeMap<String, u32> {
         .collect()
 }
 
-/// Whether every live lease holder reads compressed log messages (log format 1 or later):
-/// only then may the shards' stores write them.
+/// Whether every live lease holder reads compressed log messages: only then may the
+/// shards' stores write them.
 pub(crate) fn all_read_compressed(owners: &[Option<Owner>]) -> bool {
-    owners.iter().flatten().all(|o| o.format >= 1)
+    owners
+        .iter()
+        .flatten()
+        .all(|o| o.format >= crate::store::COMPRESSED_SINCE)
 }
 
 /// Where a request for a shard goes.

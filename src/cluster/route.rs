@@ -215,22 +215,11 @@ impl Link {
         let deadline = Instant::now() + OWNER_WAIT;
         let body = Bytes::from(body.to_string());
         loop {
-            let mut answers = vec![by_shards(&self.cluster, &local)];
-            let peers = self.cluster.peers();
-            let asks = peers
-                .iter()
-                .map(|peer| self.ask(peer, path, body.clone(), PEER_ANSWER));
-            let mut unreached = Vec::new();
-            for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asks).await) {
-                match answer {
-                    Ok(v) => answers.push(v),
-                    Err(Unanswered::Refused(e)) => return Err(e),
-                    Err(Unanswered::Unreached(e)) => unreached.push((peer.clone(), e)),
-                }
-            }
+            let mine = by_shards(&self.cluster, &local);
+            let (theirs, unreached) = self.ask_round(path, &body).await?;
             let mut covered = vec![false; self.cluster.config.shards as usize];
-            let mut values = Vec::with_capacity(answers.len());
-            for mut a in answers {
+            let mut values = Vec::with_capacity(theirs.len() + 1);
+            for mut a in std::iter::once(mine).chain(theirs) {
                 for s in a["serving"].as_array().into_iter().flatten() {
                     if let Some(c) = s.as_u64().and_then(|s| covered.get_mut(s as usize)) {
                         *c = true;
@@ -267,24 +256,38 @@ impl Link {
         let deadline = Instant::now() + OWNER_WAIT;
         let body = Bytes::from(body.to_string());
         loop {
-            let peers = self.cluster.peers();
-            let asks = peers
-                .iter()
-                .map(|peer| self.ask(peer, path, body.clone(), PEER_ANSWER));
-            let mut unreached = Vec::new();
-            for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asks).await) {
-                match answer {
-                    Ok(_) => {}
-                    Err(Unanswered::Refused(e)) => return Err(e),
-                    Err(Unanswered::Unreached(e)) => unreached.push((peer.clone(), e)),
-                }
-            }
+            let (_, unreached) = self.ask_round(path, &body).await?;
             match unreached.first() {
                 None => return Ok(()),
                 Some((_, e)) if Instant::now() >= deadline => return Err(e.clone()),
                 Some(_) => self.until_moved(&unreached).await,
             }
         }
+    }
+
+    /// One round of [`Self::gather`] and [`Self::tell_peers`]: POSTs `body` to `path` on
+    /// every node that serves shards now, side by side (each given [`PEER_ANSWER`]). The
+    /// answers, and the nodes that gave none (with why); an answer that is an error ends
+    /// it.
+    async fn ask_round(
+        &self,
+        path: &str,
+        body: &Bytes,
+    ) -> Result<(Vec<serde_json::Value>, Vec<(String, String)>), String> {
+        let peers = self.cluster.peers();
+        let asks = peers
+            .iter()
+            .map(|peer| self.ask(peer, path, body.clone(), PEER_ANSWER));
+        let mut answers = Vec::with_capacity(peers.len());
+        let mut unreached = Vec::new();
+        for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asks).await) {
+            match answer {
+                Ok(v) => answers.push(v),
+                Err(Unanswered::Refused(e)) => return Err(e),
+                Err(Unanswered::Unreached(e)) => unreached.push((peer.clone(), e)),
+            }
+        }
+        Ok((answers, unreached))
     }
 
     /// Waits until the shards of the nodes in `unreached` have moved to others, or a second

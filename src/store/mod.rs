@@ -24,7 +24,7 @@ mod nats_io;
 #[cfg(feature = "cluster")]
 mod packed;
 #[cfg(feature = "cluster")]
-pub(crate) use packed::FORMAT as LOG_FORMAT;
+pub(crate) use packed::{COMPRESSED_SINCE, FORMAT as LOG_FORMAT};
 #[cfg(test)]
 pub(crate) mod suite;
 

@@ -28,6 +28,8 @@ use bytes::Bytes;
 /// of a version before formats were named shows none (0) and cannot read them, so while one
 /// holds shards the others write uncompressed messages.
 pub(crate) const FORMAT: u32 = 1;
+/// The first log format that reads compressed messages.
+pub(crate) const COMPRESSED_SINCE: u32 = 1;
 /// The header naming how a message's body is encoded; absent: as is.
 pub(crate) const CODEC: &str = "Sqsim-Codec";
 /// The one encoding written: an LZ4 block after its uncompressed length and checksum.
