@@ -90,11 +90,16 @@ fn recover_all(s: &dyn Store) -> Vec<Vec<u8>> {
 
 /// Runs `f` to its end on a runtime of its own (the suite's tests are synchronous).
 pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}
+
+/// A single-threaded runtime for a synchronous test: what it spawns runs only while the
+/// test blocks on it.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
-        .block_on(f)
 }
 
 fn wait(s: &dyn Store, lsn: Lsn) {

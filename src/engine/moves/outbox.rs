@@ -523,10 +523,7 @@ mod tests {
     #[test]
     fn a_finished_move_tasks_outboxes_go_once_empty() {
         use crate::engine::moves::task::{self as move_task, TaskStatus};
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
+        let rt = crate::store::suite::runtime();
         let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
         let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
         let (a, b) = (Arc::new(shard(&clock, &sa, "a")), shard(&clock, &sb, "b"));

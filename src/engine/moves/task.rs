@@ -136,7 +136,7 @@ impl MoveTask {
             cancel: AtomicBool::new(status == TaskStatus::Cancelling),
             woken: Notify::new(),
             state: Mutex::new((status, r.queue_gone.then_some(TaskFailure::QueueGone))),
-            // A task that was running gets a runner again (`resume`) before this is read.
+            // None runs yet: `resume` starts one for a task that was running.
             runner_ended: AtomicBool::new(true),
         }
     }
@@ -221,40 +221,43 @@ pub(crate) fn start(
             cancel: AtomicBool::new(false),
             woken: Notify::new(),
             state: Mutex::new((TaskStatus::Running, None)),
-            runner_ended: AtomicBool::new(false),
+            // Until `spawn_runner` below.
+            runner_ended: AtomicBool::new(true),
         });
         tasks.push(Arc::clone(&task));
-        prune(&mut tasks, &source.arn);
+        prune(&mut tasks);
         let lsn = engine.journal().record(&[Change::MoveTask(task.record())]);
         engine.registry_changed(lsn);
         task
     };
-    tokio::spawn(run(
-        Arc::clone(engine),
-        Arc::clone(&task),
-        source,
-        destination,
-    ));
+    spawn_runner(engine, &task, source, destination);
     Ok(task)
 }
 
-/// Drops the tasks of `source_arn` older than its newest [`KEPT_PER_SOURCE`]: without this
-/// a server that runs for months keeps every task it ever ran, in memory and in every
+/// Drops every source's tasks older than its newest [`KEPT_PER_SOURCE`]: without this a
+/// server that runs for months keeps every task it ever ran, in memory and in every
 /// snapshot. Only one task per source runs at a time, and it is the newest, so those
 /// dropped have ended. Not recorded: out of every listing either way, they may come back
 /// with a restart that reads them from the log, and go again at its [`resume`]. A task
 /// dropped records nothing more (an arrival counts only for a task that is listed), so a
 /// restart never reads one back as new.
-fn prune(tasks: &mut Vec<Arc<MoveTask>>, source_arn: &str) {
-    let of_source = tasks.iter().filter(|t| t.source_arn == source_arn).count();
-    let mut drop = of_source.saturating_sub(KEPT_PER_SOURCE);
-    tasks.retain(|t| {
-        let old = drop > 0 && t.source_arn == source_arn;
-        if old {
-            drop -= 1;
-        }
-        !old
-    });
+fn prune(tasks: &mut Vec<Arc<MoveTask>>) {
+    let keep: Vec<bool> = {
+        let mut newer: std::collections::HashMap<&str, usize> = Default::default();
+        let mut keep: Vec<bool> = tasks
+            .iter()
+            .rev()
+            .map(|t| {
+                let n = newer.entry(t.source_arn.as_str()).or_default();
+                *n += 1;
+                *n <= KEPT_PER_SOURCE
+            })
+            .collect();
+        keep.reverse();
+        keep
+    };
+    let mut keep = keep.into_iter();
+    tasks.retain(|_| keep.next().unwrap_or(true));
 }
 
 /// Starts again the tasks a restart interrupted (durable mode): a running task goes on
@@ -263,12 +266,7 @@ fn prune(tasks: &mut Vec<Arc<MoveTask>>, source_arn: &str) {
 pub(crate) fn resume(engine: &Arc<Engine>) {
     let tasks: Vec<Arc<MoveTask>> = {
         let mut tasks = engine.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut sources: Vec<String> = tasks.iter().map(|t| t.source_arn.clone()).collect();
-        sources.sort();
-        sources.dedup();
-        for source in &sources {
-            prune(&mut tasks, source);
-        }
+        prune(&mut tasks);
         tasks.clone()
     };
     for task in tasks {
@@ -278,14 +276,8 @@ pub(crate) fn resume(engine: &Arc<Engine>) {
                 let source = QueueId::from_arn(&task.source_arn).and_then(|id| engine.queue(&id));
                 let destination = task.destination_arn.as_deref().map(QueueId::from_arn);
                 match (source, destination) {
-                    (Some(s), None) => {
-                        task.runner_ended.store(false, Ordering::Release);
-                        tokio::spawn(run(Arc::clone(engine), Arc::clone(&task), s, None));
-                    }
-                    (Some(s), Some(Some(d))) => {
-                        task.runner_ended.store(false, Ordering::Release);
-                        tokio::spawn(run(Arc::clone(engine), Arc::clone(&task), s, Some(d)));
-                    }
+                    (Some(s), None) => spawn_runner(engine, &task, s, None),
+                    (Some(s), Some(Some(d))) => spawn_runner(engine, &task, s, Some(d)),
                     _ => task.set(engine, TaskStatus::Failed, Some(TaskFailure::QueueGone)),
                 }
             }
@@ -300,20 +292,25 @@ pub(crate) fn resume(engine: &Arc<Engine>) {
     }
 }
 
-/// Runs `task` to its end ([`steps`]); then, unless the engine is shutting down (the task
-/// stays running, to be resumed), its outboxes that are empty go: nothing adds to them any
-/// more (those still holding entries go once delivered: `Engine::parcel_delivered`).
-async fn run(
-    engine: Arc<Engine>,
-    task: Arc<MoveTask>,
+/// Runs `task` to its end ([`steps`]) in the background; then, unless the engine is
+/// shutting down (the task stays running, to be resumed), its outboxes that are empty go:
+/// nothing adds to them any more (those still holding entries go once delivered:
+/// `Engine::parcel_delivered`). The one place a runner starts.
+fn spawn_runner(
+    engine: &Arc<Engine>,
+    task: &Arc<MoveTask>,
     source: Arc<Queue>,
     destination: Option<QueueId>,
 ) {
-    steps(&engine, &task, &source, destination).await;
-    if !engine.is_shutting_down() {
-        task.runner_ended.store(true, Ordering::Release);
-        engine.retire_task_outboxes(&source.id, &task.task_id);
-    }
+    task.runner_ended.store(false, Ordering::Release);
+    let (engine, task) = (Arc::clone(engine), Arc::clone(task));
+    tokio::spawn(async move {
+        steps(&engine, &task, &source, destination).await;
+        if !engine.is_shutting_down() {
+            task.runner_ended.store(true, Ordering::Release);
+            engine.retire_task_outboxes(&source.id, &task.task_id);
+        }
+    });
 }
 
 /// The task's steps, until it completes, fails, is cancelled or the engine shuts down.
@@ -471,10 +468,7 @@ mod tests {
     /// go, and a restart that reads them back from the log drops them again.
     #[test]
     fn a_source_keeps_its_newest_ten_tasks() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
+        let rt = crate::store::suite::runtime();
         let store = MemoryStore::new();
         let engine = Arc::new(engine_on(&store));
         let dlq = engine
