@@ -25,7 +25,7 @@
 //!   request routed to its shard's engine or forwarded to the node serving it, listings
 //!   across nodes, the peer endpoints), `courier` (outbox parcels and queue settings between
 //!   shards), `realism` (`/_sqsim/realism` for the whole cluster or one queue where it is
-//!   served).
+//!   served), `reset` (`/_sqsim/reset` on whichever node serves each shard).
 //! - `control` (uses: api, worker, http, protocol, config, engine, store, error) — the control plane beside the SQS API,
 //!   with its own error type (`error`): `admin` (`/_sqsim/` test controls), `peek` (a queue's
 //!   messages without receiving them, and the search over them), `console` (the

@@ -17,6 +17,7 @@ mod leaders;
 mod membership;
 pub(crate) mod placement;
 mod realism;
+mod reset;
 pub(crate) mod route;
 mod shard;
 

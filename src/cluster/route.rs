@@ -178,24 +178,6 @@ impl Link {
         Ok((status, bytes))
     }
 
-    /// POSTs JSON to `path` on every other node, in parallel; each answer's JSON.
-    pub(super) async fn ask_peers(
-        &self,
-        path: &str,
-        body: &serde_json::Value,
-    ) -> Vec<Result<serde_json::Value, String>> {
-        let peers = self.cluster.peers();
-        let body = Bytes::from(body.to_string());
-        let asks = peers
-            .iter()
-            .map(|peer| self.ask(peer, path, body.clone(), Duration::from_secs(10)));
-        futures_util::future::join_all(asks)
-            .await
-            .into_iter()
-            .map(|a| a.map_err(Unanswered::into_message))
-            .collect()
-    }
-
     /// Gathers what every node serving shards says to `path` (JSON `body`) with what this
     /// node says (`local`), for a question about every queue (a listing, stats). A node that
     /// cannot be reached — dead, stalled, cut off — is waited for as a request for one of
@@ -265,11 +247,12 @@ impl Link {
         }
     }
 
-    /// One round of [`Self::gather`] and [`Self::tell_peers`]: POSTs `body` to `path` on
+    /// One round of [`Self::gather`], [`Self::tell_peers`] and a reset of every shard
+    /// (`cluster::reset`): POSTs `body` to `path` on
     /// every node that serves shards now, side by side (each given [`PEER_ANSWER`]). The
     /// answers, and the nodes that gave none (with why); an answer that is an error ends
     /// it.
-    async fn ask_round(
+    pub(super) async fn ask_round(
         &self,
         path: &str,
         body: &Bytes,
@@ -293,7 +276,7 @@ impl Link {
     /// Waits until the shards of the nodes in `unreached` have moved to others, or a second
     /// passed (a node only slow is asked again; shards still opening are looked at again
     /// sooner: with nobody unreached, 50 ms).
-    async fn until_moved(&self, unreached: &[(String, String)]) {
+    pub(super) async fn until_moved(&self, unreached: &[(String, String)]) {
         let again = Instant::now() + Duration::from_secs(1);
         loop {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -346,14 +329,6 @@ enum Unanswered {
     Unreached(String),
     /// It answered with an error, or with what is not JSON.
     Refused(String),
-}
-
-impl Unanswered {
-    fn into_message(self) -> String {
-        match self {
-            Unanswered::Unreached(e) | Unanswered::Refused(e) => e,
-        }
-    }
 }
 
 /// The log size past which a shard's snapshot is considered: small, because a node taking
@@ -520,7 +495,8 @@ pub(crate) async fn admin(
         },
         (Method::POST, "/_sqsim/cluster/arrive") => super::courier::arrive(link, req).await,
         (Method::POST, "/_sqsim/cluster/describe") => super::courier::describe(link, req).await,
-        (Method::POST, "/_sqsim/reset") => reset(state, link, req, forwarded).await,
+        (Method::POST, "/_sqsim/reset") => super::reset::reset(state, link, req, forwarded).await,
+        (Method::POST, "/_sqsim/cluster/reset") => super::reset::reset_here(state, link, req).await,
         (Method::GET, "/_sqsim/peek") => {
             let query = req.uri().query().unwrap_or_default().to_string();
             // Without a queue, the one-process handler gives the error.
@@ -783,71 +759,4 @@ async fn stats(state: &Plane, link: &Link) -> Response<Full<Bytes>> {
     }
     let realism = super::realism::summary(link, realism);
     crate::control::admin::stats_of(state, queues, Some((json!(stores), realism)))
-}
-
-/// Resets on every node: the local shards, then (unless a peer asked) the others; or one
-/// queue, where it is served.
-async fn reset(
-    state: &Plane,
-    link: &Link,
-    req: Request<RequestBody>,
-    forwarded: bool,
-) -> Response<Full<Bytes>> {
-    let (parts, bytes, r) =
-        match crate::control::error::read_json_keeping::<crate::control::admin::ResetRequest>(req)
-            .await
-        {
-            Ok(read) => read,
-            Err(e) => return e.reply(),
-        };
-    if let Some(url) = &r.queue_url {
-        let Some(id) = crate::control::admin::queue_id_of(state, url, r.region.as_deref()) else {
-            return ControlError::not_found("no such queue").reply();
-        };
-        return match on_owner(state, link, &parts, &bytes, &id).await {
-            Ok(engine) if engine.reset_queue(&id) => {
-                let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
-                if let Ok(Err(e)) = compacted {
-                    return crate::control::error::ControlError::not_kept(e).reply();
-                }
-                reply(StatusCode::OK, json!({"reset": "queue", "queue_url": url}))
-            }
-            Ok(_) => ControlError::not_found("no such queue").reply(),
-            Err(resp) => resp,
-        };
-    }
-    reset_nodes(state, link, r, forwarded).await
-}
-
-/// Resets every queue, or one namespace, on every node.
-async fn reset_nodes(
-    state: &Plane,
-    link: &Link,
-    r: crate::control::admin::ResetRequest,
-    forwarded: bool,
-) -> Response<Full<Bytes>> {
-    let namespace = r.namespace(state);
-    for engine in link.cluster.engines() {
-        engine.reset(namespace.as_ref().map(|(g, a)| (g.as_str(), a.as_str())));
-        // The snapshot waits for JetStream: off the runtime's async threads.
-        let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
-        if let Ok(Err(e)) = compacted {
-            return crate::control::error::ControlError::not_kept(e).reply();
-        }
-    }
-    if namespace.is_none() {
-        state.faults.clear();
-    }
-    if !forwarded {
-        let body = serde_json::to_value(&r).unwrap_or_default();
-        for answer in link.ask_peers("/_sqsim/reset", &body).await {
-            if let Err(e) = answer {
-                return reply(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    json!({"error": format!("a node did not reset: {e}")}),
-                );
-            }
-        }
-    }
-    reply(StatusCode::OK, json!({"reset": "cluster"}))
 }

@@ -57,6 +57,8 @@ def test_only_peers_reach_the_node_to_node_endpoints(cluster):
     assert get_json(f"{node.endpoint}/_sqsim/realism")["realism"] == "off"
     forged = {"Content-Type": "application/json", "x-sqsim-forwarded": "n1"}
     assert peer_request(node, "/_sqsim/reset", {}, forged) == 403
+    forged_reset = {"reset": {}, "shards": list(range(node.status()["shards"]))}
+    assert peer_request(node, "/_sqsim/cluster/reset", forged_reset, {"Content-Type": "application/json"}) == 403
     forged["x-sqsim-cluster-secret"] = "guess"
     assert peer_request(node, "/_sqsim/cluster/stats", {}, forged) == 403
     # The nodes themselves still talk: a reset through one node reaches every node.
@@ -600,6 +602,34 @@ def test_the_virtual_clock_is_the_clusters(cluster):
         assert get_json(f"{c.endpoint}/_sqsim/clock")["now_ms"] == moved["now_ms"]
     finally:
         post_json(f"{a.endpoint}/_sqsim/clock", {"freeze": False})
+
+
+def test_a_reset_right_after_a_kill_resets_the_dead_nodes_queues_too(cluster):
+    """A reset of everything through one node right after another died waits until the
+    dead node's shards are served again and resets them too (before 2026-11-29 it answered
+    503 at once), and what it reset stays reset when that node comes back."""
+    a, b, c = cluster.nodes
+    queues = []
+    while sum(cluster.owner_of(u) == c.name for u in queues) < 2:
+        queues.append(a.client().create_queue(QueueName=f"reset-{len(queues)}")["QueueUrl"])
+    for u in queues:
+        b.client().send_message(QueueUrl=u, MessageBody="before the reset")
+    c.kill9()
+    started = time.monotonic()
+    assert post_json(f"{a.endpoint}/_sqsim/reset", {}) == {"reset": "cluster"}
+    print(f"a reset right after the kill took {time.monotonic() - started:.2f} s")
+    assert b.client(attempts=0).list_queues(QueueNamePrefix="reset").get("QueueUrls", []) == []
+    for u in queues:
+        with pytest.raises(ClientError) as e:
+            b.client(attempts=0).get_queue_url(QueueName=name_of(u))
+        assert "NonExistentQueue" in e.value.response["Error"]["Code"], e.value.response
+    # The dead node back: it recovers its former shards from the log, reset included.
+    c.start()
+    cluster.wait_settled()
+    assert c.client().list_queues(QueueNamePrefix="reset").get("QueueUrls", []) == []
+    # The cluster serves on: a queue of the same name is created afresh, empty.
+    again = c.client().create_queue(QueueName=name_of(queues[0]))["QueueUrl"]
+    assert "Messages" not in a.client().receive_message(QueueUrl=again)
 
 
 def test_realism_is_the_clusters(cluster):
