@@ -58,6 +58,10 @@ pub(crate) struct Engine {
     deleted: Mutex<HashMap<QueueId, u64>>,
     /// Every message move task, oldest first.
     pub(crate) move_tasks: Mutex<Vec<Arc<moves::task::MoveTask>>>,
+    /// The ids of the move tasks whose runners are under way, listed or not (a task is
+    /// dropped from [`Engine::move_tasks`] when pruned or its source queue goes, its runner
+    /// may still be ending): until a runner ends, its outboxes stay.
+    pub(crate) live_runners: Mutex<std::collections::HashSet<String>>,
     next_uid: AtomicU64,
     shutdown: watch::Sender<bool>,
     /// Where changes are recorded (nowhere in the in-memory default).
@@ -106,6 +110,7 @@ impl Engine {
             queues: RwLock::new(HashMap::new()),
             deleted: Mutex::new(HashMap::new()),
             move_tasks: Mutex::new(Vec::new()),
+            live_runners: Mutex::default(),
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
             journal: durable::journal::Journal::default(),

@@ -288,8 +288,18 @@ impl Engine {
     /// alone adds to it, and task ids are never reused): without this, every move task
     /// that sent to another shard would leave a hidden queue behind for good. A dead-letter
     /// outbox stays: any receive may add to it at any time (one per pair of queues).
+    ///
+    /// A task no longer listed (pruned, or its source queue deleted or reset) counts as
+    /// ended once no runner of it is under way.
     fn retire_if_done(&self, outbox: &Queue, route: &Route) {
-        if self.task_of(route).is_some_and(|t| t.runner_ended()) && self.remove_outbox(outbox) {
+        let Via::Move { task } = &route.via else {
+            return;
+        };
+        let ended = match self.task_of(route) {
+            Some(t) => t.runner_ended(),
+            None => !self.runners().contains(task),
+        };
+        if ended && self.remove_outbox(outbox) {
             tracing::debug!(outbox = %outbox.id.name, "a finished move task's outbox is empty; removed");
         }
     }
@@ -300,6 +310,22 @@ impl Engine {
         for o in self.task_outboxes(source, task) {
             self.remove_outbox(&o);
         }
+    }
+
+    /// Removes every empty outbox of a move task that has ended (see
+    /// [`Self::retire_if_done`]): at a start or a takeover, for tasks that ended before it
+    /// and removals a crash cut short.
+    pub(crate) fn retire_finished_outboxes(&self) {
+        for o in self.outboxes_where(|_, q| q.is_empty()) {
+            if let Some(route) = Route::of(&o.id) {
+                self.retire_if_done(&o, &route);
+            }
+        }
+    }
+
+    /// The ids of the move tasks whose runners are under way.
+    pub(crate) fn runners(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.live_runners.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The move task whose messages travel `route`, if any.
@@ -594,6 +620,52 @@ mod tests {
         deliver();
         assert_eq!(registered(&a), 0);
         assert_eq!((slow.moved(), dest.stored(b.now_ms())), (1, 4));
+
+        // A task that ended with an entry in its outbox and is then no longer listed: pruned
+        // by ten newer tasks of its source (to a queue of its own shard, so no outbox of
+        // theirs), or its source deleted. Its outbox goes once delivered all the same.
+        let local = id("a-local");
+        a.create_queue(local.clone(), QueueSettings::default())
+            .unwrap();
+        let slow_task = |name: &str| {
+            let source = a
+                .create_queue(id(name), QueueSettings::default())
+                .unwrap()
+                .0;
+            for _ in 0..2 {
+                source.send(NewMessage::default(), a.now_ms()).unwrap();
+            }
+            let t = rt.block_on(async {
+                move_task::start(&a, Arc::clone(&source), Some(id("b-dest")), Some(1)).unwrap()
+            });
+            run_until(&|| source.stored(a.now_ms()) == 1);
+            assert!(t.request_cancel());
+            run_until(&|| t.runner_ended());
+            (source, t)
+        };
+        let (pruned_source, pruned) = slow_task("a-pruned");
+        for _ in 0..10 {
+            let t = rt.block_on(async {
+                move_task::start(&a, Arc::clone(&pruned_source), Some(local.clone()), None).unwrap()
+            });
+            run_until(&|| t.runner_ended());
+        }
+        let listed = |t: &move_task::MoveTask| {
+            a.move_tasks_of(&pruned_source.arn)
+                .iter()
+                .any(|l| l.task_id == t.task_id)
+        };
+        assert!(!listed(&pruned), "the eleventh task back is pruned");
+        let (gone_source, _) = slow_task("a-gone");
+        assert!(a.delete_queue(&gone_source.id));
+        assert_eq!(registered(&a), 2);
+        deliver();
+        assert_eq!(
+            registered(&a),
+            0,
+            "delivered, the unlisted tasks' outboxes go"
+        );
+        assert_eq!(dest.stored(b.now_ms()), 6);
         // Recovered from the log: no outbox comes back.
         assert_eq!(registered(&shard(&clock, &sa, "a")), 0);
     }

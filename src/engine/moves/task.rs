@@ -283,13 +283,10 @@ pub(crate) fn resume(engine: &Arc<Engine>) {
             }
             _ => {}
         }
-        // Ended (before the restart, or just now): outboxes it left empty go now.
-        if task.runner_ended() {
-            if let Some(source) = QueueId::from_arn(&task.source_arn) {
-                engine.retire_task_outboxes(&source, &task.task_id);
-            }
-        }
     }
+    // Tasks that ended (before the restart, or just now), listed or not: the outboxes they
+    // left empty go now.
+    engine.retire_finished_outboxes();
 }
 
 /// Runs `task` to its end ([`steps`]) in the background; then, unless the engine is
@@ -303,11 +300,15 @@ fn spawn_runner(
     destination: Option<QueueId>,
 ) {
     task.runner_ended.store(false, Ordering::Release);
+    engine.runners().insert(task.task_id.clone());
     let (engine, task) = (Arc::clone(engine), Arc::clone(task));
     tokio::spawn(async move {
         steps(&engine, &task, &source, destination).await;
         if !engine.is_shutting_down() {
             task.runner_ended.store(true, Ordering::Release);
+            // Before the outboxes are looked at: a parcel delivered meanwhile retires its
+            // outbox itself ([`Engine::parcel_delivered`]), whether the task is listed or not.
+            engine.runners().remove(&task.task_id);
             engine.retire_task_outboxes(&source.id, &task.task_id);
         }
     });
