@@ -4,7 +4,8 @@
 //! was reset and its snapshot written, so a shard that moves afterwards moves reset.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -110,7 +111,8 @@ async fn reset_every_shard(state: &Plane, link: &Link, r: &ResetRequest) -> Resp
             shards: missing.iter().copied().collect(),
         };
         let body = Bytes::from(serde_json::to_vec(&ask).unwrap_or_default());
-        let (answers, unreached) = match link.ask_round("/_sqsim/cluster/reset", &body).await {
+        let round = link.ask_round("/_sqsim/cluster/reset", &body, RESET_ANSWER);
+        let (answers, unreached) = match round.await {
             Ok(round) => round,
             Err(e) => return not_reset(&e),
         };
@@ -136,8 +138,12 @@ async fn reset_every_shard(state: &Plane, link: &Link, r: &ResetRequest) -> Resp
     }
 }
 
-/// Resets the shards this node serves (of `only`, when given) and writes each one's
-/// snapshot; with no namespace, clears this node's faults too. The shards reset.
+/// How long a node is given to reset its shards and write their snapshots (each waits for
+/// JetStream to store it) before it counts as unreachable.
+const RESET_ANSWER: Duration = Duration::from_secs(10);
+
+/// Resets the shards this node serves (of `only`, when given) and writes their snapshots,
+/// side by side; with no namespace, clears this node's faults too. The shards reset.
 async fn reset_served(
     state: &Plane,
     link: &Link,
@@ -145,23 +151,27 @@ async fn reset_served(
     only: Option<&[u32]>,
 ) -> Result<Vec<u32>, Response<Full<Bytes>>> {
     let namespace = r.namespace(state);
-    let mut done = Vec::new();
-    for (shard, engine) in link.cluster.served() {
-        if only.is_some_and(|o| !o.contains(&shard)) {
-            continue;
-        }
+    let shards: Vec<_> = link
+        .cluster
+        .served()
+        .into_iter()
+        .filter(|(shard, _)| only.is_none_or(|o| o.contains(shard)))
+        .collect();
+    let compactions = shards.iter().map(|(_, engine)| {
         engine.reset(namespace.as_ref().map(|(g, a)| (g.as_str(), a.as_str())));
         // The snapshot waits for JetStream: off the runtime's async threads.
-        let compacted = tokio::task::spawn_blocking(move || engine.compact()).await;
+        let engine = Arc::clone(engine);
+        tokio::task::spawn_blocking(move || engine.compact())
+    });
+    for compacted in futures_util::future::join_all(compactions).await {
         if let Ok(Err(e)) = compacted {
             return Err(ControlError::not_kept(e).reply());
         }
-        done.push(shard);
     }
     if namespace.is_none() {
         state.faults.clear();
     }
-    Ok(done)
+    Ok(shards.into_iter().map(|(shard, _)| shard).collect())
 }
 
 fn not_reset(why: &str) -> Response<Full<Bytes>> {

@@ -198,7 +198,7 @@ impl Link {
         let body = Bytes::from(body.to_string());
         loop {
             let mine = by_shards(&self.cluster, &local);
-            let (theirs, unreached) = self.ask_round(path, &body).await?;
+            let (theirs, unreached) = self.ask_round(path, &body, PEER_ANSWER).await?;
             let mut covered = vec![false; self.cluster.config.shards as usize];
             let mut values = Vec::with_capacity(theirs.len() + 1);
             for mut a in std::iter::once(mine).chain(theirs) {
@@ -238,7 +238,7 @@ impl Link {
         let deadline = Instant::now() + OWNER_WAIT;
         let body = Bytes::from(body.to_string());
         loop {
-            let (_, unreached) = self.ask_round(path, &body).await?;
+            let (_, unreached) = self.ask_round(path, &body, PEER_ANSWER).await?;
             match unreached.first() {
                 None => return Ok(()),
                 Some((_, e)) if Instant::now() >= deadline => return Err(e.clone()),
@@ -248,19 +248,19 @@ impl Link {
     }
 
     /// One round of [`Self::gather`], [`Self::tell_peers`] and a reset of every shard
-    /// (`cluster::reset`): POSTs `body` to `path` on
-    /// every node that serves shards now, side by side (each given [`PEER_ANSWER`]). The
-    /// answers, and the nodes that gave none (with why); an answer that is an error ends
-    /// it.
+    /// (`cluster::reset`): POSTs `body` to `path` on every node that serves shards now,
+    /// side by side, each given `timeout` to answer. The answers, and the nodes that gave
+    /// none (with why); an answer that is an error ends it.
     pub(super) async fn ask_round(
         &self,
         path: &str,
         body: &Bytes,
+        timeout: Duration,
     ) -> Result<(Vec<serde_json::Value>, Vec<(String, String)>), String> {
         let peers = self.cluster.peers();
         let asks = peers
             .iter()
-            .map(|peer| self.ask(peer, path, body.clone(), PEER_ANSWER));
+            .map(|peer| self.ask(peer, path, body.clone(), timeout));
         let mut answers = Vec::with_capacity(peers.len());
         let mut unreached = Vec::new();
         for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asks).await) {
