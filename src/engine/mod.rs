@@ -59,9 +59,9 @@ pub(crate) struct Engine {
     /// Every message move task, oldest first.
     pub(crate) move_tasks: Mutex<Vec<Arc<moves::task::MoveTask>>>,
     /// The ids of the move tasks whose runners are under way, listed or not (a task is
-    /// dropped from [`Engine::move_tasks`] when pruned or its source queue goes, its runner
-    /// may still be ending): until a runner ends, its outboxes stay.
-    pub(crate) live_runners: Mutex<std::collections::HashSet<String>>,
+    /// dropped from [`Engine::move_tasks`] when pruned, its runner may still be ending):
+    /// until a runner ends, its outboxes stay.
+    live_runners: Mutex<std::collections::HashSet<String>>,
     next_uid: AtomicU64,
     shutdown: watch::Sender<bool>,
     /// Where changes are recorded (nowhere in the in-memory default).

@@ -284,48 +284,30 @@ impl Engine {
         self.retire_if_done(outbox, &parcel.route);
     }
 
-    /// Removes a move task's outbox once it is empty and the task's runner has ended (it
-    /// alone adds to it, and task ids are never reused): without this, every move task
-    /// that sent to another shard would leave a hidden queue behind for good. A dead-letter
-    /// outbox stays: any receive may add to it at any time (one per pair of queues).
-    ///
-    /// A task no longer listed (pruned, or its source queue deleted or reset) counts as
-    /// ended once no runner of it is under way.
+    /// Removes a move task's outbox once it is empty and no runner of the task is under way
+    /// (it alone adds to it, and task ids are never reused), whether the task is still
+    /// listed or not (pruned): without this, every move task that sent to another shard
+    /// would leave a hidden queue behind for good. A dead-letter outbox stays: any receive
+    /// may add to it at any time (one per pair of queues).
     fn retire_if_done(&self, outbox: &Queue, route: &Route) {
         let Via::Move { task } = &route.via else {
             return;
         };
-        let ended = match self.task_of(route) {
-            Some(t) => t.runner_ended(),
-            None => !self.runners().contains(task),
-        };
-        if ended && self.remove_outbox(outbox) {
+        if !self.runner_under_way(task) && self.remove_outbox(outbox) {
             tracing::debug!(outbox = %outbox.id.name, "a finished move task's outbox is empty; removed");
         }
     }
 
-    /// Removes the empty outboxes of `task`, whose runner has just ended (see
-    /// [`Self::retire_if_done`]); those still holding entries go once delivered.
-    pub(crate) fn retire_task_outboxes(&self, source: &QueueId, task: &str) {
-        for o in self.task_outboxes(source, task) {
-            self.remove_outbox(&o);
-        }
-    }
-
-    /// Removes every empty outbox of a move task that has ended (see
-    /// [`Self::retire_if_done`]): at a start or a takeover, for tasks that ended before it
-    /// and removals a crash cut short.
+    /// Removes every empty outbox of a move task whose runner has ended (see
+    /// [`Self::retire_if_done`]): when a runner ends, and at a start or a takeover (for
+    /// tasks that ended before it, and removals a crash cut short). Those still holding
+    /// entries go once delivered.
     pub(crate) fn retire_finished_outboxes(&self) {
         for o in self.outboxes_where(|_, q| q.is_empty()) {
             if let Some(route) = Route::of(&o.id) {
                 self.retire_if_done(&o, &route);
             }
         }
-    }
-
-    /// The ids of the move tasks whose runners are under way.
-    pub(crate) fn runners(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
-        self.live_runners.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The move task whose messages travel `route`, if any.
@@ -615,7 +597,7 @@ mod tests {
         run_until(&|| dlq.stored(a.now_ms()) == 1);
         assert!(slow.request_cancel());
         run_until(&|| slow.status().0 == TaskStatus::Cancelled);
-        run_until(&|| slow.runner_ended());
+        run_until(&|| !a.runner_under_way(&slow.task_id));
         assert_eq!(registered(&a), 1);
         deliver();
         assert_eq!(registered(&a), 0);
@@ -640,7 +622,7 @@ mod tests {
             });
             run_until(&|| source.stored(a.now_ms()) == 1);
             assert!(t.request_cancel());
-            run_until(&|| t.runner_ended());
+            run_until(&|| !a.runner_under_way(&t.task_id));
             (source, t)
         };
         let (pruned_source, pruned) = slow_task("a-pruned");
@@ -648,7 +630,7 @@ mod tests {
             let t = rt.block_on(async {
                 move_task::start(&a, Arc::clone(&pruned_source), Some(local.clone()), None).unwrap()
             });
-            run_until(&|| t.runner_ended());
+            run_until(&|| !a.runner_under_way(&t.task_id));
         }
         let listed = |t: &move_task::MoveTask| {
             a.move_tasks_of(&pruned_source.arn)

@@ -57,9 +57,6 @@ pub(crate) struct MoveTask {
     /// Wakes the task's runner when it is cancelled.
     woken: Notify,
     state: Mutex<(TaskStatus, Option<TaskFailure>)>,
-    /// No runner adds to the task's outboxes any more: it ended, or none was started (a
-    /// task recovered as ended). Not recorded: a restart knows it from the status.
-    runner_ended: AtomicBool,
 }
 
 impl MoveCount for MoveTask {
@@ -77,11 +74,6 @@ impl MoveTask {
     /// Messages moved so far.
     pub(crate) fn moved(&self) -> u64 {
         self.moved.load(Ordering::Acquire)
-    }
-
-    /// Whether the task's runner has ended (see the field).
-    pub(crate) fn runner_ended(&self) -> bool {
-        self.runner_ended.load(Ordering::Acquire)
     }
 
     /// The status and, when FAILED, the reason.
@@ -136,8 +128,6 @@ impl MoveTask {
             cancel: AtomicBool::new(status == TaskStatus::Cancelling),
             woken: Notify::new(),
             state: Mutex::new((status, r.queue_gone.then_some(TaskFailure::QueueGone))),
-            // None runs yet: `resume` starts one for a task that was running.
-            runner_ended: AtomicBool::new(true),
         }
     }
 
@@ -221,8 +211,6 @@ pub(crate) fn start(
             cancel: AtomicBool::new(false),
             woken: Notify::new(),
             state: Mutex::new((TaskStatus::Running, None)),
-            // Until `spawn_runner` below.
-            runner_ended: AtomicBool::new(true),
         });
         tasks.push(Arc::clone(&task));
         prune(&mut tasks);
@@ -299,19 +287,30 @@ fn spawn_runner(
     source: Arc<Queue>,
     destination: Option<QueueId>,
 ) {
-    task.runner_ended.store(false, Ordering::Release);
     engine.runners().insert(task.task_id.clone());
     let (engine, task) = (Arc::clone(engine), Arc::clone(task));
     tokio::spawn(async move {
         steps(&engine, &task, &source, destination).await;
         if !engine.is_shutting_down() {
-            task.runner_ended.store(true, Ordering::Release);
             // Before the outboxes are looked at: a parcel delivered meanwhile retires its
-            // outbox itself ([`Engine::parcel_delivered`]), whether the task is listed or not.
+            // outbox itself ([`Engine::parcel_delivered`]).
             engine.runners().remove(&task.task_id);
-            engine.retire_task_outboxes(&source.id, &task.task_id);
+            engine.retire_finished_outboxes();
         }
     });
+}
+
+impl Engine {
+    /// Whether a runner of task `task_id` is under way (started and not ended; a task
+    /// recovered from the log has none until [`resume`] starts one). Kept by the engine,
+    /// not the task: a task pruned from the list may still have a runner ending.
+    pub(crate) fn runner_under_way(&self, task_id: &str) -> bool {
+        self.runners().contains(task_id)
+    }
+
+    fn runners(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.live_runners.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The task's steps, until it completes, fails, is cancelled or the engine shuts down.
