@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 use super::route::{on_owner, Link};
@@ -58,7 +58,7 @@ pub(super) async fn reset(
 }
 
 /// What one node asks another to reset: the request, and the shards not reset yet.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ShardsToReset {
     reset: ResetRequest,
@@ -102,15 +102,9 @@ async fn reset_every_shard(state: &Plane, link: &Link, r: &ResetRequest) -> Resp
         if missing.is_empty() {
             return reply(StatusCode::OK, json!({"reset": "cluster"}));
         }
-        let ask = ShardsToReset {
-            reset: ResetRequest {
-                queue_url: None,
-                account: r.account.clone(),
-                region: r.region.clone(),
-            },
-            shards: missing.iter().copied().collect(),
-        };
-        let body = Bytes::from(serde_json::to_vec(&ask).unwrap_or_default());
+        // A [`ShardsToReset`] (`r` has no queue URL: that reset went to the queue's node).
+        let ask = json!({"reset": r, "shards": missing});
+        let body = Bytes::from(ask.to_string());
         let round = link.ask_round("/_sqsim/cluster/reset", &body, RESET_ANSWER);
         let (answers, unreached) = match round.await {
             Ok(round) => round,

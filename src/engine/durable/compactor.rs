@@ -36,7 +36,8 @@ pub(crate) fn spawn_compactor(engine: std::sync::Weak<Engine>, after: u64) {
             let Some(stats) = engine.journal().store().map(|s| s.stats()) else {
                 return;
             };
-            wait = next_check(stats.log_bytes, after, growth.seen(stats.log_bytes));
+            let rate = growth.seen(std::time::Instant::now(), stats.log_bytes);
+            wait = next_check(stats.log_bytes, after, rate);
             if stats.log_bytes >= after
                 && stats.log_bytes + stats.snapshot_bytes >= 2 * snapshot_estimate(&engine)
             {
@@ -92,9 +93,8 @@ struct Growth {
 }
 
 impl Growth {
-    /// Takes a look at `log_bytes` now; the rate since the last look.
-    fn seen(&mut self, log_bytes: u64) -> f64 {
-        let now = std::time::Instant::now();
+    /// Takes a look at `log_bytes` at `now`; the rate since the last look.
+    fn seen(&mut self, now: std::time::Instant, log_bytes: u64) -> f64 {
         if let Some((then, bytes)) = self.last {
             let secs = now.duration_since(then).as_secs_f64();
             if log_bytes >= bytes && secs > 0.0 {
@@ -129,15 +129,14 @@ mod tests {
 
     #[test]
     fn a_log_that_shrank_keeps_the_rate_it_grew_at() {
+        let start = std::time::Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
         let mut g = Growth::default();
-        assert_eq!(g.seen(0), 0.0);
-        std::thread::sleep(Duration::from_millis(20));
-        let rate = g.seen(1 << 20);
+        assert_eq!(g.seen(at(0), 0), 0.0);
+        let rate = g.seen(at(20), 1 << 20);
         assert!(rate > 0.0);
-        std::thread::sleep(Duration::from_millis(5));
         // A snapshot dropped the log: the rate it grew at stays.
-        assert_eq!(g.seen(100), rate);
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(g.seen(200) > 0.0);
+        assert_eq!(g.seen(at(25), 100), rate);
+        assert!(g.seen(at(30), 200) > 0.0);
     }
 }
