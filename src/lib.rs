@@ -78,7 +78,9 @@
 //!   `selected`: messages the console moves by hand).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
 //!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
-//!   JetStream stream, fenced by expected sequences, several publishes in flight), `hold`
+//!   JetStream stream, fenced by expected sequences, several publishes in flight: its
+//!   `publish` loop and window, `group` (records as log messages), `retry`, `recover`,
+//!   `snapshot`, `lead` (moving a stream's leader) and `tests`), `hold`
 //!   (when a JetStream writer waits for more records before it publishes), `nats_io` (the
 //!   one I/O thread and shared connection of every JetStream store), `packed` (a JetStream
 //!   store's messages compressed), `memory` (tests),
