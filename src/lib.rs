@@ -19,7 +19,9 @@
 //!   the engine says it relies on.
 //! - `cluster` (uses: control, api, http, protocol, config, engine, store, error) — cluster mode: `placement` (queue →
 //!   shard → preferred node), `membership` (heartbeats and leases in JetStream key-value
-//!   buckets; `batch_read` reads many of their keys in one request, fenced by a
+//!   buckets: `buckets` opens them and reads a key at its leader, `step` is one control
+//!   step, `read` its reads, `shards` the leases taken and given back, `settings` the
+//!   clock, realism and log format it follows; `batch_read` reads many of their keys in one request, fenced by a
 //!   heartbeat), `shard` (a served shard: an engine on its JetStream stream), `leaders` (each
 //!   shard stream's leader moved to an even share per JetStream server), `route` (a
 //!   request routed to its shard's engine or forwarded to the node serving it, listings
