@@ -24,8 +24,9 @@
 //!   clock, realism and log format it follows; `batch_read` reads many of their keys in one request, fenced by a
 //!   heartbeat), `shard` (a served shard: an engine on its JetStream stream), `leaders` (each
 //!   shard stream's leader moved to an even share per JetStream server), `route` (a
-//!   request routed to its shard's engine or forwarded to the node serving it, listings
-//!   across nodes, the peer endpoints), `courier` (outbox parcels and queue settings between
+//!   request routed to its shard's engine or forwarded to the node serving it), `peers`
+//!   (questions to every node: listings, stats, settings told), `admin` (the admin and
+//!   peer endpoints in cluster mode), `courier` (outbox parcels and queue settings between
 //!   shards), `realism` (`/_sqsim/realism` for the whole cluster or one queue where it is
 //!   served), `reset` (`/_sqsim/reset` on whichever node serves each shard).
 //! - `control` (uses: api, worker, http, protocol, config, engine, store, error) — the control plane beside the SQS API,

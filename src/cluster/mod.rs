@@ -11,10 +11,12 @@
 //! - `shard`: one served shard (an engine on its stream).
 //! - `leaders`: each shard stream's leadership moved to an even share per JetStream server.
 
+pub(crate) mod admin;
 mod batch_read;
 pub(crate) mod courier;
 mod leaders;
 mod membership;
+pub(crate) mod peers;
 pub(crate) mod placement;
 mod realism;
 mod reset;

@@ -10,7 +10,6 @@ use http_body_util::Full;
 use hyper::{Request, Response};
 
 #[cfg(feature = "cluster")]
-use crate::cluster::route;
 use crate::control::{admin, console, kept_on, localstack, metrics};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::{respond, RequestBody};
@@ -110,7 +109,7 @@ async fn endpoint(
     #[cfg(feature = "cluster")]
     let req = match &state.link {
         Some(link) if req.uri().path().starts_with(admin::PREFIX) => {
-            match Box::pin(route::admin(&state.plane, link, req)).await {
+            match Box::pin(crate::cluster::admin::admin(&state.plane, link, req)).await {
                 Ok(resp) => return Ok(resp),
                 Err(req) => req,
             }

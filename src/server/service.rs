@@ -12,7 +12,8 @@ use hyper::{Method, Request, Response};
 
 use crate::api::{self, Context};
 #[cfg(feature = "cluster")]
-use crate::cluster::route::{self, ClusterDirectory, Link, Routed};
+use crate::cluster::peers::ClusterDirectory;
+use crate::cluster::route::{self, Link, Routed};
 use crate::control::faults::FaultEffect;
 use crate::control::metrics::{self, count_and_log, RequestMetrics};
 use crate::control::request_log::{Answered, QueueSource};
