@@ -80,7 +80,8 @@
 //!   tasks; `outbox`: messages bound for a queue another shard serves, in cluster mode;
 //!   `selected`: messages the console moves by hand).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
-//!   directory's log, snapshots and writer), `frame` (the file format), `jetstream` (a NATS
+//!   directory's log and snapshots: `writer`, the group-commit thread; `replay`, the files
+//!   played back on start-up; `tests`), `frame` (the file format), `jetstream` (a NATS
 //!   JetStream stream, fenced by expected sequences, several publishes in flight: its
 //!   `publish` loop and window, `group` (records as log messages), `retry`, `recover`,
 //!   `snapshot`, `lead` (moving a stream's leader) and `tests`), `hold`
