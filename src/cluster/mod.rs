@@ -174,6 +174,9 @@ impl std::fmt::Debug for Cluster {
 /// is answered ServiceUnavailable (which SDKs retry).
 pub(crate) const OWNER_WAIT: Duration = Duration::from_secs(15);
 
+/// Most outboxes `/_sqsim/cluster` lists one by one (the fullest first); it counts them all.
+const LISTED_OUTBOXES: usize = 100;
+
 impl Cluster {
     /// Joins the cluster: connects to JetStream and starts the control loop. Shards are
     /// taken in the background; requests for a shard wait until someone serves it.
@@ -333,7 +336,8 @@ impl Cluster {
         urls
     }
 
-    /// What `/_sqsim/cluster` shows: this node, the members, each shard's owner, counters.
+    /// What `/_sqsim/cluster` shows: this node, the members, each shard's owner, counters,
+    /// the outboxes of its shards.
     pub(crate) fn status(&self) -> serde_json::Value {
         let owners = self
             .owners
@@ -355,7 +359,27 @@ impl Cluster {
             "format": crate::store::LOG_FORMAT,
             "other_formats": other_formats(&owners),
             "stats": *self.stats.read().unwrap_or_else(|p| p.into_inner()),
+            "outboxes": self.outboxes(),
         })
+    }
+
+    /// The outboxes of this node's shards (messages on their way to a queue another shard
+    /// serves): how many, the messages in them, and the first [`LISTED_OUTBOXES`] with their
+    /// route (dead letters or a move task; origin and target) and messages.
+    fn outboxes(&self) -> serde_json::Value {
+        let mut routes: Vec<(crate::engine::moves::outbox::Route, usize)> = self
+            .served()
+            .into_iter()
+            .flat_map(|(_, engine)| engine.outbox_routes())
+            .collect();
+        routes.sort_by_key(|r| std::cmp::Reverse(r.1));
+        let messages: usize = routes.iter().map(|(_, n)| n).sum();
+        let listed: Vec<serde_json::Value> = routes
+            .iter()
+            .take(LISTED_OUTBOXES)
+            .map(|(route, n)| serde_json::json!({"route": route, "messages": n}))
+            .collect();
+        serde_json::json!({"count": routes.len(), "messages": messages, "listed": listed})
     }
 
     /// Notes whether this node's last heartbeat writes to the buckets went through.

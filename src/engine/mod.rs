@@ -334,26 +334,39 @@ impl Engine {
         let mut outcome = queue.receive(req, now_ms)?;
         if let Some(dead) = outcome.dead_letters.take() {
             use moves::outbox::{Destination, Via};
-            match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
-                Destination::Local(dlq) => {
-                    dlq.accept(
-                        dead.messages,
-                        Transfer::DeadLetter {
-                            source_arn: &queue.arn,
-                        },
-                        now_ms,
-                    );
-                    // Their removal from here is logged with their arrival there.
-                    queue.changed_at(dlq.last_lsn());
+            let mut messages = dead.messages;
+            // An outbox removed since it was found refuses them; the next look makes a new
+            // one. Twice refused (outboxes of a source being deleted), they stay here.
+            for attempt in 0..3 {
+                let found = match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
+                    Destination::Outbox(_) if attempt == 2 => Destination::Gone,
+                    found => found,
+                };
+                match found {
+                    Destination::Local(dlq) => {
+                        dlq.accept(
+                            messages,
+                            Transfer::DeadLetter {
+                                source_arn: &queue.arn,
+                            },
+                            now_ms,
+                        );
+                        // Their removal from here is logged with their arrival there.
+                        queue.changed_at(dlq.last_lsn());
+                    }
+                    Destination::Outbox(o) => {
+                        if let Err(back) = o.accept_open(messages, Transfer::Restore, now_ms) {
+                            messages = back;
+                            continue;
+                        }
+                        queue.changed_at(o.last_lsn());
+                        outcome.forwarded = Some((o.last_seq(), o));
+                        self.outbox_filled();
+                    }
+                    // The dead-letter queue is gone: keep the messages where they were.
+                    Destination::Gone => queue.accept(messages, Transfer::Restore, now_ms),
                 }
-                Destination::Outbox(o) => {
-                    o.accept(dead.messages, Transfer::Restore, now_ms);
-                    queue.changed_at(o.last_lsn());
-                    outcome.forwarded = Some((o.last_seq(), o));
-                    self.outbox_filled();
-                }
-                // The dead-letter queue is gone: keep the messages where they were.
-                Destination::Gone => queue.accept(dead.messages, Transfer::Restore, now_ms),
+                break;
             }
         }
         Ok(outcome)
@@ -459,15 +472,18 @@ impl Engine {
 
     /// Removes `outbox` (a hidden queue) if it is still the registered one and holds
     /// nothing; recorded as any deletion, without a cooldown (an outbox is never named by
-    /// a client). The caller knows that nothing adds to it any more: a check and a removal
-    /// are not one step for a queue something still sends through.
+    /// a client). It is sealed in one step with the check that it is empty
+    /// ([`Queue::seal_if_empty`]): a dead letter that found it just before is refused by it
+    /// and goes to the outbox made in its place (see [`Engine::receive`]).
     pub(crate) fn remove_outbox(&self, outbox: &Queue) -> bool {
         if !moves::outbox::is_hidden(&outbox.id.name) || !outbox.is_empty() {
             return false;
         }
         {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
-            if queues.get(&outbox.id).is_none_or(|q| q.uid != outbox.uid) {
+            // The registry's lock, then the queue's: the order snapshots take them in.
+            if queues.get(&outbox.id).is_none_or(|q| q.uid != outbox.uid) || !outbox.seal_if_empty()
+            {
                 return false;
             }
             queues.remove(&outbox.id);
@@ -480,7 +496,6 @@ impl Engine {
                 }]);
             self.registry_lsn.raise(lsn);
         }
-        outbox.mark_deleted();
         true
     }
 
@@ -513,6 +528,7 @@ impl Engine {
         match removed {
             Some(q) => {
                 q.mark_deleted();
+                self.origin_gone(&q);
                 true
             }
             None => false,

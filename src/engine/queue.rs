@@ -522,7 +522,7 @@ impl Queue {
 
     /// Whether no message is stored.
     pub(crate) fn is_empty(&self) -> bool {
-        self.lock().messages.len() == 0
+        self.lock().messages.is_empty()
     }
 
     /// How many messages are stored and their [`StoredMessage::footprint`]s' sum.
@@ -576,6 +576,40 @@ impl Queue {
             }
             if !st.defer_purge(now) {
                 st.purge(now);
+            }
+            Ok(())
+        })
+    }
+
+    /// Marks the queue deleted if it holds no message, in one step with every arrival
+    /// through [`Queue::accept_open`]: once this says yes, nothing enters the queue again.
+    /// An outbox is removed this way (`Engine::remove_outbox`), so a dead letter on its way
+    /// into it is never taken into a queue that is gone.
+    pub(crate) fn seal_if_empty(&self) -> bool {
+        let st = self.lock();
+        if !st.messages.is_empty() {
+            return false;
+        }
+        self.deleted.store(true, Ordering::Release);
+        drop(st);
+        self.changed.notify_waiters();
+        true
+    }
+
+    /// [`Queue::accept`], unless the queue was sealed ([`Queue::seal_if_empty`]): then
+    /// nothing is taken and the messages come back.
+    pub(crate) fn accept_open(
+        &self,
+        messages: Vec<Taken>,
+        transfer: Transfer<'_>,
+        now_ms: u64,
+    ) -> Result<(), Vec<Taken>> {
+        self.with_state(now_ms, |st, now, _| {
+            if self.is_deleted() {
+                return Err(messages);
+            }
+            for m in messages {
+                st.accept(m, transfer, now);
             }
             Ok(())
         })

@@ -185,15 +185,14 @@ impl MessageSlab {
         self.len
     }
 
+    /// Whether no message is stored.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Bytes of the stored messages, as [`StoredMessage::footprint`] counts them.
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
-    }
-
-    /// Whether no message is stored.
-    #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     fn locate(&self, key: &MessageKey) -> Option<(usize, usize)> {

@@ -243,6 +243,9 @@ def test_dead_letters_and_move_tasks_within_and_across_shards(cluster):
     )["Messages"]
     assert sorted(m["Body"] for m in got) == [f"poison {name_of(far)}", f"poison {name_of(near)}"]
     by_body = {m["Body"]: m["Attributes"] for m in got}
+    # Only the source on another shard went through an outbox; delivered, it is empty.
+    assert [o["messages"] for o in dead_letter_outboxes(cluster, name_of(far))] == [0]
+    assert dead_letter_outboxes(cluster, name_of(near)) == []
     far_attrs = by_body[f"poison {name_of(far)}"]
     assert far_attrs["DeadLetterQueueSourceArn"] == arn_of(a, far)
     assert far_attrs["ApproximateReceiveCount"] == "2"
@@ -297,6 +300,20 @@ def test_dead_letters_and_move_tasks_within_and_across_shards(cluster):
     # Outboxes are nobody's queues: never listed.
     names = [name_of(u) for u in a.list_queues().get("QueueUrls", [])]
     assert not [n for n in names if n.startswith("~")], names
+    # A dead-letter outbox stays while its source lives and goes with it.
+    assert len(dead_letter_outboxes(cluster, name_of(far))) == 1
+    b.delete_queue(QueueUrl=far)
+    wait_for("the deleted source's outbox to go", lambda: not dead_letter_outboxes(cluster, name_of(far)), timeout=5)
+
+
+def dead_letter_outboxes(cluster, source):
+    """The dead-letter outboxes of queue `source` as the nodes list them (`/_sqsim/cluster`)."""
+    return [
+        o
+        for n in cluster.nodes
+        for o in n.status()["outboxes"]["listed"]
+        if o["route"]["via"] == "DeadLetter" and o["route"]["origin"]["name"] == source
+    ]
 
 
 def busiest_node(cluster, urls):

@@ -14,7 +14,10 @@
 //! visible in both.
 //!
 //! Outboxes are ordinary queues to snapshots, replay and retention; they are left out of
-//! every listing, and no client can name one (`~` is not allowed in queue names).
+//! every listing, and no client can name one (`~` is not allowed in queue names). An
+//! outbox goes once it is empty and nothing will add to it any more (a move task's once
+//! its runner ended, a dead-letter outbox once its origin queue is gone: see
+//! `Engine::retire_if_done`).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -225,6 +228,16 @@ impl Engine {
         self.outboxes_where(|_, q| !q.is_empty())
     }
 
+    /// Every outbox, empty ones included, with the route it serves and how many messages it
+    /// holds (what is in transit out of this shard).
+    pub(crate) fn outbox_routes(&self) -> Vec<(Route, usize)> {
+        let now = self.now_ms();
+        self.outboxes_where(|_, _| true)
+            .into_iter()
+            .filter_map(|o| Some((Route::of(&o.id)?, o.stored(now))))
+            .collect()
+    }
+
     /// The outboxes `keep` takes, empty ones included (none outside cluster mode).
     fn outboxes_where(&self, keep: impl Fn(&QueueId, &Queue) -> bool) -> Vec<Arc<Queue>> {
         if self.home.get().is_none() {
@@ -284,24 +297,59 @@ impl Engine {
         self.retire_if_done(outbox, &parcel.route);
     }
 
-    /// Removes a move task's outbox once it is empty and no runner of the task is under way
-    /// (it alone adds to it, and task ids are never reused), whether the task is still
-    /// listed or not (pruned): without this, every move task that sent to another shard
-    /// would leave a hidden queue behind for good. A dead-letter outbox stays: any receive
-    /// may add to it at any time (one per pair of queues).
+    /// Removes an outbox once it is empty and nothing will add to it any more, so that
+    /// neither move tasks nor queues that come and go leave hidden queues behind for good:
+    /// - a move task's, once no runner of the task is under way (it alone adds to it, and
+    ///   task ids are never reused), whether the task is still listed or not (pruned);
+    /// - a dead-letter outbox, once its origin queue is gone (deleted, or reset). While the
+    ///   origin lives, any receive may add to it, so it stays (one per pair of queues): a
+    ///   busy pair does not make and remove one each time it empties, nor leave the target
+    ///   one mark ([`Engine::take_parcel`]) per outbox it ever had. A queue of the
+    ///   origin's name made later makes a new outbox.
+    ///
+    /// The removal is sealed in one step with its emptiness ([`Engine::remove_outbox`]):
+    /// a dead letter that found the outbox just before goes to a new one.
     fn retire_if_done(&self, outbox: &Queue, route: &Route) {
-        let Via::Move { task } = &route.via else {
-            return;
+        let done = match &route.via {
+            Via::Move { task } => !self.runner_under_way(task),
+            Via::DeadLetter => self
+                .queue(&route.origin)
+                .is_none_or(|origin| origin.is_deleted()),
         };
-        if !self.runner_under_way(task) && self.remove_outbox(outbox) {
-            tracing::debug!(outbox = %outbox.id.name, "a finished move task's outbox is empty; removed");
+        if done && self.remove_outbox(outbox) {
+            tracing::debug!(outbox = %outbox.id.name, "an outbox nothing adds to any more is empty; removed");
         }
     }
 
-    /// Removes every empty outbox of a move task whose runner has ended (see
+    /// A queue of this engine is gone: the outbox towards its dead-letter queue goes now if
+    /// it is empty, else once its last entries are delivered (or returned). An outbox
+    /// towards an earlier dead-letter queue of it (the policy changed) goes at the next
+    /// start or takeover ([`Self::retire_finished_outboxes`]).
+    pub(crate) fn origin_gone(&self, origin: &Queue) {
+        if self.home.get().is_none() {
+            return;
+        }
+        let Some(target) = origin.with_settings(|s| {
+            s.redrive_policy
+                .as_ref()
+                .map(|p| p.dead_letter_target.clone())
+        }) else {
+            return;
+        };
+        let route = Route {
+            via: Via::DeadLetter,
+            origin: origin.id.clone(),
+            target,
+        };
+        if let Some(outbox) = self.registered(&route.outbox_id()) {
+            self.retire_if_done(&outbox, &route);
+        }
+    }
+
+    /// Removes every empty outbox nothing will add to any more (see
     /// [`Self::retire_if_done`]): when a runner ends, and at a start or a takeover (for
-    /// tasks that ended before it, and removals a crash cut short). Those still holding
-    /// entries go once delivered.
+    /// tasks that ended and origins that went before it, and removals a crash cut short).
+    /// Those still holding entries go once delivered.
     pub(crate) fn retire_finished_outboxes(&self) {
         for o in self.outboxes_where(|_, q| q.is_empty()) {
             if let Some(route) = Route::of(&o.id) {
@@ -650,6 +698,85 @@ mod tests {
         assert_eq!(dest.stored(b.now_ms()), 6);
         // Recovered from the log: no outbox comes back.
         assert_eq!(registered(&shard(&clock, &sa, "a")), 0);
+    }
+
+    /// A dead-letter outbox goes once its origin queue is gone and it is empty: at once
+    /// when the origin goes with nothing in it, else once its last entry is delivered; the
+    /// removal is recorded, so a restart does not bring it back. While the origin lives it
+    /// stays, empty or not.
+    #[test]
+    fn a_dead_letter_outbox_goes_once_its_origin_is_gone_and_it_is_empty() {
+        let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
+        let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
+        let (a, b) = (shard(&clock, &sa, "a"), shard(&clock, &sb, "b"));
+        let registered = |e: &Engine| e.outboxes_where(|_, _| true).len();
+        poisoned(&a, &b);
+        let (_, first) = receive(&a, "a-src").forwarded.expect("dead-lettered");
+        // A second source towards the same dead-letter queue, its dead letter delivered.
+        let second = a
+            .create_queue(id("a-other"), a.queue(&id("a-src")).unwrap().settings())
+            .unwrap()
+            .0;
+        second.send(NewMessage::default(), a.now_ms()).unwrap();
+        receive(&a, "a-other");
+        let (_, other) = receive(&a, "a-other").forwarded.expect("dead-lettered");
+        let deliver = |o: &Arc<Queue>| {
+            let parcel = a.parcel_of(o).expect("a parcel");
+            assert_eq!(b.take_parcel(Parcel::decode(&parcel.body).unwrap()), Ok(1));
+            a.parcel_delivered(o, &parcel);
+        };
+        deliver(&other);
+        assert_eq!(
+            registered(&a),
+            2,
+            "empty or not, they stay while their origins live"
+        );
+
+        // Deleted with its outbox empty: the outbox goes with it.
+        assert!(a.delete_queue(&id("a-other")));
+        assert!(other.is_deleted());
+        assert_eq!(registered(&a), 1);
+        // Deleted with its dead letter still in the outbox: it goes once delivered.
+        assert!(a.delete_queue(&id("a-src")));
+        assert_eq!(registered(&a), 1);
+        deliver(&first);
+        assert!(first.is_deleted());
+        assert_eq!(registered(&a), 0);
+        assert_eq!(b.queue(&id("b-dlq")).unwrap().stored(b.now_ms()), 2);
+        assert_eq!(registered(&shard(&clock, &sa, "a")), 0);
+    }
+
+    /// An outbox sealed by its removal takes nothing more: a dead letter that found it just
+    /// before comes back to be sent through the outbox made in its place. One holding
+    /// something is not sealed.
+    #[test]
+    fn a_sealed_outbox_refuses_what_comes_after() {
+        let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
+        let store = MemoryStore::new();
+        let a = shard(&clock, &store, "a");
+        let src = a
+            .create_queue(id("a-src"), QueueSettings::default())
+            .unwrap()
+            .0;
+        let holder = a
+            .create_queue(id("a-holder"), QueueSettings::default())
+            .unwrap()
+            .0;
+        src.send(NewMessage::default(), a.now_ms()).unwrap();
+        let now = a.now_ms();
+        assert!(holder.seal_if_empty());
+        let back = holder
+            .accept_open(src.take_for_move(1, now), Transfer::Restore, now)
+            .expect_err("a sealed queue takes nothing");
+        assert_eq!((back.len(), holder.stored(now)), (1, 0));
+        let open = a
+            .create_queue(id("a-open"), QueueSettings::default())
+            .unwrap()
+            .0;
+        assert!(open.accept_open(back, Transfer::Restore, now).is_ok());
+        assert!(!open.seal_if_empty());
+        assert!(!open.is_deleted());
+        assert_eq!(open.stored(now), 1);
     }
 
     #[test]
