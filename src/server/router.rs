@@ -9,7 +9,6 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response};
 
-#[cfg(feature = "cluster")]
 use crate::control::{admin, console, kept_on, localstack, metrics};
 use crate::error::{ErrorCode, SqsError};
 use crate::http::{respond, RequestBody};

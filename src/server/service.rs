@@ -13,6 +13,7 @@ use hyper::{Method, Request, Response};
 use crate::api::{self, Context};
 #[cfg(feature = "cluster")]
 use crate::cluster::peers::ClusterDirectory;
+#[cfg(feature = "cluster")]
 use crate::cluster::route::{self, Link, Routed};
 use crate::control::faults::FaultEffect;
 use crate::control::metrics::{self, count_and_log, RequestMetrics};
