@@ -65,8 +65,10 @@
 //!   docs); it holds the engine's and the store's settings, and the credentials (compared
 //!   in constant time).
 //! - `engine` (uses: store, simd) — queue semantics, no HTTP, time only from its clock: `mod`
-//!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters), `state`
-//!   (what is under that lock; `transfer`: messages crossing between queues), `slab` (stored
+//!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters; its
+//!   `console` views, its `transfer`s between queues, its `tests`), `state` (what is under
+//!   that lock: `send`, `receive`, `settle` (deletes, visibility, purges), `transfer`:
+//!   messages crossing between queues), `slab` (stored
 //!   messages), `fair` and `fifo` (delivery order), `ids`, `message`, `attribute`, `digest`
 //!   and `md5_lanes` (MD5s), `receipt` (handles), `realism` (AWS-realism mode: which
 //!   behaviours are on in `mode`, a leaf the settings hold; seeded draws in `mod`; what it
