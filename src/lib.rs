@@ -9,7 +9,9 @@
 //! without sockets that the fuzzer drives), [`config`] with [`Durability`], [`Clock`] and
 //! [`EngineSettings`], [`config_file`] and [`worker`].
 //! - `server` (uses: api, cluster, control, config_file, worker, http, protocol, config, engine, error) —
-//!   only HTTP: the accept loop and the embeddable [`Server`] (`mod`), `router` (the guard,
+//!   only HTTP: the accept loop (`mod`; `listeners`, the sockets it accepts on; `startup`,
+//!   the listen line, banner and bind errors; `tests`), the embeddable [`Server`] (`embed`),
+//!   `router` (the guard,
 //!   then by path to the control plane or the SQS path; the panic fence), `service` (the SQS
 //!   path in stages: body, signature, decoding, faults, context, routing, dispatch, the
 //!   durability wait), `guard` (browsers, host names and the control plane's

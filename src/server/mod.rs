@@ -2,13 +2,22 @@
 //! embedders and tests use to run sqsim in-process.
 
 pub(crate) mod auth;
+mod embed;
 pub(crate) mod guard;
 #[doc(hidden)]
 pub mod in_process;
 pub(crate) mod limits;
+mod listeners;
 pub mod probe;
 mod router;
 mod service;
+mod startup;
+#[cfg(test)]
+mod tests;
+
+pub use self::embed::{shutdown_signal, Server, ServerBuilder};
+pub(crate) use self::listeners::Listeners;
+use self::startup::{banner, bind_error, say};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,8 +27,6 @@ use std::time::Duration;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
@@ -127,55 +134,6 @@ impl AppState {
         if let Some(link) = &self.link {
             link.cluster.leave().await;
         }
-    }
-}
-
-/// The sockets a server accepts on: one, or the IPv4 and IPv6 loopback pair.
-#[derive(Debug)]
-pub(crate) struct Listeners(Vec<TcpListener>);
-
-impl From<TcpListener> for Listeners {
-    fn from(l: TcpListener) -> Listeners {
-        Listeners(vec![l])
-    }
-}
-
-impl Listeners {
-    /// Binds `host:port`; for the loopback default (`127.0.0.1` or `localhost`) also
-    /// `[::1]` on the same port where the machine has IPv6, so `http://localhost:PORT`
-    /// answers whichever address a client tries first.
-    pub(crate) async fn bind(host: &str, port: u16) -> std::io::Result<Listeners> {
-        let first = TcpListener::bind((host, port)).await?;
-        let mut all = vec![first];
-        if matches!(host, "127.0.0.1" | "localhost") {
-            let port = all[0].local_addr()?.port();
-            match TcpListener::bind(("::1", port)).await {
-                Ok(v6) => all.push(v6),
-                Err(e) => {
-                    tracing::debug!(error = %e, "no IPv6 loopback; listening on 127.0.0.1 only")
-                }
-            }
-        }
-        Ok(Listeners(all))
-    }
-
-    /// The first socket's address (the one printed and used for URLs).
-    pub(crate) fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.0[0].local_addr()
-    }
-
-    /// The other sockets.
-    fn extra(&self) -> &[TcpListener] {
-        &self.0[1..]
-    }
-
-    async fn accept(&self) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
-        if let [only] = self.0.as_slice() {
-            return only.accept().await;
-        }
-        // `accept` is cancel-safe: the sockets not chosen lose nothing.
-        let accepts = self.0.iter().map(|l| Box::pin(l.accept()));
-        futures_util::future::select_all(accepts).await.0
     }
 }
 
@@ -355,75 +313,6 @@ pub(crate) fn start_workers(
         .collect()
 }
 
-/// Prints a line on stdout, flushed, ignoring a closed stdout: a parent that read the listen
-/// line and closed the pipe (a test harness, a bench) must not make the next line's
-/// `println!` panic and take the server down with it.
-fn say(line: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-}
-
-/// The line a person reads at start, after the listen line (and the admin token and the
-/// realism seed, when there are): the version, where the state lives, whether signatures
-/// are checked, and where the console is.
-/// `console_at` is the address the console is offered on (`--console-port`'s when given).
-fn banner(state: &AppState, console_at: SocketAddr) -> String {
-    let config = &state.config;
-    let mode = match (&config.durability, &config.cluster) {
-        (_, Some(c)) => format!("cluster node {} on {}", c.node_id, c.nats),
-        (Some(d), None) => format!("durable at {} ({})", d.data_dir.display(), d.sync),
-        (None, None) => "in memory".to_string(),
-    };
-    let auth = match config.auth {
-        crate::config::AuthMode::Verify(_) => "signatures verified",
-        crate::config::AuthMode::Off => "any credentials accepted",
-    };
-    let console = if config.security.admin {
-        format!(
-            "; console {}{}",
-            crate::http::loopback_url(console_at),
-            crate::control::console::PREFIX
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "sqsim {}: {mode}, {auth}{console}",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
-/// Why the server cannot listen, worded with what to change.
-/// `flag` is the port's flag (`--port`, `--console-port`).
-fn bind_error(host: &str, port: u16, flag: &str, e: &std::io::Error) -> String {
-    use std::io::ErrorKind;
-    let at = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    match e.kind() {
-        ErrorKind::AddrInUse => format!(
-            "cannot listen on {at}: the address is in use (another sqsim, or another program); \
-             give another {flag}, or {flag} 0 for a free one"
-        ),
-        ErrorKind::PermissionDenied => format!(
-            "cannot listen on {at}: permission denied (ports below 1024 need privileges); \
-             give another {flag}"
-        ),
-        ErrorKind::AddrNotAvailable => format!(
-            "cannot listen on {at}: no interface of this machine has that address; \
-             give --host 127.0.0.1, or 0.0.0.0 for every interface"
-        ),
-        _ if host.parse::<std::net::IpAddr>().is_err() => format!(
-            "cannot listen on {at}: --host {host:?} is not an address or a name this machine \
-             resolves ({e}); give an address such as 127.0.0.1 or 0.0.0.0"
-        ),
-        _ => format!("cannot listen on {at}: {e}"),
-    }
-}
-
 /// Runs the server the binary runs: binds, creates the config file's queues, starts its
 /// workers, prints the listen line, and serves until `shutdown` completes.
 pub async fn run(
@@ -524,251 +413,4 @@ pub async fn run(
     state.leave().await;
     tracing::info!("sqsim stopped");
     Ok(())
-}
-
-/// Builds an in-process server.
-#[derive(Debug, Default)]
-pub struct ServerBuilder {
-    config: Config,
-    clock: Option<Arc<Clock>>,
-}
-
-impl ServerBuilder {
-    /// Uses `config` (host and port included; the default binds `127.0.0.1:0`).
-    pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Runs the engine on `clock` instead of a new one.
-    pub fn clock(mut self, clock: Arc<Clock>) -> Self {
-        self.clock = Some(clock);
-        self
-    }
-
-    /// Binds and starts serving in the background.
-    pub async fn start(self) -> std::io::Result<Server> {
-        let listener = TcpListener::bind((self.config.host.as_str(), self.config.port)).await?;
-        let local_addr = listener.local_addr()?;
-        let (region, account_id) = (self.config.region.clone(), self.config.account_id.clone());
-        let clock = self.clock.unwrap_or_default();
-        let state = AppState::open_and_join(self.config, clock, local_addr)
-            .await
-            .map_err(std::io::Error::other)?;
-        let state = Arc::new(state);
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(serve(listener, Arc::clone(&state), async {
-            let _ = rx.await;
-        }));
-        state.start_init_hooks(|| {});
-        Ok(Server {
-            local_addr,
-            region,
-            account_id,
-            state,
-            stop: Some(tx),
-            task: Some(task),
-        })
-    }
-}
-
-/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called (within a
-/// runtime), not when the future is first polled: a SIGTERM sent right after the listen
-/// line would otherwise find no handler yet and kill the process without its graceful
-/// shutdown (a test that stopped a server at once found it).
-pub fn shutdown_signal() -> impl Future<Output = ()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let handlers =
-            signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
-        async move {
-            match handlers {
-                Ok((mut interrupt, mut terminate)) => {
-                    tokio::select! {
-                        _ = interrupt.recv() => {}
-                        _ = terminate.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    async {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// A running sqsim. Stops on [`Server::shutdown`] or when dropped.
-#[derive(Debug)]
-pub struct Server {
-    local_addr: SocketAddr,
-    region: String,
-    account_id: String,
-    state: Arc<AppState>,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
-}
-
-impl Server {
-    /// A builder with default settings.
-    pub fn builder() -> ServerBuilder {
-        ServerBuilder::default()
-    }
-
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// `http://127.0.0.1:<port>`: what to give an SDK as its endpoint.
-    pub fn endpoint(&self) -> String {
-        format!("http://{}", self.local_addr)
-    }
-
-    /// The clock every timer of this server obeys.
-    pub fn clock(&self) -> &Arc<Clock> {
-        self.state.engine.clock()
-    }
-
-    /// Creates or updates the queues a config file declares (idempotent).
-    pub fn apply_config(
-        &self,
-        file: &crate::config_file::LoadedConfig,
-    ) -> Result<(), crate::config_file::ConfigError> {
-        file.apply_queues(&self.state.engine, &self.region, &self.account_id)
-    }
-
-    /// Removes every queue, message, move task and fault: a fresh server for the next test.
-    pub fn reset(&self) {
-        self.state.reset_all();
-    }
-
-    /// Moves time forward and wakes long polls whose messages became visible.
-    pub fn advance_clock(&self, by: Duration) {
-        self.state.engine.advance_clock(by);
-    }
-
-    /// Stops accepting, releases long polls and waits for connections to drain.
-    pub async fn shutdown(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
-        self.state.leave().await;
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    /// One request over a fresh connection: (status line, body).
-    async fn request(addr: SocketAddr, head: &str, body: &str) -> (String, String) {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!(
-            "{head}\r\nHost: t\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).await.unwrap();
-        let text = String::from_utf8_lossy(&buf).into_owned();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        (
-            head.lines().next().unwrap_or("").to_string(),
-            body.to_string(),
-        )
-    }
-
-    /// A handler that panics while holding every queue's lock when asked to (path `/panic`):
-    /// the panicking request gets a 500 in its protocol, other requests and connections go
-    /// on, and the queue it broke in is still usable.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_panicking_request_ends_only_itself() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let state = Arc::new(AppState::open(Config::default(), Arc::default(), addr).unwrap());
-        let (tx, rx) = oneshot::channel::<()>();
-        let server = tokio::spawn(serve_with(
-            listener.into(),
-            Arc::clone(&state),
-            async {
-                let _ = rx.await;
-            },
-            |state: Arc<AppState>, req: hyper::Request<crate::http::RequestBody>| async move {
-                if req.uri().path() == "/panic" {
-                    for q in state.engine.all_queues() {
-                        q.update_tags(|_| -> () { panic!("a bug while holding the lock") });
-                    }
-                }
-                router::handle(state, req).await
-            },
-        ));
-        let json = |action: &str| {
-            format!("POST / HTTP/1.1\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.{action}")
-        };
-        let (status, _) = request(addr, &json("CreateQueue"), r#"{"QueueName":"q"}"#).await;
-        assert!(status.contains(" 200 "), "{status}");
-
-        let (status, body) = request(
-            addr,
-            "POST /panic HTTP/1.1\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ListQueues",
-            "{}",
-        )
-        .await;
-        assert!(status.contains(" 500 "), "{status}");
-        assert!(body.contains("InternalFailure"), "{body}");
-        let (status, body) = request(addr, "GET /panic?Action=ListQueues HTTP/1.1", "").await;
-        assert!(status.contains(" 500 "), "{status}");
-        assert!(body.contains("<Code>InternalFailure</Code>"), "{body}");
-
-        // The lock the panic held is usable: tags, sends and receives on that queue work.
-        let url = format!("http://{addr}/000000000000/q");
-        let (status, body) = request(
-            addr,
-            &json("TagQueue"),
-            &format!(r#"{{"QueueUrl":"{url}","Tags":{{"k":"v"}}}}"#),
-        )
-        .await;
-        assert!(status.contains(" 200 "), "{status} {body}");
-        let (status, _) = request(
-            addr,
-            &json("SendMessage"),
-            &format!(r#"{{"QueueUrl":"{url}","MessageBody":"after"}}"#),
-        )
-        .await;
-        assert!(status.contains(" 200 "), "{status}");
-        let (_, body) = request(
-            addr,
-            &json("ReceiveMessage"),
-            &format!(r#"{{"QueueUrl":"{url}"}}"#),
-        )
-        .await;
-        assert!(body.contains("\"after\""), "{body}");
-        let (_, body) = request(
-            addr,
-            &json("ListQueueTags"),
-            &format!(r#"{{"QueueUrl":"{url}"}}"#),
-        )
-        .await;
-        assert!(body.contains("\"k\":\"v\""), "{body}");
-
-        let _ = tx.send(());
-        server.await.unwrap();
-    }
 }

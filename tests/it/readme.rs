@@ -158,8 +158,13 @@ fn rust_files(src: &Path, name: &str) -> Vec<PathBuf> {
 fn crate_paths(files: &[PathBuf], modules: &BTreeSet<String>, own: &str) -> BTreeSet<String> {
     let mut used = BTreeSet::new();
     for f in files {
+        // A module's tests (an inline `mod tests { … }`, or a `tests.rs` of their own) may
+        // reach anywhere; a `mod tests;` declaration ends nothing.
+        if f.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
         let text = std::fs::read_to_string(f).unwrap();
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+        let code = text.split("#[cfg(test)]\nmod tests {").next().unwrap();
         for (at, _) in code.match_indices("crate::") {
             if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
                 continue;
