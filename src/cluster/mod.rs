@@ -264,6 +264,20 @@ impl Cluster {
         }
     }
 
+    /// Returns once the node at `url` holds no shard any more as far as this node knows
+    /// (its leases were taken over, or went silent), or this node is stopping: a question
+    /// to every node then stops waiting for its answer, since whoever serves its shards
+    /// now answers for them.
+    pub(crate) async fn no_longer_serving(&self, url: &str) {
+        let mut changed = self.changed.subscribe();
+        loop {
+            changed.borrow_and_update();
+            if !self.peers().iter().any(|p| p == url) || changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Where requests for `shard` go now, if it has an owner (without waiting).
     pub(crate) fn place(&self, shard: u32) -> Option<Place> {
         let owner = self

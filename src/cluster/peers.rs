@@ -86,8 +86,10 @@ impl Link {
 
     /// One round of [`Self::gather`], [`Self::tell_peers`] and a reset of every shard
     /// (`cluster::reset`): POSTs `body` to `path` on every node that serves shards now,
-    /// side by side, each given `timeout` to answer. The answers, and the nodes that gave
-    /// none (with why); an answer that is an error ends it.
+    /// side by side, each given `timeout` to answer — or until its shards have moved to
+    /// other nodes (a stalled node, whose shards move within a lease: the next round asks
+    /// their new owners instead of waiting out the timeout). The answers, and the nodes
+    /// that gave none (with why); an answer that is an error ends it.
     pub(super) async fn ask_round(
         &self,
         path: &str,
@@ -95,9 +97,14 @@ impl Link {
         timeout: Duration,
     ) -> Result<(Vec<serde_json::Value>, Vec<(String, String)>), String> {
         let peers = self.cluster.peers();
-        let asks = peers
-            .iter()
-            .map(|peer| self.ask(peer, path, body.clone(), timeout));
+        let asks = peers.iter().map(|peer| async move {
+            tokio::select! {
+                answer = self.ask(peer, path, body.clone(), timeout) => answer,
+                () = self.cluster.no_longer_serving(peer) => Err(Unanswered::Unreached(
+                    format!("{peer}: its shards moved to other nodes before it answered"),
+                )),
+            }
+        });
         let mut answers = Vec::with_capacity(peers.len());
         let mut unreached = Vec::new();
         for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asks).await) {

@@ -1,6 +1,6 @@
 //! `/_sqsim/reset` in cluster mode: one queue where it is served, or every queue (of one
 //! namespace) on whichever node serves each shard — including the shards of a node that
-//! died a moment ago, once their new owners serve them. A reset is done when every shard
+//! died or stalled a moment ago, once their new owners serve them. A reset is done when every shard
 //! was reset and its snapshot written, so a shard that moves afterwards moves reset.
 
 use std::collections::BTreeSet;
@@ -84,7 +84,8 @@ pub(super) async fn reset_here(
 /// Resets every shard: this node's, then asks the nodes serving the others, round after
 /// round, for the shards not reset yet. A node that cannot be reached, or a shard its new
 /// owner is still recovering, is waited for as a request for one of its queues waits (at
-/// most [`OWNER_WAIT`]); each shard is reset once, so a round after a failover does not
+/// most [`OWNER_WAIT`]); each shard is reset once (unless the node resetting it stalls or
+/// dies before it answers: its new owner resets it again), so a round after a failover does not
 /// reset again what the first one did (and traffic since).
 async fn reset_every_shard(state: &Plane, link: &Link, r: &ResetRequest) -> Response<Full<Bytes>> {
     let deadline = Instant::now() + OWNER_WAIT;

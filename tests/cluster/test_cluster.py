@@ -649,6 +649,61 @@ def test_a_reset_right_after_a_kill_resets_the_dead_nodes_queues_too(cluster):
     assert "Messages" not in a.client().receive_message(QueueUrl=again)
 
 
+def test_a_reset_and_a_listing_while_a_node_is_stalled_do_not_wait_for_it(cluster):
+    """With one node stalled (SIGSTOP: its connections open, nothing answered), a reset of
+    everything through another node resets the stalled node's queues too once its shards
+    have moved, without waiting out its answer time (10 s); once resumed, that node serves
+    what the others hold, so nothing it had comes back. A listing does not wait out its
+    answer time (5 s) either."""
+    a, b, c = cluster.nodes
+
+    def some_on_c(prefix):
+        made = []
+        while sum(cluster.owner_of(u) == c.name for u in made) < 2:
+            made.append(a.client().create_queue(QueueName=f"{prefix}-{len(made)}")["QueueUrl"])
+        return made
+
+    def stalled(what):
+        c.signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            answer = what()
+            return answer, time.monotonic() - started
+        finally:
+            c.signal(signal.SIGCONT)
+
+    def reset():
+        req = urllib.request.Request(
+            f"{a.endpoint}/_sqsim/reset", data=b"{}", headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(req, timeout=20) as r:
+            assert json.loads(r.read()) == {"reset": "cluster"}
+        return b.client(attempts=0).list_queues(QueueNamePrefix="stall-reset").get("QueueUrls", [])
+
+    queues = some_on_c("stall-reset")
+    for u in queues:
+        b.client().send_message(QueueUrl=u, MessageBody="before the reset")
+    after, took_reset = stalled(reset)
+    assert after == []
+    for u in queues:
+        with pytest.raises(ClientError) as e:
+            b.client(attempts=0).get_queue_url(QueueName=name_of(u))
+        assert "NonExistentQueue" in e.value.response["Error"]["Code"], e.value.response
+    cluster.wait_settled()
+    assert c.client().list_queues(QueueNamePrefix="stall-reset").get("QueueUrls", []) == []
+    again = c.client().create_queue(QueueName=name_of(queues[0]))["QueueUrl"]
+    assert "Messages" not in a.client().receive_message(QueueUrl=again)
+
+    listed_queues = some_on_c("stall-list")
+    listed, took_listing = stalled(
+        lambda: b.client(attempts=0).list_queues(QueueNamePrefix="stall-list")["QueueUrls"]
+    )
+    assert sorted(map(name_of, listed)) == sorted(map(name_of, listed_queues))
+    print(f"with a node stalled: a reset took {took_reset:.2f} s, a listing {took_listing:.2f} s")
+    assert took_reset < 8 and took_listing < 5, (took_reset, took_listing)
+    cluster.wait_settled()
+
+
 def test_realism_is_the_clusters(cluster):
     """`/_sqsim/realism` through any node sets every queue's on every node (and on the
     shards a node takes over, and on a node that joins later); with `queue_url`, one
