@@ -264,10 +264,10 @@ impl Cluster {
         }
     }
 
-    /// Returns once the node at `url` holds no shard any more as far as this node knows
-    /// (its leases were taken over, or went silent), or this node is stopping: a question
-    /// to every node then stops waiting for its answer, since whoever serves its shards
-    /// now answers for them.
+    /// Returns once the node at `url` holds no shard any more as far as this node knows:
+    /// its leases were taken over, or went silent (unlike [`Self::moved_from`], silence
+    /// counts: a question to every node then stops waiting for that node's answer and asks
+    /// whoever serves its shards next, which is harmless if the node was only slow).
     pub(crate) async fn no_longer_serving(&self, url: &str) {
         let mut changed = self.changed.subscribe();
         loop {

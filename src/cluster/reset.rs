@@ -84,8 +84,8 @@ pub(super) async fn reset_here(
 /// Resets every shard: this node's, then asks the nodes serving the others, round after
 /// round, for the shards not reset yet. A node that cannot be reached, or a shard its new
 /// owner is still recovering, is waited for as a request for one of its queues waits (at
-/// most [`OWNER_WAIT`]); each shard is reset once (unless the node resetting it stalls or
-/// dies before it answers: its new owner resets it again), so a round after a failover does not
+/// most [`OWNER_WAIT`]); each shard is reset once (unless the node resetting it stalls,
+/// dies or gives its shards up before it answers: their new owners reset them again), so a round after a failover does not
 /// reset again what the first one did (and traffic since).
 async fn reset_every_shard(state: &Plane, link: &Link, r: &ResetRequest) -> Response<Full<Bytes>> {
     let deadline = Instant::now() + OWNER_WAIT;

@@ -334,18 +334,15 @@ impl Engine {
         let mut outcome = queue.receive(req, now_ms)?;
         if let Some(dead) = outcome.dead_letters.take() {
             use moves::outbox::{Destination, Via};
-            let mut messages = dead.messages;
+            let mut messages = Some(dead.messages);
             // An outbox removed since it was found refuses them; the next look makes a new
             // one. Twice refused (outboxes of a source being deleted), they stay here.
-            for attempt in 0..3 {
-                let found = match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
-                    Destination::Outbox(_) if attempt == 2 => Destination::Gone,
-                    found => found,
-                };
-                match found {
+            for _ in 0..2 {
+                let Some(taken) = messages.take() else { break };
+                match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
                     Destination::Local(dlq) => {
                         dlq.accept(
-                            messages,
+                            taken,
                             Transfer::DeadLetter {
                                 source_arn: &queue.arn,
                             },
@@ -354,19 +351,21 @@ impl Engine {
                         // Their removal from here is logged with their arrival there.
                         queue.changed_at(dlq.last_lsn());
                     }
-                    Destination::Outbox(o) => {
-                        if let Err(back) = o.accept_open(messages, Transfer::Restore, now_ms) {
-                            messages = back;
-                            continue;
+                    Destination::Outbox(o) => match o.accept_open(taken, Transfer::Restore, now_ms)
+                    {
+                        Ok(()) => {
+                            queue.changed_at(o.last_lsn());
+                            outcome.forwarded = Some((o.last_seq(), o));
+                            self.outbox_filled();
                         }
-                        queue.changed_at(o.last_lsn());
-                        outcome.forwarded = Some((o.last_seq(), o));
-                        self.outbox_filled();
-                    }
+                        Err(back) => messages = Some(back),
+                    },
                     // The dead-letter queue is gone: keep the messages where they were.
-                    Destination::Gone => queue.accept(messages, Transfer::Restore, now_ms),
+                    Destination::Gone => queue.accept(taken, Transfer::Restore, now_ms),
                 }
-                break;
+            }
+            if let Some(back) = messages {
+                queue.accept(back, Transfer::Restore, now_ms);
             }
         }
         Ok(outcome)
@@ -481,7 +480,8 @@ impl Engine {
         }
         {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
-            // The registry's lock, then the queue's: the order snapshots take them in.
+            // The registry's lock, then the queue's, as `outboxes_where` takes them; nothing
+            // takes a queue's lock and then the registry's.
             if queues.get(&outbox.id).is_none_or(|q| q.uid != outbox.uid) || !outbox.seal_if_empty()
             {
                 return false;

@@ -301,8 +301,9 @@ impl Engine {
     /// neither move tasks nor queues that come and go leave hidden queues behind for good:
     /// - a move task's, once no runner of the task is under way (it alone adds to it, and
     ///   task ids are never reused), whether the task is still listed or not (pruned);
-    /// - a dead-letter outbox, once its origin queue is gone (deleted, or reset). While the
-    ///   origin lives, any receive may add to it, so it stays (one per pair of queues): a
+    /// - a dead-letter outbox, once its origin queue is gone (deleted, or reset) or no longer
+    ///   names its target as dead-letter queue. While the origin's policy names it, any
+    ///   receive may add to it, so it stays (one per pair of queues): a
     ///   busy pair does not make and remove one each time it empties, nor leave the target
     ///   one mark ([`Engine::take_parcel`]) per outbox it ever had. A queue of the
     ///   origin's name made later makes a new outbox.
@@ -312,9 +313,15 @@ impl Engine {
     fn retire_if_done(&self, outbox: &Queue, route: &Route) {
         let done = match &route.via {
             Via::Move { task } => !self.runner_under_way(task),
-            Via::DeadLetter => self
-                .queue(&route.origin)
-                .is_none_or(|origin| origin.is_deleted()),
+            Via::DeadLetter => self.queue(&route.origin).is_none_or(|origin| {
+                origin.is_deleted()
+                    || origin
+                        .settings()
+                        .redrive_policy
+                        .as_ref()
+                        .map(|p| &p.dead_letter_target)
+                        != Some(&route.target)
+            }),
         };
         if done && self.remove_outbox(outbox) {
             tracing::debug!(outbox = %outbox.id.name, "an outbox nothing adds to any more is empty; removed");
@@ -329,11 +336,12 @@ impl Engine {
         if self.home.get().is_none() {
             return;
         }
-        let Some(target) = origin.with_settings(|s| {
-            s.redrive_policy
-                .as_ref()
-                .map(|p| p.dead_letter_target.clone())
-        }) else {
+        // The policy as set, not as realism may still show it while a change propagates.
+        let Some(target) = origin
+            .settings()
+            .redrive_policy
+            .map(|p| p.dead_letter_target)
+        else {
             return;
         };
         let route = Route {
@@ -731,6 +739,27 @@ mod tests {
             2,
             "empty or not, they stay while their origins live"
         );
+        // A source that no longer names the dead-letter queue: its empty outbox goes at the
+        // next look (a start, a takeover, a runner's end), and comes back with the policy.
+        let policy = second.settings().redrive_policy;
+        let set_policy = |p: Option<RedrivePolicy>| {
+            second
+                .update_settings(a.now_ms(), |s| {
+                    s.redrive_policy = p;
+                    Ok::<_, ()>(())
+                })
+                .unwrap()
+        };
+        set_policy(None);
+        a.retire_finished_outboxes();
+        assert!(other.is_deleted());
+        assert_eq!(registered(&a), 1);
+        set_policy(policy);
+        second.send(NewMessage::default(), a.now_ms()).unwrap();
+        receive(&a, "a-other");
+        let (_, other) = receive(&a, "a-other").forwarded.expect("dead-lettered");
+        deliver(&other);
+        assert_eq!(registered(&a), 2);
 
         // Deleted with its outbox empty: the outbox goes with it.
         assert!(a.delete_queue(&id("a-other")));
@@ -742,8 +771,51 @@ mod tests {
         deliver(&first);
         assert!(first.is_deleted());
         assert_eq!(registered(&a), 0);
-        assert_eq!(b.queue(&id("b-dlq")).unwrap().stored(b.now_ms()), 2);
+        assert_eq!(b.queue(&id("b-dlq")).unwrap().stored(b.now_ms()), 3);
         assert_eq!(registered(&shard(&clock, &sa, "a")), 0);
+    }
+
+    /// An outbox removed for good leaves its uid behind: a shard started again on a clock
+    /// that stands still (a frozen test clock) issues uids above it, from its log and from
+    /// its snapshot alike. Were one issued again, a new outbox would carry the old one's
+    /// name at the target, whose mark would take its first entries for ones delivered.
+    #[test]
+    fn a_removed_outboxs_uid_is_never_issued_again() {
+        let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
+        clock.freeze();
+        let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
+        let (a, b) = (shard(&clock, &sa, "a"), shard(&clock, &sb, "b"));
+        poisoned(&a, &b);
+        let settings = a.queue(&id("a-src")).unwrap().settings();
+        let mut outboxes = Vec::new();
+        // One dead letter from `source` delivered, then the source deleted (its outbox goes).
+        let round = |e: &Engine, source: &str, outboxes: &mut Vec<u64>| {
+            if e.queue(&id(source)).is_none() {
+                let q = e.create_queue(id(source), settings.clone()).unwrap().0;
+                q.send(NewMessage::default(), e.now_ms()).unwrap();
+                receive(e, source);
+            }
+            let (_, o) = receive(e, source).forwarded.expect("dead-lettered");
+            let parcel = e.parcel_of(&o).expect("a parcel");
+            assert_eq!(
+                b.take_parcel(Parcel::decode(&parcel.body).unwrap()),
+                Ok(1),
+                "{source}'s dead letter taken as new"
+            );
+            e.parcel_delivered(&o, &parcel);
+            assert!(e.delete_queue(&id(source)));
+            assert!(o.is_deleted());
+            outboxes.push(o.uid);
+        };
+        round(&a, "a-src", &mut outboxes);
+        // Started again from its log, then from a snapshot.
+        let a2 = shard(&clock, &sa, "a");
+        round(&a2, "a-two", &mut outboxes);
+        a2.compact().unwrap();
+        let a3 = shard(&clock, &sa, "a");
+        round(&a3, "a-three", &mut outboxes);
+        assert!(outboxes.windows(2).all(|w| w[0] < w[1]), "{outboxes:?}");
+        assert_eq!(b.queue(&id("b-dlq")).unwrap().stored(b.now_ms()), 3);
     }
 
     /// An outbox sealed by its removal takes nothing more: a dead letter that found it just

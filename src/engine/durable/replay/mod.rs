@@ -33,6 +33,9 @@ struct Replay {
     /// Recorded clock changes are not applied: the clock is kept elsewhere (a cluster's,
     /// shared by every shard of a node).
     clock_given: bool,
+    /// The highest queue uid any record names, deleted queues' included: the engine issues
+    /// uids above it, never one again (a target keeps the marks of an outbox by its uid).
+    max_uid: u64,
 }
 
 impl Engine {
@@ -68,8 +71,9 @@ impl Engine {
             ..Replay::default()
         };
         let report = store.recover(&mut |lsn, frame| engine.apply(lsn, frame, &mut replay))?;
-        let max_uid = replay.by_uid.keys().max().copied().unwrap_or(0);
-        engine.next_uid.fetch_max(max_uid + 1, Ordering::Relaxed);
+        engine
+            .next_uid
+            .fetch_max(replay.max_uid + 1, Ordering::Relaxed);
         // The next start reads one snapshot instead of the log just replayed. Without room
         // for it (a disk that was full), start anyway on the log as it is: the compactor
         // tries again later, and the log alone keeps everything.
@@ -104,6 +108,9 @@ impl Engine {
             let covered =
                 lsn.is_some_and(|l| replay.cuts.get(&c.scope()).is_some_and(|cut| l < *cut));
             let given = replay.clock_given && matches!(c, Change::Clock { .. });
+            if let Change::QueueCreated { uid, .. } | Change::QueueDeleted { uid, .. } = c {
+                replay.max_uid = replay.max_uid.max(uid);
+            }
             if !covered && !given {
                 self.apply_one(c, &mut replay.by_uid);
             }
@@ -269,6 +276,18 @@ impl Engine {
             out.add(&Change::Cooldown {
                 id: Cow::Borrowed(id),
                 at_ms: *at_ms,
+            });
+        }
+        // The last uid issued, when its queue is gone: recorded as that queue's deletion (a
+        // no-op to replay, older versions' included), so a start issues uids above it even
+        // if every queue since was removed — an outbox's uid reused with a frozen clock
+        // would find the target's mark of the old one and its first entries dropped as
+        // delivered. (Uids are issued under the registry's write lock: none meanwhile.)
+        let last = self.next_uid.load(Ordering::Relaxed).saturating_sub(1);
+        if !registry.values().any(|q| q.uid == last) {
+            out.add(&Change::QueueDeleted {
+                uid: last,
+                cooldown_from: None,
             });
         }
         let mut queues: Vec<Arc<Queue>> = registry.values().cloned().collect();
