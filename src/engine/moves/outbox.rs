@@ -229,12 +229,12 @@ impl Engine {
     }
 
     /// Every outbox, empty ones included, with the route it serves and how many messages it
-    /// holds (what is in transit out of this shard).
+    /// holds (what is in transit out of this shard), read as they stand: a look at them
+    /// catches no queue up, so it records nothing.
     pub(crate) fn outbox_routes(&self) -> Vec<(Route, usize)> {
-        let now = self.now_ms();
         self.outboxes_where(|_, _| true)
             .into_iter()
-            .filter_map(|o| Some((Route::of(&o.id)?, o.stored(now))))
+            .filter_map(|o| Some((Route::of(&o.id)?, o.stored_size().0 as usize)))
             .collect()
     }
 
@@ -314,13 +314,7 @@ impl Engine {
         let done = match &route.via {
             Via::Move { task } => !self.runner_under_way(task),
             Via::DeadLetter => self.queue(&route.origin).is_none_or(|origin| {
-                origin.is_deleted()
-                    || origin
-                        .settings()
-                        .redrive_policy
-                        .as_ref()
-                        .map(|p| &p.dead_letter_target)
-                        != Some(&route.target)
+                origin.is_deleted() || origin.dead_letter_target().as_ref() != Some(&route.target)
             }),
         };
         if done && self.remove_outbox(outbox) {
@@ -336,12 +330,7 @@ impl Engine {
         if self.home.get().is_none() {
             return;
         }
-        // The policy as set, not as realism may still show it while a change propagates.
-        let Some(target) = origin
-            .settings()
-            .redrive_policy
-            .map(|p| p.dead_letter_target)
-        else {
+        let Some(target) = origin.dead_letter_target() else {
             return;
         };
         let route = Route {
@@ -468,6 +457,13 @@ mod tests {
         e
     }
 
+    /// A queue `name` of `e` with the default settings.
+    fn plain(e: &Engine, name: &str) -> Arc<Queue> {
+        e.create_queue(id(name), QueueSettings::default())
+            .unwrap()
+            .0
+    }
+
     fn receive(e: &Engine, name: &str) -> crate::engine::ReceiveOutcome {
         let req = ReceiveRequest {
             max_messages: 10,
@@ -483,10 +479,7 @@ mod tests {
     /// A source in shard "a" whose dead-letter queue is in shard "b", with one message that
     /// was received once: the next receive dead-letters it into the outbox.
     fn poisoned(a: &Engine, b: &Engine) -> Arc<Queue> {
-        let dlq = b
-            .create_queue(id("b-dlq"), QueueSettings::default())
-            .unwrap()
-            .0;
+        let dlq = plain(b, "b-dlq");
         let settings = QueueSettings {
             redrive_policy: Some(RedrivePolicy {
                 raw: RedrivePolicy::document(&dlq.arn, 1),
@@ -591,14 +584,8 @@ mod tests {
         let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
         let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
         let (a, b) = (Arc::new(shard(&clock, &sa, "a")), shard(&clock, &sb, "b"));
-        let dest = b
-            .create_queue(id("b-dest"), QueueSettings::default())
-            .unwrap()
-            .0;
-        let dlq = a
-            .create_queue(id("a-dlq"), QueueSettings::default())
-            .unwrap()
-            .0;
+        let dest = plain(&b, "b-dest");
+        let dlq = plain(&a, "a-dlq");
         let send = |n: usize| {
             for _ in 0..n {
                 let m = NewMessage {
@@ -666,10 +653,7 @@ mod tests {
         a.create_queue(local.clone(), QueueSettings::default())
             .unwrap();
         let slow_task = |name: &str| {
-            let source = a
-                .create_queue(id(name), QueueSettings::default())
-                .unwrap()
-                .0;
+            let source = plain(&a, name);
             for _ in 0..2 {
                 source.send(NewMessage::default(), a.now_ms()).unwrap();
             }
@@ -826,14 +810,8 @@ mod tests {
         let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
         let store = MemoryStore::new();
         let a = shard(&clock, &store, "a");
-        let src = a
-            .create_queue(id("a-src"), QueueSettings::default())
-            .unwrap()
-            .0;
-        let holder = a
-            .create_queue(id("a-holder"), QueueSettings::default())
-            .unwrap()
-            .0;
+        let src = plain(&a, "a-src");
+        let holder = plain(&a, "a-holder");
         src.send(NewMessage::default(), a.now_ms()).unwrap();
         let now = a.now_ms();
         assert!(holder.seal_if_empty());
@@ -841,10 +819,7 @@ mod tests {
             .accept_open(src.take_for_move(1, now), Transfer::Restore, now)
             .expect_err("a sealed queue takes nothing");
         assert_eq!((back.len(), holder.stored(now)), (1, 0));
-        let open = a
-            .create_queue(id("a-open"), QueueSettings::default())
-            .unwrap()
-            .0;
+        let open = plain(&a, "a-open");
         assert!(open.accept_open(back, Transfer::Restore, now).is_ok());
         assert!(!open.seal_if_empty());
         assert!(!open.is_deleted());

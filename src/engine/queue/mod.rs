@@ -138,6 +138,16 @@ impl Queue {
         self.lock().settings.clone()
     }
 
+    /// The dead-letter queue its RedrivePolicy names, as set (not as realism may still
+    /// show it while a change propagates).
+    pub(crate) fn dead_letter_target(&self) -> Option<QueueId> {
+        let st = self.lock();
+        st.settings
+            .redrive_policy
+            .as_ref()
+            .map(|p| p.dead_letter_target.clone())
+    }
+
     /// Reads the settings in effect without copying them (for the per-request hot paths;
     /// under realism, the previous ones while a change propagates).
     pub(crate) fn with_settings<R>(&self, f: impl FnOnce(&QueueSettings) -> R) -> R {

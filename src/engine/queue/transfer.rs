@@ -2,7 +2,6 @@
 //! under this queue's lock: taken in from another queue or an outbox's parcel, taken out
 //! for a move or a parcel, and an outbox sealed so that nothing enters it once removed.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::Queue;
@@ -120,9 +119,8 @@ impl Queue {
         if !st.messages.is_empty() {
             return false;
         }
-        self.deleted.store(true, Ordering::Release);
+        self.mark_deleted();
         drop(st);
-        self.changed.notify_waiters();
         true
     }
 
