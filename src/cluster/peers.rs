@@ -121,14 +121,15 @@ impl Link {
     /// passed (a node only slow is asked again; shards still opening are looked at again
     /// sooner: with nobody unreached, 50 ms).
     pub(super) async fn until_moved(&self, unreached: &[(String, String)]) {
-        let again = Instant::now() + Duration::from_secs(1);
-        loop {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            let now = self.cluster.peers();
-            if unreached.iter().all(|(p, _)| !now.contains(p)) || Instant::now() >= again {
-                return;
-            }
-        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let moved = unreached
+            .iter()
+            .map(|(peer, _)| self.cluster.no_longer_serving(peer));
+        let _ = tokio::time::timeout(
+            Duration::from_secs(1),
+            futures_util::future::join_all(moved),
+        )
+        .await;
     }
 
     /// POSTs JSON to `path` on `peer`: the JSON of its answer if it succeeded.

@@ -574,12 +574,20 @@ def test_while_a_node_of_an_older_version_holds_shards_the_log_is_written_uncomp
     cluster.wait_settled()
 
 
-def post_json(url, body):
+def post_json(url, body, timeout=10):
     req = urllib.request.Request(
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(req, timeout=10) as r:
+    with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())
+
+
+def queues_on(cluster, node, prefix, made_by):
+    """New queues `<prefix>-<i>` (created through client `made_by`) until two are `node`'s."""
+    made = []
+    while sum(cluster.owner_of(u) == node.name for u in made) < 2:
+        made.append(made_by.create_queue(QueueName=f"{prefix}-{len(made)}")["QueueUrl"])
+    return made
 
 
 def test_the_virtual_clock_is_the_clusters(cluster):
@@ -626,9 +634,7 @@ def test_a_reset_right_after_a_kill_resets_the_dead_nodes_queues_too(cluster):
     dead node's shards are served again and resets them too (before 2026-11-29 it answered
     503 at once), and what it reset stays reset when that node comes back."""
     a, b, c = cluster.nodes
-    queues = []
-    while sum(cluster.owner_of(u) == c.name for u in queues) < 2:
-        queues.append(a.client().create_queue(QueueName=f"reset-{len(queues)}")["QueueUrl"])
+    queues = queues_on(cluster, c, "reset", a.client())
     for u in queues:
         b.client().send_message(QueueUrl=u, MessageBody="before the reset")
     c.kill9()
@@ -657,12 +663,6 @@ def test_a_reset_and_a_listing_while_a_node_is_stalled_do_not_wait_for_it(cluste
     answer time (5 s) either."""
     a, b, c = cluster.nodes
 
-    def some_on_c(prefix):
-        made = []
-        while sum(cluster.owner_of(u) == c.name for u in made) < 2:
-            made.append(a.client().create_queue(QueueName=f"{prefix}-{len(made)}")["QueueUrl"])
-        return made
-
     def stalled(what):
         c.signal(signal.SIGSTOP)
         try:
@@ -673,14 +673,10 @@ def test_a_reset_and_a_listing_while_a_node_is_stalled_do_not_wait_for_it(cluste
             c.signal(signal.SIGCONT)
 
     def reset():
-        req = urllib.request.Request(
-            f"{a.endpoint}/_sqsim/reset", data=b"{}", headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(req, timeout=20) as r:
-            assert json.loads(r.read()) == {"reset": "cluster"}
+        assert post_json(f"{a.endpoint}/_sqsim/reset", {}, timeout=20) == {"reset": "cluster"}
         return b.client(attempts=0).list_queues(QueueNamePrefix="stall-reset").get("QueueUrls", [])
 
-    queues = some_on_c("stall-reset")
+    queues = queues_on(cluster, c, "stall-reset", a.client())
     for u in queues:
         b.client().send_message(QueueUrl=u, MessageBody="before the reset")
     after, took_reset = stalled(reset)
@@ -694,7 +690,7 @@ def test_a_reset_and_a_listing_while_a_node_is_stalled_do_not_wait_for_it(cluste
     again = c.client().create_queue(QueueName=name_of(queues[0]))["QueueUrl"]
     assert "Messages" not in a.client().receive_message(QueueUrl=again)
 
-    listed_queues = some_on_c("stall-list")
+    listed_queues = queues_on(cluster, c, "stall-list", a.client())
     listed, took_listing = stalled(
         lambda: b.client(attempts=0).list_queues(QueueNamePrefix="stall-list")["QueueUrls"]
     )
