@@ -64,8 +64,10 @@
 //!   queue cluster mode routes by), `xml` (the XML writer).
 //! - `config` (uses: engine, store) — one [`Config`] from code, the config file and `flags`
 //!   (one struct: every setting as a command-line flag, its environment variable and its `[server]` key, `--help` from its
-//!   docs); it holds the engine's and the store's settings, and the credentials (compared
-//!   in constant time).
+//!   docs); it holds the engine's and the store's settings; `security` (access keys, the
+//!   control plane's guard settings, secrets made and compared in constant time), `urls`
+//!   (how queue URLs are spelled, LocalStack's strategies, what a `Host` names) and `compat`
+//!   (where LocalStack's and ElasticMQ's images keep and expect things), with their `tests`.
 //! - `engine` (uses: store, simd) — queue semantics, no HTTP, time only from its clock: `mod`
 //!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters; its
 //!   `console` views, its `transfer`s between queues, its `tests`), `state` (what is under

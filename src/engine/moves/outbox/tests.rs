@@ -462,7 +462,10 @@ fn a_dead_letter_arrives_once_at_every_crash_point_of_its_trip() {
                 assert!(at == (1, 0) || at == (0, 1), "{what}: {at:?}");
                 let left = a2.outboxes_where(|_, _| true).len();
                 // While the origin lives its (empty) outbox may stay; once it is gone, no.
-                assert!(left <= usize::from(source.is_some()), "{what}: {left} outboxes");
+                assert!(
+                    left <= usize::from(source.is_some()),
+                    "{what}: {left} outboxes"
+                );
                 // Its removals are recorded: a restart does not bring an outbox back.
                 sa2.flush();
                 let a3 = shard(&clock, &sa2, "a");
