@@ -22,6 +22,10 @@ pub(crate) const PEER_SECRET: HeaderName = HeaderName::from_static("x-sqsim-clus
 /// Marks a request one node sent another: the receiver answers it itself or says it does
 /// not serve the shard (421), never forwards it again.
 pub(crate) const FORWARDED: HeaderName = HeaderName::from_static("x-sqsim-forwarded");
+/// On a forwarded request: the port it reached the first node on. The `Host` header goes
+/// on as the client sent it (a SigV4 signature covers it), so the owner spells queue URLs
+/// from this port where that node would have used its own.
+pub(crate) const FORWARDED_PORT: HeaderName = HeaderName::from_static("x-sqsim-forwarded-port");
 /// The AWS JSON protocol's operation (`AmazonSQS.SendMessage`).
 pub(crate) const X_AMZ_TARGET: HeaderName = HeaderName::from_static("x-amz-target");
 /// AWS X-Ray's trace header, kept as a message's `AWSTraceHeader`.
@@ -121,6 +125,18 @@ impl Body for RequestBody {
 /// (hyper's standard ones and the constants above), which skips parsing the name each time.
 pub(crate) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The address a request reached, for spelling queue URLs: this server's `local`, or for a
+/// request another node forwarded (which the guard let through with the peer secret) the
+/// port it reached that node on ([`FORWARDED_PORT`]).
+pub(crate) fn reached(headers: &HeaderMap, local: SocketAddr) -> SocketAddr {
+    match headers.contains_key(&FORWARDED) {
+        true => header(headers, &FORWARDED_PORT)
+            .and_then(|p| p.parse().ok())
+            .map_or(local, |port| SocketAddr::new(local.ip(), port)),
+        false => local,
+    }
 }
 
 /// What a SigV4 credential scope (`AKID/date/region/service/aws4_request`) names.

@@ -21,7 +21,7 @@ use crate::control::error::reply;
 use crate::control::Plane;
 use crate::engine::{Engine, QueueId};
 use crate::error::{ErrorCode, SqsError};
-use crate::http::{FORWARDED, PEER_SECRET};
+use crate::http::{FORWARDED, FORWARDED_PORT, PEER_SECRET};
 
 /// How long a forwarded request may take: more than the longest long poll.
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(40);
@@ -100,12 +100,18 @@ impl Link {
         ] {
             req.headers_mut().remove(name);
         }
-        let filled = crate::http::header(&parts.headers, hyper::header::HOST)
-            .and_then(|h| crate::config::host_with_port(h, self.local_port))
-            .and_then(|h| HeaderValue::from_str(&h).ok());
-        if let Some(host) = filled {
-            req.headers_mut().insert(hyper::header::HOST, host);
+        // The client's credentials for this node's control plane (its admin token, the
+        // console's session) stay here: this node checked them, and the owner trusts the
+        // peer secret instead. A SigV4 `Authorization` goes on: the owner checks it again.
+        req.headers_mut().remove(hyper::header::COOKIE);
+        let bearer = crate::http::header(&parts.headers, hyper::header::AUTHORIZATION)
+            .is_some_and(|a| a.len() >= 7 && a[..7].eq_ignore_ascii_case("bearer "));
+        if bearer {
+            req.headers_mut().remove(hyper::header::AUTHORIZATION);
         }
+        // `Host` stays as signed; the port it reached this node on goes beside it.
+        req.headers_mut()
+            .insert(FORWARDED_PORT, HeaderValue::from(self.local_port));
         req.headers_mut().insert(
             FORWARDED,
             HeaderValue::from_str(self.cluster.node_id()).unwrap_or(HeaderValue::from_static("?")),

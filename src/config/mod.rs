@@ -18,7 +18,7 @@ pub use compat::{
 pub use flags::{Flags, Invalid, Source};
 pub(crate) use security::{new_secret, same_secret};
 pub use security::{AuthMode, Credential, Security};
-pub(crate) use urls::{host_port, host_with_port, names_this_machine};
+pub(crate) use urls::{host_port, names_this_machine};
 pub use urls::{LocalStackStrategy, UrlStyle};
 
 /// Port `make run` serves on (ElasticMQ's, so existing local setups keep working).

@@ -163,6 +163,9 @@ fn from_browser(headers: &HeaderMap) -> bool {
         || header(headers, USER_AGENT).is_some_and(|ua| ua.starts_with("Mozilla/"))
 }
 
+/// Why a request to the control plane of a node started with `--admin off` is refused.
+const ADMIN_OFF: &str = "the control plane is off (--admin off)";
+
 /// Runs the checks for `req` (see the module documentation).
 pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody>) -> Verdict {
     let headers = req.headers();
@@ -173,6 +176,13 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
         let secret = state.peer_secret();
         let given = header(headers, &PEER_SECRET);
         return match (secret, given) {
+            // `--admin off` holds for what peers forward too: no node serves a control
+            // plane it was told not to have.
+            (Some(s), Some(g))
+                if same_secret(s, g) && area == Area::Control && !state.config.security.admin =>
+            {
+                Verdict::Refuse(StatusCode::NOT_FOUND, ADMIN_OFF.into())
+            }
             (Some(s), Some(g)) if same_secret(s, g) => Verdict::Pass(req, None),
             _ => Verdict::Refuse(
                 StatusCode::FORBIDDEN,
@@ -187,10 +197,7 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
         return Verdict::Pass(req, None);
     }
     if area == Area::Control && !state.config.security.admin {
-        return Verdict::Refuse(
-            StatusCode::NOT_FOUND,
-            "the control plane is off (--admin off)".into(),
-        );
+        return Verdict::Refuse(StatusCode::NOT_FOUND, ADMIN_OFF.into());
     }
     let host = host_of(&req);
     // Health answers tell nothing: a container runtime may ask by any name. The control

@@ -305,7 +305,11 @@ fn context(
         _ => state.config.region.as_str(),
     };
     let host = header(headers, HOST);
-    let base_url = state.config.queue_base_url(host, region, state.local_addr);
+    let base_url = state.config.queue_base_url(
+        host,
+        region,
+        crate::http::reached(headers, state.local_addr),
+    );
     let account = signer.unwrap_or_else(|| {
         scope
             .and_then(|s| account_of_key(s.access_key))

@@ -45,8 +45,9 @@ def free_port():
             return port
 
 
-def get_json(url, timeout=5):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
+def get_json(url, timeout=5, headers=None):
+    req = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())
 
 
@@ -325,6 +326,9 @@ class Node(Process):
         self.proc = None
         # RUST_LOG for this node alone (None: the default below).
         self.log_filter = None
+        # The control plane's token, for a node started with `--admin-token` (None: open
+        # on loopback, as by default).
+        self.admin_token = None
 
     def start(self, wait=True):
         binary = os.environ.get("SQSIM_BIN") or str(REPO / "target" / "debug" / "sqsim")
@@ -352,7 +356,8 @@ class Node(Process):
             wait_for(f"{self.name} to answer", self.status, timeout=30)
 
     def status(self):
-        return get_json(f"{self.endpoint}/_sqsim/cluster", timeout=2)
+        token = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        return get_json(f"{self.endpoint}/_sqsim/cluster", timeout=2, headers=token)
 
     def health(self, timeout=5):
         """`/_sqsim/health`'s status and body; (None, b"") if the node does not answer."""

@@ -896,3 +896,109 @@ def test_nodes_started_before_jetstream_wait_for_it_and_join():
         raise
     finally:
         c.stop()
+
+
+def test_signatures_hold_across_nodes_and_admin_off_holds_for_peers():
+    """With `--auth verify`, a request reaches its queue's owner through any node with its
+    signature intact, also one signed for a `Host` without a port (as the Ruby SDK v1 and
+    proxies send it): the first node passes the port it was reached on beside the `Host`
+    instead of rewriting it. A node started with `--admin off` has no control plane, also
+    for a request marked forwarded that carries the peer secret (read here from JetStream,
+    as anyone who reaches the cluster's JetStream could)."""
+    import base64
+    import http.client
+
+    import boto3
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.config import Config
+    from botocore.credentials import Credentials
+
+    from harness import Cluster, Node
+
+    key, secret, token = "AKIDCLUSTERTEST", "cluster-test-secret", "cluster-test-admin-token"
+    auth = ["--auth", "verify", "--credentials", f"{key}:{secret}", "--admin-token", token]
+    c = Cluster()
+    for n in c.nodes:
+        n.extra += auth
+        n.admin_token = token
+    try:
+        c.start()
+
+        def client(node):
+            return boto3.client(
+                "sqs", endpoint_url=node.endpoint, region_name="us-east-1",
+                aws_access_key_id=key, aws_secret_access_key=secret,
+                config=Config(retries={"max_attempts": 0}),
+            )
+
+        names = [f"signed-{i}" for i in range(6)]
+        for name in names:
+            client(c.nodes[0]).create_queue(QueueName=name)
+        owners = {c.nodes[0].status()["owners"][s] for s in range(c.nodes[0].status()["shards"])}
+        assert len(owners) == 3, owners
+
+        def call(node, target, body, host, signing_secret=secret):
+            req = AWSRequest(
+                method="POST", url=f"{node.endpoint}/", data=json.dumps(body),
+                headers={
+                    "Content-Type": "application/x-amz-json-1.0",
+                    "X-Amz-Target": f"AmazonSQS.{target}",
+                    "Host": host,
+                },
+            )
+            SigV4Auth(Credentials(key, signing_secret), "sqs", "us-east-1").add_auth(req)
+            conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=10)
+            try:
+                conn.request("POST", "/", body=req.body, headers=dict(req.headers))
+                resp = conn.getresponse()
+                return resp.status, json.loads(resp.read() or b"{}")
+            finally:
+                conn.close()
+
+        for node in c.nodes:
+            sqs = client(node)
+            for name in names:
+                url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+                assert url == f"{node.endpoint}/000000000000/{name}"
+                sqs.send_message(QueueUrl=url, MessageBody=f"via {node.name}")
+                # Signed for `Host: 127.0.0.1`: the URL still carries the port the
+                # client reached, whichever node owns the queue.
+                status, answer = call(node, "GetQueueUrl", {"QueueName": name}, "127.0.0.1")
+                assert (status, answer.get("QueueUrl")) == (200, url), (node.name, name, answer)
+                status, answer = call(node, "SendMessage", {"QueueUrl": url, "MessageBody": "x"}, "127.0.0.1")
+                assert status == 200, (node.name, name, answer)
+                # A wrong signature is still refused, here or at the owner.
+                status, answer = call(node, "GetQueueUrl", {"QueueName": name}, "127.0.0.1", "wrong")
+                assert status == 403 and "InvalidSignatureException" in answer.get("__type", ""), answer
+        for name in names:
+            sqs = client(c.nodes[1])
+            url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+            assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "6", (name, attrs)
+
+        # A node with no control plane, and the peer secret as JetStream keeps it.
+        off = Node(8, c.nats_urls, c.workdir, c.lease_ms,
+                   extra=["--cluster-gateway", "--cluster-replicas", "3", "--admin", "off", *auth])
+        off.start(wait=False)
+        c.extra_nodes = [off]
+        wait_for("the node without a control plane to be ready", lambda: off.health()[0] == 200, timeout=30)
+        got = js_request(c, "$JS.API.STREAM.MSG.GET.KV_sqsim_leases",
+                         json.dumps({"last_by_subj": "$KV.sqsim_leases.peer-secret"}).encode())
+        peer_secret = base64.b64decode(got["message"]["data"]).decode()
+        as_peer = {"Content-Type": "application/json", "x-sqsim-forwarded": "n0",
+                   "x-sqsim-cluster-secret": peer_secret}
+        assert peer_request(off, "/_sqsim/reset", {}, as_peer) == 404
+        assert peer_request(off, "/_sqsim/reset", {}, {"Content-Type": "application/json"}) == 404
+        # Nothing was reset: every queue still holds its messages.
+        assert len(client(c.nodes[0]).list_queues(QueueNamePrefix="signed-")["QueueUrls"]) == 6
+        # The node still routes: SQS traffic through it reaches every owner.
+        sqs = client(off)
+        for name in names:
+            url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+            sqs.send_message(QueueUrl=url, MessageBody="via the node without a control plane")
+    except BaseException:
+        print(c.logs())
+        raise
+    finally:
+        c.stop()

@@ -213,7 +213,8 @@ impl Call {
         let account = get("account").unwrap_or_else(|| state.config.account_id.clone());
         let region = get("region").unwrap_or_else(|| state.config.region.clone());
         let host = crate::http::header(req.headers(), HOST.as_str());
-        let base_url = state.config.queue_base_url(host, &region, state.local_addr);
+        let local = crate::http::reached(req.headers(), state.local_addr);
+        let base_url = state.config.queue_base_url(host, &region, local);
         let started = std::time::Instant::now();
         let body = read_body_up_to(req, state.config.max_body_bytes)
             .await

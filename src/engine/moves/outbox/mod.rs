@@ -403,6 +403,11 @@ impl Engine {
         if !self.serves(&route.target) {
             return Err(Refusal::NotHere);
         }
+        // Outboxes are no courier's target or origin: a parcel naming one is not from a
+        // courier, and takes nothing into a hidden queue.
+        if is_hidden(&route.target.name) || is_hidden(&route.origin.name) {
+            return Err(Refusal::Gone);
+        }
         let target = match self.queue(&route.target) {
             Some(q) if !q.is_deleted() => q,
             _ => return Err(Refusal::Gone),

@@ -499,3 +499,39 @@ fn a_dead_letter_arrives_once_at_every_crash_point_of_its_trip() {
         assert!(crash_points >= 8, "{crash_points} crash points");
     }
 }
+
+/// A parcel that names an outbox as its target or origin is no courier's (a peer's bug, or
+/// a forged one): it is refused as for a queue that does not exist, and no hidden queue
+/// takes anything from it.
+#[test]
+fn a_parcel_naming_an_outbox_is_refused() {
+    let clock = Arc::new(Clock::starting_at(1_800_000_000_000));
+    let (sa, sb) = (MemoryStore::new(), MemoryStore::new());
+    let (a, b) = (shard(&clock, &sa, "a"), shard(&clock, &sb, "b"));
+    poisoned(&a, &b);
+    let (_, outbox) = receive(&a, "a-src").forwarded.expect("dead-lettered");
+    let parcel = a.parcel_of(&outbox).expect("a parcel");
+    // An engine serving every name, with a hidden queue of the outbox's name.
+    let any = shard(&clock, &MemoryStore::new(), "");
+    plain(&any, "b-dlq");
+    let hidden = any
+        .create_queue(outbox.id.clone(), QueueSettings::default())
+        .unwrap()
+        .0;
+    let forged = |f: &dyn Fn(&mut Route)| {
+        let mut p = Parcel::decode(&parcel.body).unwrap();
+        f(&mut p.route);
+        any.take_parcel(p)
+    };
+    assert_eq!(
+        forged(&|r| r.target = outbox.id.clone()),
+        Err(Refusal::Gone)
+    );
+    assert_eq!(
+        forged(&|r| r.origin = outbox.id.clone()),
+        Err(Refusal::Gone)
+    );
+    assert_eq!(hidden.stored(any.now_ms()), 0);
+    // The parcel as the courier sent it is taken.
+    assert_eq!(forged(&|_| {}), Ok(1));
+}
