@@ -69,14 +69,16 @@
 //!   (how queue URLs are spelled, LocalStack's strategies, what a `Host` names) and `compat`
 //!   (where LocalStack's and ElasticMQ's images keep and expect things), with their `tests`.
 //! - `engine` (uses: store, simd) — queue semantics, no HTTP, time only from its clock: `mod`
-//!   (the `Engine`: every queue, move tasks), `queue` (one queue's lock and waiters; its
+//!   (the `Engine`: its clock, move tasks, shutdown), `registry` (every queue: made, found,
+//!   listed, deleted, reset; outboxes removed), `queue` (one queue's lock and waiters; its
 //!   `console` views, its `transfer`s between queues, its `tests`), `state` (what is under
 //!   that lock: `send`, `receive`, `settle` (deletes, visibility, purges), `transfer`:
 //!   messages crossing between queues), `slab` (stored
 //!   messages), `fair` and `fifo` (delivery order), `ids`, `message`, `attribute`, `digest`
 //!   and `md5_lanes` (MD5s), `receipt` (handles), `realism` (AWS-realism mode: which
 //!   behaviours are on in `mode`, a leaf the settings hold; seeded draws in `mod`; what it
-//!   does to a queue in `apply`), `receive`, `view`,
+//!   does to a queue in `apply`), `receive` (and the engine's receive, dead letters
+//!   included), `view`,
 //!   `settings`, `redrive`, `clock`, `random`, `error`, `search` (the peek's filter and its bounded scan), `wait` (every wait: long polls, outbox
 //!   delivery, a rate-limited move task — woken by what they wait for, never polling);
 //!   `durable` (durable mode: `change`, the recorded changes; `journal`, handing them to the

@@ -19,6 +19,7 @@ pub(crate) mod realism;
 pub(crate) mod receipt;
 pub(crate) mod receive;
 pub(crate) mod redrive;
+mod registry;
 pub(crate) mod search;
 pub(crate) mod settings;
 pub(crate) mod slab;
@@ -26,7 +27,6 @@ mod state;
 pub(crate) mod view;
 pub(crate) mod wait;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -43,7 +43,7 @@ pub(crate) use ids::QueueId;
 pub(crate) use message::{AttributeData, AttributeValue, NewMessage, ReceivedMessage, SendReceipt};
 pub(crate) use queue::Queue;
 pub use realism::Realism;
-pub(crate) use receive::{ReceiveOutcome, ReceiveRequest, Transfer};
+pub(crate) use receive::ReceiveRequest;
 pub use settings::EngineSettings;
 pub(crate) use settings::QueueSettings;
 pub(crate) use view::QueueSnapshot;
@@ -185,59 +185,6 @@ impl Engine {
         &self.settings
     }
 
-    /// Returns the queue with this id, creating it with `settings` if there is none.
-    /// The flag says whether it was created by this call. A name deleted less than 60 seconds
-    /// ago cannot be created again (when the cooldown is on).
-    pub(crate) fn create_queue(
-        &self,
-        id: QueueId,
-        settings: QueueSettings,
-    ) -> Result<(Arc<Queue>, bool), EngineError> {
-        if let Some(q) = self.registered(&id) {
-            return Ok((q, false));
-        }
-        let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(q) = queues.get(&id) {
-            q.depend_on_creation();
-            return Ok((Arc::clone(q), false));
-        }
-        if self.settings.deleted_queue_cooldown {
-            let mut deleted = self.deleted.lock().unwrap_or_else(|p| p.into_inner());
-            let now = self.now_ms();
-            deleted.retain(|_, at| now < *at + settings::DELETED_QUEUE_COOLDOWN_MS);
-            if deleted.contains_key(&id) {
-                self.depend_on_registry();
-                return Err(EngineError::QueueDeletedRecently);
-            }
-        }
-        let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
-        let now = self.now_ms();
-        // Recorded under the registry's lock: before any change to the new queue.
-        let created = self
-            .journal
-            .record(&[durable::change::Change::QueueCreated {
-                id: Cow::Borrowed(&id),
-                uid,
-                created_ms: now,
-                settings: Cow::Borrowed(&settings),
-            }]);
-        self.registry_lsn.raise(created);
-        let q = Arc::new(Queue::new(
-            id.clone(),
-            uid,
-            settings,
-            now,
-            self.journal.clone(),
-            created,
-        ));
-        let realism = self.realism();
-        if realism.is_on() {
-            self.set_queue_realism(&q, realism, true);
-        }
-        queues.insert(id, Arc::clone(&q));
-        Ok((q, true))
-    }
-
     /// The realism setting new queues get.
     pub(crate) fn realism(&self) -> realism::Realism {
         self.realism
@@ -265,126 +212,6 @@ impl Engine {
         q.set_realism(realism, self.seed, self.now_ms(), created);
     }
 
-    /// The queue with this id. Outboxes (cluster mode's hidden queues) are nobody's: no
-    /// request, listing or test control finds one.
-    pub(crate) fn queue(&self, id: &QueueId) -> Option<Arc<Queue>> {
-        if moves::outbox::is_hidden(&id.name) {
-            return None;
-        }
-        self.registered(id)
-    }
-
-    /// Any queue with this id, outboxes included. The answer of whoever asks relies on
-    /// what it found: the queue's creation, or (not found) the registry's latest change.
-    fn registered(&self, id: &QueueId) -> Option<Arc<Queue>> {
-        let found = self
-            .queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-            .cloned();
-        match &found {
-            Some(q) => q.depend_on_creation(),
-            None => self.depend_on_registry(),
-        }
-        found
-    }
-
-    /// The settings of the queue with this id, if it exists.
-    pub(crate) fn queue_settings(&self, id: &QueueId) -> Option<QueueSettings> {
-        self.queue(id)
-            .filter(|q| !q.is_deleted())
-            .map(|q| q.with_settings(Clone::clone))
-    }
-
-    /// Deletes a queue with its messages; false if it did not exist. Its name stays
-    /// unavailable for 60 seconds (when the cooldown is on).
-    pub(crate) fn delete_queue(&self, id: &QueueId) -> bool {
-        self.remove_queue(id, Some(self.now_ms()))
-    }
-
-    /// Queues of one namespace whose names start with `prefix`, sorted by name.
-    pub(crate) fn list_queues(&self, region: &str, account: &str, prefix: &str) -> Vec<Arc<Queue>> {
-        self.depend_on_registry();
-        let mut found: Vec<Arc<Queue>> = self
-            .queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter(|q| {
-                q.id.region == region
-                    && q.id.account == account
-                    && q.id.name.starts_with(prefix)
-                    && !moves::outbox::is_hidden(&q.id.name)
-            })
-            .cloned()
-            .collect();
-        found.sort_by(|a, b| a.id.name.cmp(&b.id.name));
-        found
-    }
-
-    /// Receives from `queue`, handing messages that exceeded maxReceiveCount to its
-    /// dead-letter queue (two queue locks are never held at once).
-    pub(crate) fn receive(
-        &self,
-        queue: &Queue,
-        req: ReceiveRequest,
-        now_ms: u64,
-    ) -> Result<ReceiveOutcome, EngineError> {
-        let mut outcome = queue.receive(req, now_ms)?;
-        if let Some(dead) = outcome.dead_letters.take() {
-            use moves::outbox::{Destination, Via};
-            let mut messages = Some(dead.messages);
-            // An outbox removed since it was found refuses them; the next look makes a new
-            // one. Twice refused (outboxes of a source being deleted), they stay here.
-            for _ in 0..2 {
-                let Some(taken) = messages.take() else { break };
-                match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
-                    Destination::Local(dlq) => {
-                        dlq.accept(
-                            taken,
-                            Transfer::DeadLetter {
-                                source_arn: &queue.arn,
-                            },
-                            now_ms,
-                        );
-                        // Their removal from here is logged with their arrival there.
-                        queue.changed_at(dlq.last_lsn());
-                    }
-                    Destination::Outbox(o) => match o.accept_open(taken, Transfer::Restore, now_ms)
-                    {
-                        Ok(()) => {
-                            queue.changed_at(o.last_lsn());
-                            outcome.forwarded = Some((o.last_seq(), o));
-                            self.outbox_filled();
-                        }
-                        Err(back) => messages = Some(back),
-                    },
-                    // The dead-letter queue is gone: keep the messages where they were.
-                    Destination::Gone => queue.accept(taken, Transfer::Restore, now_ms),
-                }
-            }
-            if let Some(back) = messages {
-                queue.accept(back, Transfer::Restore, now_ms);
-            }
-        }
-        Ok(outcome)
-    }
-
-    /// Queues of the namespace whose RedrivePolicy names `target` as dead-letter queue.
-    pub(crate) fn dead_letter_sources(&self, target: &QueueId) -> Vec<Arc<Queue>> {
-        self.list_queues(&target.region, &target.account, "")
-            .into_iter()
-            .filter(|q| {
-                q.with_settings(|s| {
-                    s.redrive_policy
-                        .as_ref()
-                        .is_some_and(|p| p.dead_letter_target == *target)
-                })
-            })
-            .collect()
-    }
-
     /// Records a move task's current state (under the task list's lock, which a snapshot
     /// copies the tasks under).
     pub(crate) fn record_task(&self, task: &moves::task::MoveTask) {
@@ -410,48 +237,6 @@ impl Engine {
             .collect()
     }
 
-    /// Removes queues, their messages, move tasks and deleted-name cooldowns: a fresh engine.
-    /// `namespace` limits it to one (region, account).
-    pub(crate) fn reset(&self, namespace: Option<(&str, &str)>) {
-        self.forget(namespace, true);
-    }
-
-    /// [`Engine::reset`], recording it or (replaying it) not.
-    fn forget(&self, namespace: Option<(&str, &str)>, record: bool) {
-        let removed: Vec<Arc<Queue>> = {
-            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
-            if record {
-                let lsn = self.journal.record(&[durable::change::Change::Reset {
-                    namespace: namespace.map(|(r, a)| (r.into(), a.into())),
-                }]);
-                self.registry_lsn.raise(lsn);
-            }
-            let ids: Vec<QueueId> = queues
-                .keys()
-                .filter(|id| namespace.is_none_or(|(r, a)| id.region == r && id.account == a))
-                .cloned()
-                .collect();
-            // Under the registry's lock, with the record: a snapshot sees both or neither.
-            self.deleted
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|id, _| namespace.is_some_and(|(r, a)| id.region != r || id.account != a));
-            ids.iter().filter_map(|id| queues.remove(id)).collect()
-        };
-        for q in &removed {
-            q.mark_deleted();
-        }
-        let arns: Vec<&str> = removed.iter().map(|q| q.arn.as_str()).collect();
-        let mut tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-        for t in tasks
-            .iter()
-            .filter(|t| arns.contains(&t.source_arn.as_str()))
-        {
-            t.request_cancel();
-        }
-        tasks.retain(|t| !arns.contains(&t.source_arn.as_str()));
-    }
-
     /// Turns at-least-once redelivery off on every queue.
     pub(crate) fn clear_redelivery(&self) {
         for q in self
@@ -462,110 +247,6 @@ impl Engine {
         {
             q.set_redelivery(0.0);
         }
-    }
-
-    /// Removes one queue without leaving a deleted-name cooldown behind.
-    pub(crate) fn reset_queue(&self, id: &QueueId) -> bool {
-        self.remove_queue(id, None)
-    }
-
-    /// Removes `outbox` (a hidden queue) if it is still the registered one and holds
-    /// nothing; recorded as any deletion, without a cooldown (an outbox is never named by
-    /// a client). It is sealed in one step with the check that it is empty
-    /// ([`Queue::seal_if_empty`]): a dead letter that found it just before is refused by it
-    /// and goes to the outbox made in its place (see [`Engine::receive`]).
-    pub(crate) fn remove_outbox(&self, outbox: &Queue) -> bool {
-        if !moves::outbox::is_hidden(&outbox.id.name) || !outbox.is_empty() {
-            return false;
-        }
-        {
-            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
-            // The registry's lock, then the queue's, as `outboxes_where` takes them; nothing
-            // takes a queue's lock and then the registry's.
-            if queues.get(&outbox.id).is_none_or(|q| q.uid != outbox.uid) || !outbox.seal_if_empty()
-            {
-                return false;
-            }
-            queues.remove(&outbox.id);
-            // Under the registry's lock, with the removal: a snapshot sees both or neither.
-            let lsn = self
-                .journal
-                .record(&[durable::change::Change::QueueDeleted {
-                    uid: outbox.uid,
-                    cooldown_from: None,
-                }]);
-            self.registry_lsn.raise(lsn);
-        }
-        true
-    }
-
-    fn remove_queue(&self, id: &QueueId, cooldown_from: Option<u64>) -> bool {
-        if moves::outbox::is_hidden(&id.name) {
-            // An outbox goes only with a reset of its namespace (its entries with it).
-            return false;
-        }
-        let removed = {
-            let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
-            let removed = queues.remove(id);
-            if let Some(q) = &removed {
-                let lsn = self
-                    .journal
-                    .record(&[durable::change::Change::QueueDeleted {
-                        uid: q.uid,
-                        cooldown_from,
-                    }]);
-                self.registry_lsn.raise(lsn);
-                // Under the registry's lock, with the record: a snapshot sees both or neither.
-                if let Some(at) = cooldown_from {
-                    self.deleted
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(id.clone(), at);
-                }
-            }
-            removed
-        };
-        match removed {
-            Some(q) => {
-                q.mark_deleted();
-                self.origin_gone(&q);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// How many messages every queue (hidden ones too) stores, and their footprints' sum.
-    pub(crate) fn stored_size(&self) -> (u64, u64) {
-        let queues: Vec<Arc<Queue>> = (self.queues.read().unwrap_or_else(|p| p.into_inner()))
-            .values()
-            .cloned()
-            .collect();
-        queues
-            .iter()
-            .map(|q| q.stored_size())
-            .fold((0, 0), |(n, b), (qn, qb)| (n + qn, b + qb))
-    }
-
-    /// Every queue of every namespace, sorted by region, account and name.
-    pub(crate) fn all_queues(&self) -> Vec<Arc<Queue>> {
-        self.depend_on_registry();
-        let mut all: Vec<Arc<Queue>> = self
-            .queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .filter(|q| !moves::outbox::is_hidden(&q.id.name))
-            .cloned()
-            .collect();
-        all.sort_by(|a, b| {
-            (&a.id.region, &a.id.account, &a.id.name).cmp(&(
-                &b.id.region,
-                &b.id.account,
-                &b.id.name,
-            ))
-        });
-        all
     }
 
     /// Moves the clock forward and lets every long poll re-check its queue.

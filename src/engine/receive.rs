@@ -1,8 +1,9 @@
-//! The values a receive takes and gives, and how messages move between queues (dead
-//! letters, redrives).
+//! The values a receive takes and gives, how messages move between queues (dead letters,
+//! redrives), and the engine's receive, which hands a queue's dead letters to their queue.
 
 use super::ids::{MessageKey, QueueId};
 use super::message::{ReceivedMessage, StoredMessage};
+use super::{moves, Engine, EngineError, Queue};
 
 /// Parameters of one receive.
 #[derive(Debug, Clone)]
@@ -57,4 +58,54 @@ pub(crate) enum Transfer<'a> {
     Redrive,
     /// Returned to where they came from (their dead-letter queue vanished): unchanged.
     Restore,
+}
+
+impl Engine {
+    /// Receives from `queue`, handing messages that exceeded maxReceiveCount to its
+    /// dead-letter queue (two queue locks are never held at once).
+    pub(crate) fn receive(
+        &self,
+        queue: &Queue,
+        req: ReceiveRequest,
+        now_ms: u64,
+    ) -> Result<ReceiveOutcome, EngineError> {
+        let mut outcome = queue.receive(req, now_ms)?;
+        if let Some(dead) = outcome.dead_letters.take() {
+            use moves::outbox::{Destination, Via};
+            let mut messages = Some(dead.messages);
+            // An outbox removed since it was found refuses them; the next look makes a new
+            // one. Twice refused (outboxes of a source being deleted), they stay here.
+            for _ in 0..2 {
+                let Some(taken) = messages.take() else { break };
+                match self.destination(&queue.id, &dead.target, Via::DeadLetter) {
+                    Destination::Local(dlq) => {
+                        dlq.accept(
+                            taken,
+                            Transfer::DeadLetter {
+                                source_arn: &queue.arn,
+                            },
+                            now_ms,
+                        );
+                        // Their removal from here is logged with their arrival there.
+                        queue.changed_at(dlq.last_lsn());
+                    }
+                    Destination::Outbox(o) => match o.accept_open(taken, Transfer::Restore, now_ms)
+                    {
+                        Ok(()) => {
+                            queue.changed_at(o.last_lsn());
+                            outcome.forwarded = Some((o.last_seq(), o));
+                            self.outbox_filled();
+                        }
+                        Err(back) => messages = Some(back),
+                    },
+                    // The dead-letter queue is gone: keep the messages where they were.
+                    Destination::Gone => queue.accept(taken, Transfer::Restore, now_ms),
+                }
+            }
+            if let Some(back) = messages {
+                queue.accept(back, Transfer::Restore, now_ms);
+            }
+        }
+        Ok(outcome)
+    }
 }

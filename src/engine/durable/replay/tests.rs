@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use super::*;
 use crate::engine::random;
+use crate::engine::receive::Transfer;
 use crate::engine::redrive::RedrivePolicy;
-use crate::engine::{NewMessage, QueueId, QueueSettings, ReceiveRequest, Transfer};
+use crate::engine::{NewMessage, QueueId, QueueSettings, ReceiveRequest};
 use crate::store::memory::MemoryStore;
 
 const T0: u64 = 1_800_000_000_000;

@@ -40,7 +40,7 @@ fn plain(e: &Engine, name: &str) -> Arc<Queue> {
         .0
 }
 
-fn receive(e: &Engine, name: &str) -> crate::engine::ReceiveOutcome {
+fn receive(e: &Engine, name: &str) -> crate::engine::receive::ReceiveOutcome {
     let req = ReceiveRequest {
         max_messages: 10,
         visibility_timeout: Some(0),
