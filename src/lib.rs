@@ -23,12 +23,13 @@
 //!   shard → preferred node), `membership` (heartbeats and leases in JetStream key-value
 //!   buckets: `buckets` opens them and reads a key at its leader, `step` is one control
 //!   step, `read` its reads, `shards` the leases taken and given back, `settings` the
-//!   clock, realism and log format it follows; `batch_read` reads many of their keys in one request, fenced by a
+//!   clock and realism a node applies, publishes and follows, and the log format; `batch_read` reads many of their keys in one request, fenced by a
 //!   heartbeat), `shard` (a served shard: an engine on its JetStream stream), `leaders` (each
 //!   shard stream's leader moved to an even share per JetStream server), `route` (a
 //!   request routed to its shard's engine or forwarded to the node serving it), `peers`
 //!   (questions to every node: listings, stats, settings told), `admin` (the admin and
-//!   peer endpoints in cluster mode), `courier` (outbox parcels and queue settings between
+//!   peer endpoints in cluster mode), `status` (`/_sqsim/cluster` and health in cluster
+//!   mode), `courier` (outbox parcels and queue settings between
 //!   shards), `realism` (`/_sqsim/realism` for the whole cluster or one queue where it is
 //!   served), `reset` (`/_sqsim/reset` on whichever node serves each shard).
 //! - `control` (uses: api, worker, http, protocol, config, engine, store, error) — the control plane beside the SQS API,
