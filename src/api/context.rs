@@ -144,13 +144,28 @@ impl Context {
         if !self.verified || queue.id.account == self.account {
             return Ok(());
         }
+        queue.with_settings(|s| self.authorize_on(&queue.arn, s.policy.as_deref(), self.action))
+    }
+
+    /// Whether this caller may do `action` to the queue at `arn` (of another account,
+    /// served anywhere) whose Policy is `policy`: what an action on one queue needs on a
+    /// second one (StartMessageMoveTask sends to its destination).
+    pub(crate) fn authorize_on(
+        &self,
+        arn: &str,
+        policy: Option<&str>,
+        action: Action,
+    ) -> Result<(), SqsError> {
+        let owner = QueueId::from_arn(arn).map(|id| id.account);
+        if !self.verified || owner.as_deref() == Some(self.account.as_str()) {
+            return Ok(());
+        }
         let req = super::access::Request {
             account: &self.account,
-            action: self.action,
-            resource: &queue.arn,
+            action,
+            resource: arn,
         };
-        let decision = queue.with_settings(|s| super::access::decide(s.policy.as_deref(), &req));
-        match decision {
+        match super::access::decide(policy, &req) {
             super::access::Decision::Allow => Ok(()),
             d => Err(super::access::denied(&req, d)),
         }

@@ -84,7 +84,14 @@ fn claims(req: &SignedRequest<'_>) -> Result<Claims, SqsError> {
         let mut fields = HashMap::new();
         for part in rest.split(',') {
             if let Some((k, v)) = part.trim().split_once('=') {
-                fields.insert(k.trim(), v.trim());
+                // One credential per request: with two, another parser could read the one
+                // that was not verified.
+                if fields.insert(k.trim(), v.trim()).is_some() {
+                    return Err(error(
+                        ErrorCode::IncompleteSignature,
+                        format!("The Authorization header names {} twice.", k.trim()),
+                    ));
+                }
             }
         }
         let (Some(cred), Some(signed), Some(sig)) = (
@@ -280,6 +287,18 @@ fn check_scope(req: &SignedRequest<'_>, c: &Claims) -> Result<(), SqsError> {
             "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.",
         ));
     }
+    // A presigned URL's action is the one it was signed with: an `X-Amz-Target` header
+    // would choose another (the JSON protocol's), so it must be signed too. (A
+    // header-signed request's SDK signs it with the rest.)
+    if c.expires.is_some()
+        && req.headers.contains_key("x-amz-target")
+        && !c.signed_headers.iter().any(|h| h == "x-amz-target")
+    {
+        return Err(error(
+            ErrorCode::SignatureDoesNotMatch,
+            "X-Amz-Target is not among the presigned request's X-Amz-SignedHeaders: a presigned URL runs only the action it was signed for.",
+        ));
+    }
     let host = crate::http::header(req.headers, hyper::header::HOST.as_str()).unwrap_or_default();
     if let Some(region) = host
         .strip_prefix("sqs.")
@@ -299,12 +318,21 @@ fn check_scope(req: &SignedRequest<'_>, c: &Claims) -> Result<(), SqsError> {
     Ok(())
 }
 
-/// Checks a request's signature; returns the credential it was signed with.
+/// Who signed a request, as its verified signature says: what a request acts as comes from
+/// here alone, never from a second reading of its headers.
+#[derive(Debug)]
+pub(crate) struct Signer<'c> {
+    pub credential: &'c Credential,
+    /// The region of the verified credential scope.
+    pub region: String,
+}
+
+/// Checks a request's signature; returns who signed it.
 pub(crate) fn verify<'c>(
     req: &SignedRequest<'_>,
     keys: &'c HashMap<String, Credential>,
     now: SystemTime,
-) -> Result<&'c Credential, SqsError> {
+) -> Result<Signer<'c>, SqsError> {
     let c = claims(req)?;
     let presigned = c.expires.is_some();
     let cred = keys.get(&c.access_key).ok_or_else(|| {
@@ -416,7 +444,10 @@ pub(crate) fn verify<'c>(
         same_secret(&expected, &c.signature)
     });
     if same {
-        Ok(cred)
+        Ok(Signer {
+            credential: cred,
+            region: c.region,
+        })
     } else {
         Err(mismatch())
     }

@@ -354,10 +354,15 @@ async fn admin_authenticated(
         body: &bytes,
     };
     match super::auth::verify(&signed, keys, std::time::SystemTime::now()) {
-        Ok(cred) if cred.admin => Ok(Request::from_parts(parts, RequestBody::ready(bytes))),
-        Ok(cred) => Err(Verdict::Refuse(
+        Ok(signer) if signer.credential.admin => {
+            Ok(Request::from_parts(parts, RequestBody::ready(bytes)))
+        }
+        Ok(signer) => Err(Verdict::Refuse(
             StatusCode::FORBIDDEN,
-            format!("the credential {} is not marked admin", cred.access_key),
+            format!(
+                "the credential {} is not marked admin",
+                signer.credential.access_key
+            ),
         )),
         Err(e) => Err(unauthorized(&e.message)),
     }

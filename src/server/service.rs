@@ -216,13 +216,21 @@ where
     }
 }
 
-/// Stage 2: under `--auth verify`, the signature; the account of the key that signed.
+/// Who a verified request acts as: its key's account and its signature's region.
+struct Identity {
+    account: String,
+    region: String,
+}
+
+/// Stage 2: under `--auth verify`, the signature; who signed it. Nothing else decides a
+/// verified request's account or region: a second reading of the headers could see a
+/// credential that was not the one verified.
 fn authenticate(
     state: &AppState,
     parts: &Parts,
     body: &Bytes,
     request_id: &str,
-) -> Result<Option<String>, Stop> {
+) -> Result<Option<Identity>, Stop> {
     let AuthMode::Verify(keys) = &state.config.auth else {
         return Ok(None);
     };
@@ -234,7 +242,19 @@ fn authenticate(
         body,
     };
     match auth::verify(&signed, keys, std::time::SystemTime::now()) {
-        Ok(cred) => Ok(cred.account_id.clone()),
+        Ok(signer) => {
+            let key = signer.credential;
+            let account = match &key.account_id {
+                Some(a) => a.clone(),
+                None => account_of_key(&key.access_key)
+                    .unwrap_or(&state.config.account_id)
+                    .to_string(),
+            };
+            Ok(Some(Identity {
+                account,
+                region: signer.region,
+            }))
+        }
         Err(err) => Err(Stop::error(
             render_of(&parts.headers, parts.uri.query()),
             request_id,
@@ -295,32 +315,39 @@ fn context(
     state: &AppState,
     parts: &Parts,
     decoded: &Decoded,
-    signer: Option<String>,
+    signer: Option<Identity>,
     request_id: &str,
 ) -> Context {
     let headers = &parts.headers;
-    let scope = credential_scope(headers, parts.uri.query());
-    let region = match scope {
-        Some(s) if !state.config.single_region => s.region,
-        _ => state.config.region.as_str(),
+    // Verified: the signature's. Otherwise the credential scope names them (a 12-digit
+    // access key as the account, so that tests using different keys get separate
+    // namespaces), else the server's defaults.
+    let (account, region) = match signer {
+        Some(Identity { account, region }) => (account, region),
+        None => {
+            let scope = credential_scope(headers, parts.uri.query());
+            let account = scope
+                .and_then(|s| account_of_key(s.access_key))
+                .unwrap_or(&state.config.account_id);
+            let region = scope.map_or(state.config.region.as_str(), |s| s.region);
+            (account.to_string(), region.to_string())
+        }
+    };
+    let region = match state.config.single_region {
+        true => state.config.region.clone(),
+        false => region,
     };
     let host = header(headers, HOST);
     let base_url = state.config.queue_base_url(
         host,
-        region,
+        &region,
         crate::http::reached(headers, state.local_addr),
     );
-    let account = signer.unwrap_or_else(|| {
-        scope
-            .and_then(|s| account_of_key(s.access_key))
-            .unwrap_or(&state.config.account_id)
-            .to_string()
-    });
     let verified = matches!(state.config.auth, AuthMode::Verify(_));
     Context {
         engine: Arc::clone(&state.engine),
         protocol: decoded.protocol,
-        region: region.to_string(),
+        region,
         sender_id: Arc::from(account.as_str()),
         account,
         base_url,

@@ -7,6 +7,7 @@ required permission ("Amazon SQS API permissions") and without it; errors are AW
 protocols (make test-python and test-query)."""
 
 import json
+import time
 import uuid
 
 import pytest
@@ -253,3 +254,27 @@ def test_owner_only_actions_are_never_shared(owner, other, queue):
     # ...while the owner may do each of them.
     owner.tag_queue(QueueUrl=url, Tags={"k": "v"})
     assert owner.list_queue_tags(QueueUrl=url)["Tags"] == {"k": "v"}
+
+
+def test_a_move_task_sends_only_where_its_caller_may_send(owner, other, queue):
+    """StartMessageMoveTask sends to its destination: another account's queue only as that
+    queue's Policy grants the caller sqs:SendMessage (AWS's redrive permissions), else
+    AccessDenied and nothing moves."""
+    _, url, arn = queue
+    tag = uuid.uuid4().hex[:8]
+    dlq = other.create_queue(QueueName=f"mv-dlq-{tag}")["QueueUrl"]
+    dlq_arn = queue_attrs(other, dlq, "QueueArn")["QueueArn"]
+    policy = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "1"})
+    other.create_queue(QueueName=f"mv-src-{tag}", Attributes={"RedrivePolicy": policy})
+    other.send_message(QueueUrl=dlq, MessageBody="from another account")
+    denied(other.start_message_move_task, SourceArn=dlq_arn, DestinationArn=arn)
+    assert queue_attrs(owner, url, "ApproximateNumberOfMessages")["ApproximateNumberOfMessages"] == "0"
+    assert queue_attrs(other, dlq, "ApproximateNumberOfMessages")["ApproximateNumberOfMessages"] == "1"
+    # Granted SendMessage, the task may send there.
+    owner.add_permission(QueueUrl=url, Label="send", AWSAccountIds=[OTHER[2]], Actions=["SendMessage"])
+    other.start_message_move_task(SourceArn=dlq_arn, DestinationArn=arn)
+    for _ in range(100):
+        if queue_attrs(owner, url, "ApproximateNumberOfMessages")["ApproximateNumberOfMessages"] == "1":
+            break
+        time.sleep(0.05)
+    assert queue_attrs(owner, url, "ApproximateNumberOfMessages")["ApproximateNumberOfMessages"] == "1"

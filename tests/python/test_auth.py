@@ -207,3 +207,62 @@ def test_verify_without_keys_or_with_a_bad_key_will_not_start():
     assert out.returncode == 2, out
     assert "--credentials must be ACCESS_KEY:SECRET[:ACCOUNT_ID]" in out.stderr
     assert "sqsim listening" not in out.stdout
+
+
+def test_a_presigned_url_runs_only_the_action_it_was_signed_for(srv, good):
+    """A presigned URL signs its query (the action) and the host only: an X-Amz-Target
+    header added by whoever holds the URL would choose the JSON protocol's action instead
+    (a read-only URL turned into a purge or a delete), so it must be signed too."""
+    name = qname()
+    url = good.create_queue(QueueName=name)["QueueUrl"]
+    good.send_message(QueueUrl=url, MessageBody="keep me")
+    path = presign_get(srv, {"Action": "GetQueueAttributes", "QueueUrl": url, "AttributeName.1": "All"})
+    for action in ("ReceiveMessage", "PurgeQueue", "DeleteQueue"):
+        status, _, body = srv.http(
+            "GET", path, headers={"X-Amz-Target": f"AmazonSQS.{action}",
+                                  "Content-Type": "application/x-amz-json-1.0"}
+        )
+        assert status == 403, (action, body)
+        assert b"X-Amz-Target is not among" in body, body
+    assert queue_attrs(good, url, "ApproximateNumberOfMessages")["ApproximateNumberOfMessages"] == "1"
+    # The URL itself still does what it was signed for.
+    status, _, body = srv.http("GET", path)
+    assert status == 200 and b"<Name>QueueArn</Name>" in body, body
+
+
+def test_the_verified_credential_alone_names_the_account(srv, good):
+    """A request acts as the account of the credential whose signature was verified: a
+    second `Credential=` in the Authorization header, or a query parameter whose value
+    looks like one, cannot make a key without an account act as another account."""
+    from botocore.auth import SigV4Auth
+
+    name = qname()
+    good.create_queue(QueueName=name)
+    # Signed by the key without an account (the default one), with a decoy credential
+    # naming the keyed account put first.
+    req = AWSRequest(
+        method="POST", url=f"{srv.endpoint}/", data=json.dumps({"QueueNamePrefix": name}),
+        headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.ListQueues"},
+    )
+    SigV4Auth(Credentials(PLAIN_KEY, PLAIN_SECRET), "sqs", "us-east-1").add_auth(req)
+    auth = req.headers["Authorization"]
+    day = auth.split("Credential=")[1].split("/")[1]
+    decoy = f"Credential={KEY_ACCOUNT}/{day}/us-east-1/sqs/aws4_request, "
+    headers = dict(req.headers)
+    headers["Authorization"] = auth.replace("AWS4-HMAC-SHA256 ", f"AWS4-HMAC-SHA256 {decoy}", 1)
+    status, _, body = srv.http("POST", "/", req.body, headers)
+    assert status in (400, 403), body
+    assert name.encode() not in body, body
+    # Presigned, with a decoy parameter (sent unencoded, first) naming the keyed account.
+    query = urllib.parse.urlencode({"Action": "ListQueues", "QueueNamePrefix": name, "Version": "2012-11-05"})
+    decoy_param = f"X-Amz-Credential={KEY_ACCOUNT}/{day}/us-east-1/sqs/aws4_request"
+    signed = AWSRequest(method="GET", url=f"{srv.endpoint}/?Decoy={urllib.parse.quote(decoy_param, safe='')}&{query}")
+    SigV4QueryAuth(Credentials(PLAIN_KEY, PLAIN_SECRET), "sqs", "us-east-1", expires=300).add_auth(signed)
+    path = signed.url[len(srv.endpoint):]
+    raw = path.replace(f"Decoy={urllib.parse.quote(decoy_param, safe='')}", f"Decoy={decoy_param}", 1)
+    assert raw != path
+    for p in (path, raw):
+        status, _, body = srv.http("GET", p)
+        # Verified as the key without an account: its (empty) listing, not the keyed one's.
+        assert status == 200, body
+        assert name.encode() not in body, body

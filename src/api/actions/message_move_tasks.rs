@@ -11,7 +11,7 @@ use crate::api::{check_range, required, Context};
 use crate::engine::moves::task::{self, MoveTask, StartError, TaskFailure, TaskStatus};
 use crate::engine::{Queue, QueueId};
 use crate::error::{ErrorCode, SqsError};
-use crate::protocol::{Empty, Member, Shape, XmlResult, XmlWriter};
+use crate::protocol::{Action, Empty, Member, Shape, XmlResult, XmlWriter};
 
 /// Fastest rate a task may be given.
 const MAX_RATE: i64 = 500;
@@ -75,9 +75,13 @@ pub(crate) async fn start(ctx: &Context, input: StartInput) -> Result<StartOutpu
             let id = QueueId::from_arn(arn).ok_or_else(|| not_found("DestinationArn"))?;
             // In a cluster another shard may serve it; its messages then go through an
             // outbox.
-            if ctx.settings_of(&id).await?.is_none() {
-                return Err(not_found("DestinationArn"));
-            }
+            let settings = ctx
+                .settings_of(&id)
+                .await?
+                .ok_or_else(|| not_found("DestinationArn"))?;
+            // The task sends to it: another account's queue only as its Policy allows
+            // the caller sqs:SendMessage.
+            ctx.authorize_on(&id.arn(), settings.policy.as_deref(), Action::SendMessage)?;
             Some(id)
         }
         None => None,
