@@ -163,6 +163,14 @@ fn from_browser(headers: &HeaderMap) -> bool {
         || header(headers, USER_AGENT).is_some_and(|ua| ua.starts_with("Mozilla/"))
 }
 
+/// Whether a query-protocol request only reads: its `Action` (if any) gets or lists.
+fn reads_only(query: Option<&str>) -> bool {
+    crate::protocol::form::parse(query.unwrap_or_default().as_bytes())
+        .iter()
+        .filter(|(key, _)| key == "Action")
+        .all(|(_, action)| action.starts_with("Get") || action.starts_with("List"))
+}
+
 /// Why a request to the control plane of a node started with `--admin off` is refused.
 const ADMIN_OFF: &str = "the control plane is off (--admin off)";
 
@@ -230,8 +238,11 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
         None => {
             let typed = matches!(site, Some("none" | "same-origin"));
             let safe = matches!(*req.method(), Method::GET | Method::HEAD);
+            // `none` is also what a link clicked in a chat or a mail sends: such a request
+            // may read the SQS API, not change it.
+            let changes = site == Some("none") && !(safe && reads_only(req.uri().query()));
             if matches!(site, Some("cross-site" | "same-site"))
-                || (browser && area == Area::Sqs && !typed)
+                || (browser && area == Area::Sqs && (!typed || changes))
                 || (browser && area != Area::Sqs && !safe)
             {
                 return Verdict::Refuse(
@@ -248,6 +259,9 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
     let console = req.uri().path().starts_with(console::PREFIX);
     if req.uri().path() == login::LOGIN_PATH && *req.method() == Method::POST {
         return Verdict::Answer(login::login(state, req).await);
+    }
+    if req.uri().path() == login::LOGOUT_PATH && *req.method() == Method::POST {
+        return Verdict::Answer(login::logout(state, &req));
     }
     let page = console && *req.method() == Method::GET;
     match admin_authenticated(state, req).await {
@@ -309,15 +323,7 @@ async fn admin_authenticated(
         return Err(unauthorized("the bearer token is not sqsim's admin token"));
     }
     let cookie = cookie_name(&state.plane);
-    let session = headers
-        .get_all(hyper::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(name, _)| *name == cookie)
-        .map(|(_, v)| v.to_string());
-    if session.is_some_and(|s| state.sessions.is_open(&s)) {
+    if login::session_ids(headers, &cookie).any(|s| state.sessions.is_open(s)) {
         return Ok(req);
     }
     let AuthMode::Verify(keys) = &state.config.auth else {

@@ -143,6 +143,18 @@ def test_each_format_reads_whole_and_typed_by_its_own_parser_and_promtool():
         url = c.create_queue(QueueName="m-formats")["QueueUrl"]
         c.send_message(QueueUrl=url, MessageBody="x")
         c.receive_message(QueueUrl=url)
+        # A region is whatever a client's credential scope names: a quote or a backslash in
+        # one is escaped in the labels, or every scrape would be unreadable.
+        odd = 'eu"we\\st-1'
+        status, _, body = srv.http(
+            "POST", "/", b'{"QueueName": "m-odd-region"}',
+            {
+                "Content-Type": "application/x-amz-json-1.0",
+                "X-Amz-Target": "AmazonSQS.CreateQueue",
+                "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20240101/{odd}/sqs/aws4_request, SignedHeaders=host, Signature=0",
+            },
+        )
+        assert status == 200, body
 
         status, headers, om = srv.http("GET", "/metrics", headers={"Accept": PROMETHEUS_ACCEPT})
         assert status == 200
@@ -166,6 +178,8 @@ def test_each_format_reads_whole_and_typed_by_its_own_parser_and_promtool():
         assert "unknown" not in types.values() and "untyped" not in types.values()
         for name in ("sqsim_messages_sent", "sqsim_requests", "process_cpu_seconds"):
             assert types[name] == "counter", name
+        assert odd in {s.labels.get("region") for f in families for s in f.samples}
+        assert odd in {s.labels.get("region") for f in openmetrics_families(om) for s in f.samples}
         samples = {s.name: s for f in families for s in f.samples}
         assert samples["sqsim_build_info"].labels["version"]
         assert samples["process_resident_memory_bytes"].value > 1 << 20

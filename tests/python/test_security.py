@@ -213,6 +213,13 @@ def test_the_admin_token_guards_the_control_plane_and_the_console_logs_in():
         pair = cookie.split(";")[0]
         assert srv.http("GET", "/_sqsim/console/", headers={"Cookie": pair})[0] == 200
         assert srv.http("GET", "/_sqsim/stats", headers={"Cookie": pair})[0] == 200
+        # Signing out ends the session: the cookie (which other programs on this host may
+        # have seen: browsers send it to every port) opens nothing any more.
+        status, headers, _ = raw(srv, "POST", "/_sqsim/console/logout", b"", {"Cookie": pair, "Origin": own})
+        assert status == 303 and "Max-Age=0" in headers["set-cookie"], headers
+        assert srv.http("GET", "/_sqsim/stats", headers={"Cookie": pair})[0] == 401
+        status, _, page = srv.http("GET", "/_sqsim/console/", headers={"Cookie": pair})
+        assert status == 401 and b'name="token"' in page
         # A login form posted from another site is refused before the token is looked at.
         status, _, _ = raw(
             srv, "POST", "/_sqsim/console/login", f"token={TOKEN}".encode(),
@@ -297,3 +304,44 @@ def test_a_captured_signature_cannot_be_replayed_over_another_body(tmp_path):
         SigV4Auth(Credentials("AKIDX", "x-secret"), "s3", "us-east-1").add_auth(req)
         status, _, body = srv.http("POST", "/", form("ListQueues"), dict(req.headers.items()))
         assert status == 403 and b"scoped to correct service" in body
+
+
+def test_console_pages_cannot_be_framed_or_run_foreign_scripts():
+    """Every console page and asset, and the sign-in page, forbids framing (also in browsers
+    that send no Sec-Fetch-* headers for the guard to refuse), type sniffing, and scripts,
+    styles and images from anywhere but the console."""
+    with running("--admin-token", TOKEN) as srv:
+        status, headers, _ = raw(srv, "GET", "/_sqsim/console/")
+        assert status == 401
+        signed_in = {"Authorization": f"Bearer {TOKEN}"}
+        pages = [headers] + [
+            raw(srv, "GET", path, headers=signed_in)[1]
+            for path in ("/_sqsim/console/", "/_sqsim/console/app.js", "/_sqsim/console/app.css")
+        ]
+        for h in pages:
+            assert h["x-frame-options"] == "DENY", h
+            assert h["x-content-type-options"] == "nosniff", h
+            csp = h["content-security-policy"]
+            assert "frame-ancestors 'none'" in csp and "default-src 'self'" in csp, csp
+            assert "script-src" not in csp or "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+
+
+def test_a_link_opened_from_outside_the_browser_only_reads(srv):
+    """A link clicked in a chat, a mail or a terminal reaches sqsim as a typed URL
+    (`Sec-Fetch-Site: none`): it may read the SQS API, but not change a queue."""
+    opened = {"Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "User-Agent": BROWSER_UA}
+    url = f"http://127.0.0.1:{srv.port}/000000000000/victim"
+    srv.client().send_message(QueueUrl=url, MessageBody="keep me")
+    for action in ("PurgeQueue", "DeleteQueue", "SendMessage", "ReceiveMessage"):
+        q = urllib.parse.urlencode({"Action": action, "QueueUrl": url, "MessageBody": "planted"})
+        status, _, body = srv.http("GET", f"/?{q}", headers=opened)
+        assert status == 403 and b"AccessDenied" in body, (action, body)
+        # A POST cannot come from a typed URL at all.
+        status, _, _ = srv.http("POST", "/", form(action, QueueUrl=url), {**opened, "Content-Type": "application/x-www-form-urlencoded"})
+        assert status == 403, action
+    for action, params in (("GetQueueUrl", {"QueueName": "victim"}), ("ListQueues", {})):
+        q = urllib.parse.urlencode({"Action": action, **params})
+        status, _, body = srv.http("GET", f"/?{q}", headers=opened)
+        assert status == 200, (action, body)
+    attrs = srv.client().get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "1"

@@ -17,6 +17,8 @@ use crate::http::RequestBody;
 
 /// Where the login form posts.
 pub(crate) const LOGIN_PATH: &str = "/_sqsim/console/login";
+/// Where a session is ended.
+pub(crate) const LOGOUT_PATH: &str = "/_sqsim/console/logout";
 
 const PAGE: &str = r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>sqsim console: sign in</title>
@@ -39,11 +41,47 @@ pub(crate) fn page(error: Option<&str>) -> Response<Full<Bytes>> {
     };
     let mut resp = Response::new(Full::new(Bytes::from(body)));
     *resp.status_mut() = StatusCode::UNAUTHORIZED;
+    super::page_headers(resp.headers_mut());
     resp.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     resp
+}
+
+/// `POST /_sqsim/console/logout`: ends the session its cookie names (a cookie another
+/// program on this host saw is then worth nothing), clears the cookie and goes back to
+/// the sign-in page.
+pub(crate) fn logout(state: &Plane, req: &Request<RequestBody>) -> Response<Full<Bytes>> {
+    let name = cookie_name(state);
+    for id in session_ids(req.headers(), &name) {
+        state.sessions.close(id);
+    }
+    let mut resp = Response::new(Full::new(Bytes::new()));
+    *resp.status_mut() = StatusCode::SEE_OTHER;
+    let h = resp.headers_mut();
+    h.insert(LOCATION, HeaderValue::from_static(PREFIX));
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "{name}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
+    )) {
+        h.insert(SET_COOKIE, v);
+    }
+    resp
+}
+
+/// The values of the cookies named `name` in `headers`.
+pub(crate) fn session_ids<'h>(
+    headers: &'h hyper::HeaderMap,
+    name: &'h str,
+) -> impl Iterator<Item = &'h str> + 'h {
+    headers
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .filter(move |(n, _)| *n == name)
+        .map(|(_, v)| v)
 }
 
 /// `POST /_sqsim/console/login` (a form with `token`): a session cookie and a redirect to
@@ -95,6 +133,11 @@ impl Sessions {
         s.retain(|_, until| *until > now);
         s.insert(id.clone(), now + SESSION_TTL);
         id
+    }
+
+    /// Ends session `id`.
+    pub(crate) fn close(&self, id: &str) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
     }
 
     pub(crate) fn is_open(&self, id: &str) -> bool {

@@ -44,9 +44,28 @@ const ICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 1
 <rect x=\"3\" y=\"7\" width=\"10\" height=\"2\" fill=\"#fff\"/>\
 <rect x=\"3\" y=\"10\" width=\"6\" height=\"2\" fill=\"#fff\"/></svg>";
 
+/// What a browser is told about every console page and asset: never framed (clickjacking,
+/// also in browsers that send no `Sec-Fetch-*` for the guard to refuse), types taken as
+/// given, and scripts, styles and images from the console alone.
+pub(crate) fn page_headers(h: &mut hyper::HeaderMap) {
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+             object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+}
+
 fn asset(content_type: &'static str, body: &'static str) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     let h = resp.headers_mut();
+    page_headers(h);
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     // The assets change with the binary; a restart must not be hidden by a cache.
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));

@@ -21,6 +21,22 @@ pub(crate) struct Scrape(
 
 type Labels<'a> = [(&'static str, &'a str); 3];
 
+/// A label value as the text formats spell it: `prometheus-client` writes values as given,
+/// and a region is whatever a client's credential scope says, so a `"` or a line break in
+/// one would end the value early and make every scrape unreadable.
+fn label_value(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A queue's figures, or the sum of those past the label limit.
 #[derive(Debug, Default, Clone)]
 struct QueueFigures {
@@ -77,9 +93,9 @@ impl Scrape {
             .map(|q| {
                 let s = q.snapshot(now);
                 QueueFigures {
-                    name: q.id.name.to_string(),
-                    account: q.id.account.to_string(),
-                    region: q.id.region.to_string(),
+                    name: label_value(&q.id.name),
+                    account: label_value(&q.id.account),
+                    region: label_value(&q.id.region),
                     visible: s.counts.visible as u64,
                     in_flight: s.counts.in_flight as u64,
                     delayed: s.counts.delayed as u64,
@@ -303,6 +319,7 @@ impl Scrape {
         for (name, help, kind, read) in figures {
             let mut m = e.encode_descriptor(name, help, None, kind)?;
             for (worker, stats) in &workers {
+                let worker = label_value(worker);
                 let labels = [("worker", worker.as_str())];
                 let v = read(stats);
                 match kind {
