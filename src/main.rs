@@ -16,7 +16,12 @@ fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&args.log_level));
     // Colours only for a terminal: a log file or a container log gets plain text.
+    // A log line that cannot be written (stderr on a full disk, or closed) is dropped: the
+    // library would otherwise report it with `eprintln!`, which panics when stderr cannot
+    // be written either, and so end whichever thread logged — the durable log's writer
+    // included, after which no write was ever taken again.
     let logs = tracing_subscriber::fmt()
+        .log_internal_errors(false)
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);

@@ -197,10 +197,11 @@ def resize(path, size):
 
 
 @contextlib.contextmanager
-def running(*flags, env=None, token=None):
+def running(*flags, env=None, token=None, log_dir=None):
     """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…` (with `env` added to its environment,
-    see _env), yields a Process, always stops it and asserts it shut down cleanly on SIGTERM."""
-    log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False)
+    see _env), yields a Process, always stops it and asserts it shut down cleanly on SIGTERM.
+    Its stderr goes to a file in `log_dir` (default: the temporary directory)."""
+    log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False, dir=log_dir)
     proc = spawn(*flags, env=env, stderr=log)
     try:
         endpoint = wait_ready(proc)

@@ -58,3 +58,51 @@ def test_a_full_disk_fails_requests_keeps_acknowledged_ones_and_recovers(small_d
         prefixes = {b.split("-")[0] + "-" for b in bodies}
         lost = [a for a in acked if a not in prefixes]
         assert not lost, f"acknowledged sends lost after the disk filled: {lost[:5]}"
+
+
+def test_a_full_disk_that_also_holds_the_servers_log_recovers(small_disk):
+    """The server's own log on the same disk as its data (`sqsim … 2> /var/lib/sqsim/log`):
+    once the disk is full, a log line that cannot be written is dropped — before, the
+    logging library panicked the thread that wrote it, the log writer among them, and the
+    server never took a write again, room or not. Nothing acknowledged is lost."""
+    data, logs = small_disk / "data", small_disk / "logs"
+    data.mkdir()
+    logs.mkdir()
+    flags = ("--data-dir", str(data), "--sync", "fsync")
+    with sqsim_process.running(*flags, log_dir=logs) as srv:
+        sqs = srv.client()
+        url = sqs.create_queue(QueueName="full")["QueueUrl"]
+        acked, failure = sqsim_process.send_until_refused(
+            sqs, url, "m", 2000, 2000, refused=ClientError
+        )
+        assert failure is not None, "the disk never filled"
+        # Whatever room is left goes too, so the server's next log lines cannot be written.
+        try:
+            with open(small_disk / "filler", "wb") as f:
+                while True:
+                    f.write(b"x" * 4096)
+                    f.flush()
+        except OSError:
+            pass  # full (perhaps already too full to make the file)
+        # Requests that log their failure, while the writer retries (and logs) on its own.
+        # Each is answered (a 500 once the writer gives up on it), not left hanging.
+        quick = srv.client(read_timeout=30)
+        for i in range(5):
+            try:
+                quick.send_message(QueueUrl=url, MessageBody=f"refused-{i}")
+            except ClientError:
+                pass
+        time.sleep(1)
+        assert wait_healthy(srv, 503) == 503
+        (small_disk / "filler").unlink(missing_ok=True)
+        sqsim_process.resize(small_disk, "64m")
+        assert wait_healthy(srv, 200) == 200, "service did not resume once there was room"
+        sqs.send_message(QueueUrl=url, MessageBody="after-")
+        acked.append("after-")
+    with sqsim_process.running(*flags) as srv:
+        sqs = srv.client()
+        url = sqs.get_queue_url(QueueName="full")["QueueUrl"]
+        bodies = [m["body"] for m in srv.admin("GET", f"/_sqsim/peek?queue_url={url}")["messages"]]
+        prefixes = {b.split("-")[0] + "-" for b in bodies}
+        lost = [a for a in acked if a not in prefixes]
+        assert not lost, f"acknowledged sends lost after the disk filled: {lost[:5]}"

@@ -233,11 +233,17 @@ impl Store for LogStore {
                 continue;
             }
             if first > next {
-                return Err(StoreError::Corrupt {
-                    file: path,
+                // A file removed (a snapshot, a segment): with `--salvage` recovery ends
+                // before the gap, and what follows it is kept aside.
+                let missing = StoreError::Corrupt {
+                    file: path.clone(),
                     offset: 0,
                     reason: format!("records {next} to {} are missing", first - 1),
-                });
+                };
+                self.salvaged(missing, next, &mut report)?;
+                fs::rename(&path, path.with_extension("wal.salvaged"))?;
+                stopped = true;
+                continue;
             }
             let (end, cut) =
                 self.replay_file(&path, FileKind::Log, next, i == newest, apply, &mut report)?;
@@ -265,7 +271,16 @@ impl Store for LogStore {
         let inner = Arc::clone(&self.inner);
         let handle = std::thread::Builder::new()
             .name("sqsim-log-writer".into())
-            .spawn(move || inner.write_loop())?;
+            .spawn(move || {
+                // A writer that died would leave every write waiting for good while the
+                // process looked alive: it ends instead, and a restart recovers what was
+                // kept (the crash-only path every kill already takes).
+                let ran =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.write_loop()));
+                if ran.is_err() {
+                    std::process::abort();
+                }
+            })?;
         *lock(&self.writer) = Some(handle);
         Ok(report)
     }

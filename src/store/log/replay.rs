@@ -29,7 +29,7 @@ fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> 
             offset,
             bytes = len - offset,
             kept = %aside.display(),
-            "the log ends in a torn write (a crash during an unanswered write): cut off and kept aside"
+            "the log ends in an incomplete or damaged record, cut off and kept aside: a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
         ),
         Err(e) => {
             let _ = fs::remove_file(&aside);
@@ -38,7 +38,7 @@ fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> 
                 offset,
                 bytes = len - offset,
                 error = %e,
-                "the log ends in a torn write (a crash during an unanswered write): cut off; no room to keep a copy"
+                "the log ends in an incomplete or damaged record, cut off without a copy (no room for one): a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
             );
         }
     }
@@ -76,6 +76,13 @@ impl LogStore {
                 report.torn_bytes += len;
                 fs::rename(path, path.with_extension("wal.torn"))?;
                 return Ok((from, true));
+            }
+            // A header that does not read (damaged, or the file cut inside it): with
+            // `--salvage` recovery ends before this file, which is kept aside.
+            Err(e @ StoreError::Corrupt { .. }) => {
+                let ended = self.salvaged(e, from, report)?;
+                fs::rename(path, path.with_extension("salvaged"))?;
+                return Ok(ended);
             }
             other => other?,
         };
