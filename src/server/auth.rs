@@ -115,13 +115,23 @@ fn claims(req: &SignedRequest<'_>) -> Result<Claims, SqsError> {
         get("X-Amz-Signature"),
     ) {
         (Some(cred), Some(signed), Some(sig)) => {
-            let expires = get("X-Amz-Expires").and_then(|e| e.parse().ok());
+            // Absent: SigV4's default of 15 minutes. Present, it must be a number of
+            // seconds (a value that does not parse is refused, never taken as the default).
+            let expires = match get("X-Amz-Expires") {
+                None => 900,
+                Some(e) => e.parse().map_err(|_| {
+                    error(
+                        ErrorCode::IncompleteSignature,
+                        "X-Amz-Expires should be a number",
+                    )
+                })?,
+            };
             build_claims(
                 &cred,
                 &signed,
                 &sig,
                 get("X-Amz-Date").unwrap_or_default(),
-                Some(expires.unwrap_or(900)),
+                Some(expires),
             )
         }
         _ => Err(error(
@@ -667,6 +677,39 @@ mod tests {
             expected_signature(&req, SECRET, &scope).unwrap(),
             "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a"
         );
+    }
+
+    /// A presigned URL's X-Amz-Expires that is not a number of seconds is refused before
+    /// anything else is looked at, never read as the 15-minute default.
+    #[test]
+    fn an_expiry_that_is_not_a_number_is_refused() {
+        let h = HeaderMap::new();
+        let keys = HashMap::from([(
+            "AKID".to_string(),
+            Credential::parse("AKID:secret").unwrap(),
+        )]);
+        for expires in ["abc", "12345678901234567890123", "-5", ""] {
+            let query = format!(
+                "Action=ListQueues&X-Amz-Algorithm=AWS4-HMAC-SHA256\
+                 &X-Amz-Credential=AKID%2F20240101%2Fus-east-1%2Fsqs%2Faws4_request\
+                 &X-Amz-Date=20240101T000000Z&X-Amz-Expires={expires}\
+                 &X-Amz-SignedHeaders=host&X-Amz-Signature=00"
+            );
+            let req = SignedRequest {
+                method: "GET",
+                path: "/",
+                query: Some(&query),
+                headers: &h,
+                body: b"",
+            };
+            let err = verify(&req, &keys, SystemTime::now()).unwrap_err();
+            assert_eq!(err.code, ErrorCode::IncompleteSignature, "{expires:?}");
+            assert!(
+                err.message.contains("X-Amz-Expires"),
+                "{expires:?}: {}",
+                err.message
+            );
+        }
     }
 
     #[test]
