@@ -988,3 +988,32 @@ def test_counts_include_messages_behind_locked_groups(sqs, fifo):
     # Of the 4 visible messages only g3's two are receivable.
     assert bodies(receive(sqs, fifo, MaxNumberOfMessages=10)) == ["g3-m1", "g3-m2"]
     assert counts(sqs, fifo) == (2, 4, 0)
+
+
+def test_a_fifo_queues_delay_is_retroactive(sqs, fifo, frozen):
+    """SQS's delay-queue guide: "For FIFO queues, the per-queue delay setting is retroactive
+    — changing the setting affects the delay of messages already in the queue" (a standard
+    queue's is not). Lowered, waiting messages come out at once; raised, messages never
+    received are held until they entered plus the new delay."""
+    sqs.set_queue_attributes(QueueUrl=fifo, Attributes={"DelaySeconds": "60"})
+    send(sqs, fifo, "held")
+    frozen.advance(10)
+    assert counts(sqs, fifo) == (0, 0, 1)
+    sqs.set_queue_attributes(QueueUrl=fifo, Attributes={"DelaySeconds": "0"})
+    assert counts(sqs, fifo) == (1, 0, 0)
+    assert receive_one(sqs, fifo)["Body"] == "held"
+
+    url = sqs.create_queue(QueueName=fifo_name(), Attributes={"FifoQueue": "true"})["QueueUrl"]
+    send(sqs, url, "late")
+    frozen.advance(5)
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "60"})
+    assert counts(sqs, url) == (0, 0, 1)
+    frozen.advance(54)
+    assert counts(sqs, url) == (0, 0, 1)
+    frozen.advance(1)
+    assert counts(sqs, url) == (1, 0, 0)
+
+    standard = sqs.create_queue(QueueName=f"std-{uuid.uuid4().hex[:12]}")["QueueUrl"]
+    sqs.send_message(QueueUrl=standard, MessageBody="kept")
+    sqs.set_queue_attributes(QueueUrl=standard, Attributes={"DelaySeconds": "60"})
+    assert counts(sqs, standard) == (1, 0, 0)

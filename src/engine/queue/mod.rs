@@ -245,7 +245,13 @@ impl Queue {
             let before = st.effective().clone();
             let previous = std::mem::replace(&mut st.settings, settings);
             if st.realism.is_some() {
-                st.propagate(&previous, before, now);
+                // Under propagation the old settings stay in effect for a while (and a
+                // FIFO queue's messages keep their delays: not applied when it ends).
+                st.propagate(&previous, before.clone(), now);
+            }
+            let delay = st.effective().delay_seconds;
+            if delay != before.delay_seconds {
+                st.redelay_fifo(delay, now);
             }
             st.last_modified_s = now / 1000;
             st.rec.add(&Change::Settings {

@@ -188,3 +188,64 @@ fn purge_cooldown() {
     assert_eq!(q.purge(1_059_999, true), Err(EngineError::PurgeInProgress));
     q.purge(1_060_000, true).unwrap();
 }
+
+/// A FIFO queue's DelaySeconds is retroactive (SQS: "For FIFO queues, the per-queue delay
+/// setting is retroactive"): lowered, waiting messages come out at once; raised, messages
+/// never received are held until they entered plus the new delay; a received one is not.
+/// A standard queue's is not retroactive.
+#[test]
+fn a_fifo_queues_delay_applies_to_the_messages_already_in_it() {
+    let t = 1_000_000;
+    let set_delay = |q: &Queue, s: u32, now: u64| {
+        q.update_settings(now, |st| {
+            st.delay_seconds = s;
+            Ok::<_, ()>(())
+        })
+        .unwrap()
+    };
+    let fifo_msg = |body: &str| NewMessage {
+        group_id: Some("g".into()),
+        deduplication_id: Some(body.into()),
+        ..msg(body, None)
+    };
+    let q = queue_of(true);
+    set_delay(&q, 60, t);
+    q.send(fifo_msg("a"), t).unwrap();
+    assert_eq!(
+        q.receive(req(10, None), t + 1_000).unwrap().messages.len(),
+        0
+    );
+    set_delay(&q, 0, t + 2_000);
+    check(&q);
+    let got = q.receive(req(10, Some(30)), t + 2_000).unwrap().messages;
+    assert_eq!(got.len(), 1, "lowered: out at once");
+
+    let q = queue_of(true);
+    q.send(fifo_msg("b"), t).unwrap();
+    q.send(fifo_msg("c"), t + 5_000).unwrap();
+    set_delay(&q, 60, t + 10_000);
+    check(&q);
+    assert_eq!(
+        q.receive(req(10, None), t + 59_999).unwrap().messages.len(),
+        0
+    );
+    let got = q.receive(req(1, Some(0)), t + 60_000).unwrap().messages;
+    assert_eq!(got.len(), 1, "raised: held until it entered plus 60 s");
+    // Received once, "b" is not delayed again; "c" still is, until its own 60 s.
+    set_delay(&q, 120, t + 60_000);
+    check(&q);
+    let got = q.receive(req(10, Some(30)), t + 60_000).unwrap().messages;
+    assert_eq!(
+        got.iter().map(|m| &*m.payload.body).collect::<Vec<_>>(),
+        ["b"]
+    );
+
+    let q = queue();
+    q.send(msg("s", None), t).unwrap();
+    set_delay(&q, 60, t + 1_000);
+    assert_eq!(
+        q.receive(req(10, None), t + 1_000).unwrap().messages.len(),
+        1,
+        "standard: not retroactive"
+    );
+}

@@ -169,6 +169,55 @@ impl QueueState {
         }
     }
 
+    /// A FIFO queue's DelaySeconds changed to `delay_s`: it applies to the messages already
+    /// in the queue that were never received, as SQS documents ("For FIFO queues, the
+    /// per-queue delay setting is retroactive"; a standard queue's is not): each is delayed
+    /// until it entered the queue plus the new delay, visible if that has passed. Every
+    /// change is recorded, so a restart or another node serving the queue finds the same.
+    pub(in crate::engine) fn redelay_fifo(&mut self, delay_s: u32, now: u64) {
+        if !matches!(self.order, Order::Fifo(_)) {
+            return;
+        }
+        let waiting: Vec<MessageKey> = self
+            .messages
+            .iter()
+            .filter(|(_, m)| {
+                m.receive_count == 0 && !matches!(m.delivery, Delivery::InFlight { .. })
+            })
+            .map(|(k, _)| k)
+            .collect();
+        for key in waiting {
+            let Some(m) = self.messages.get(&key) else {
+                continue;
+            };
+            let until_ms = m.enqueued_ms + delay_s as u64 * 1000;
+            let delivery = match until_ms > now {
+                true => Delivery::Delayed { until_ms },
+                false => Delivery::Visible,
+            };
+            if delivery == m.delivery {
+                continue;
+            }
+            let group = fifo_group(m.payload.group_id.as_ref());
+            let mut progress = Progress::of(m);
+            progress.delivery = delivery.into();
+            self.set_progress(key, progress);
+            // A group whose head is delayed again is no longer ready; one whose head came
+            // out is (the same look a receive takes).
+            let QueueState {
+                messages, order, ..
+            } = self;
+            if let Order::Fifo(fifo) = order {
+                fifo.refresh(&group, |k| messages.is_visible(k));
+            }
+            if let Delivery::Delayed { until_ms } = delivery {
+                self.note_deadline(until_ms);
+            }
+            self.record_progress(key);
+            self.wake = true;
+        }
+    }
+
     /// Wakes waiters if `deadline` is now the earliest, so they re-plan their sleep.
     pub(in crate::engine) fn note_deadline(&mut self, deadline: u64) {
         if self.timers.first().is_some_and(|(d, _)| *d >= deadline) {

@@ -540,3 +540,50 @@ fn same(got: &str, want: &str, seed: u64, what: &str) {
         "seed {seed}, {what}"
     );
 }
+
+/// A FIFO queue's delay lowered or raised after its messages arrived moves them (SQS makes
+/// it retroactive for FIFO queues), and each move is recorded: a restart finds every
+/// message where the live queue had it.
+#[test]
+fn a_fifo_delay_change_is_kept_across_a_restart() {
+    let store = MemoryStore::new();
+    let e = engine_on(&store);
+    let settings = QueueSettings {
+        fifo_queue: true,
+        delay_seconds: 60,
+        ..QueueSettings::default()
+    };
+    let q = e.create_queue(id("held.fifo"), settings).unwrap().0;
+    for i in 0..3 {
+        let m = NewMessage {
+            body: format!("m{i}"),
+            group_id: Some(format!("g{i}")),
+            deduplication_id: Some(format!("d{i}")),
+            ..NewMessage::default()
+        };
+        q.send(m, e.now_ms()).unwrap();
+    }
+    let set_delay = |s: u32| {
+        q.update_settings(e.now_ms(), |st| {
+            st.delay_seconds = s;
+            Ok::<_, ()>(())
+        })
+        .unwrap()
+    };
+    set_delay(0);
+    assert_eq!(q.lock().visible, 3);
+    same(
+        &fingerprint(&engine_on(&store)),
+        &fingerprint(&e),
+        0,
+        "lowered",
+    );
+    set_delay(30);
+    assert_eq!(q.lock().delayed, 3);
+    same(
+        &fingerprint(&engine_on(&store)),
+        &fingerprint(&e),
+        0,
+        "raised",
+    );
+}
