@@ -56,6 +56,23 @@ pub(crate) struct Activity {
     limit_ms: AtomicU64,
     /// The limit once the connection shows itself as HTTP/2.
     h2_limit_ms: u64,
+    /// Answers handed to hyper against bytes written to the socket (see [`Unsent`]).
+    unsent: std::sync::Mutex<Unsent>,
+}
+
+/// A connection's answers not yet written: bytes of answer bodies handed to hyper, bytes
+/// the socket took, and since when some answer has been waiting. A client that does not
+/// read (an HTTP/2 stream's window left at zero, HTTP/1.1 pipelined requests never read)
+/// leaves whole answers in memory, up to tens of MB each; a long poll kept running beside
+/// them would excuse the connection from the idle watch for good.
+#[derive(Debug, Default)]
+struct Unsent {
+    /// Answer bytes owed: counted from what was written when the backlog last emptied, so
+    /// header and framing bytes written meanwhile do not pile up against later answers.
+    owed: u64,
+    written: u64,
+    /// When the backlog last went from empty to not empty.
+    since: Option<Instant>,
 }
 
 impl Activity {
@@ -68,7 +85,37 @@ impl Activity {
             running: AtomicUsize::new(0),
             limit_ms: AtomicU64::new(h1.as_millis() as u64),
             h2_limit_ms: limits.idle_timeout.as_millis() as u64,
+            unsent: std::sync::Mutex::default(),
         })
+    }
+
+    fn unsent(&self) -> std::sync::MutexGuard<'_, Unsent> {
+        self.unsent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An answer of `bytes` is ready to be written.
+    pub(crate) fn answered(&self, bytes: u64) {
+        let mut u = self.unsent();
+        if u.owed <= u.written {
+            u.owed = u.written;
+            u.since = Some(Instant::now());
+        }
+        u.owed += bytes;
+    }
+
+    /// The socket took `bytes`.
+    pub(crate) fn wrote(&self, bytes: usize) {
+        let mut u = self.unsent();
+        u.written += bytes as u64;
+        if u.written >= u.owed {
+            u.since = None;
+        }
+    }
+
+    /// How long some answer of this connection has been waiting to be written (zero when
+    /// none is).
+    fn unsent_for(&self) -> Duration {
+        self.unsent().since.map_or(Duration::ZERO, |t| t.elapsed())
     }
 
     /// Marks a request as running until the guard is dropped (its answer is ready, or the
@@ -102,6 +149,13 @@ impl Activity {
 #[derive(Debug)]
 pub(crate) struct Running(Arc<Activity>);
 
+impl Running {
+    /// The connection's activity.
+    pub(crate) fn activity(&self) -> &Activity {
+        &self.0
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let a = &self.0;
@@ -111,16 +165,90 @@ impl Drop for Running {
     }
 }
 
-/// Waits until `activity` has been idle for its limit: the connection should then be closed.
+/// Waits until `activity` has been idle for its limit, or has had an answer waiting to be
+/// written for the idle timeout whatever else runs: the connection should then be closed.
 pub(crate) async fn idle_expired(activity: &Activity) {
+    let stall_limit = Duration::from_millis(activity.h2_limit_ms);
     loop {
         let idle = activity.idle_for();
         let limit = activity.limit();
-        if idle >= limit {
+        let unsent = activity.unsent_for();
+        if idle >= limit || unsent >= stall_limit {
             return;
         }
-        // Sleep until the earliest moment the limit could be reached, then look again.
-        tokio::time::sleep(limit - idle).await;
+        // Sleep until the earliest moment a limit could be reached, then look again.
+        let next = match unsent.is_zero() {
+            true => limit - idle,
+            false => (limit - idle).min(stall_limit - unsent),
+        };
+        tokio::time::sleep(next).await;
+    }
+}
+
+/// A connection's socket, counting what it writes into its [`Activity`].
+#[derive(Debug)]
+pub(crate) struct Counted<S> {
+    inner: S,
+    activity: Arc<Activity>,
+}
+
+impl<S> Counted<S> {
+    pub(crate) fn new(inner: S, activity: Arc<Activity>) -> Counted<S> {
+        Counted { inner, activity }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = polled {
+            self.activity.wrote(n);
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let std::task::Poll::Ready(Ok(n)) = polled {
+            self.activity.wrote(n);
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

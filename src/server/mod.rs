@@ -210,7 +210,7 @@ async fn serve_with<H, F>(
                 let open = Arc::clone(&state);
                 let state = Arc::clone(&state);
                 let activity = limits::Activity::new(&limits);
-                let io = TokioIo::new(stream);
+                let io = TokioIo::new(limits::Counted::new(stream, Arc::clone(&activity)));
                 let conn_activity = Arc::clone(&activity);
                 let read_timeout = limits.read_timeout;
                 let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
@@ -221,6 +221,10 @@ async fn serve_with<H, F>(
                     let handling = Box::pin(handler(Arc::clone(&state), req));
                     async move {
                         let answer = router::guarded(render, handling).await;
+                        if let Ok(a) = &answer {
+                            let bytes = hyper::body::Body::size_hint(a.body()).lower();
+                            running.activity().answered(bytes);
+                        }
                         drop(running);
                         answer
                     }

@@ -529,3 +529,78 @@ async fn http2_serves_many_streams_keeps_a_long_poll_and_closes_when_idle() {
     assert!(ended.is_ok(), "an idle HTTP/2 connection is closed");
     drop(sender);
 }
+
+/// An HTTP/2 client that never opens its flow-control window leaves every answer unsent in
+/// the server's memory (tens of MB each at most); a long poll it keeps running beside them
+/// used to count as activity, so the connection and those answers stayed for good. An
+/// answer left unwritten for the idle timeout now ends the connection, whatever runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_answers_never_read_end_the_connection_even_beside_a_long_poll() {
+    use http_body_util::Full;
+    let server = start_with(limits(30, 2, 1000)).await;
+    let client = sdk(&server);
+    let big = create(&client, "unread").await;
+    let body = "x".repeat(200_000);
+    for _ in 0..10 {
+        client
+            .send_message()
+            .queue_url(&big)
+            .message_body(&body)
+            .send()
+            .await
+            .unwrap();
+    }
+    let empty = create(&client, "empty").await;
+    let io = hyper_util::rt::TokioIo::new(TcpStream::connect(server.local_addr()).await.unwrap());
+    let (sender, conn) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(0)
+            .handshake(io)
+            .await
+            .expect("h2 handshake");
+    let conn = tokio::spawn(conn);
+    let call = move |body: String| {
+        let mut sender = sender.clone();
+        async move {
+            let req = hyper::Request::post("http://sqsim.test/")
+                .header("content-type", "application/x-amz-json-1.0")
+                .header("x-amz-target", "AmazonSQS.ReceiveMessage")
+                .body(Full::new(bytes::Bytes::from(body)))
+                .unwrap();
+            // The answer's head arrives; its body is never read.
+            sender.send_request(req).await.map(|r| r.status())
+        }
+    };
+    for _ in 0..3 {
+        let status = call(format!(
+            r#"{{"QueueUrl":"{big}","MaxNumberOfMessages":10,"VisibilityTimeout":0}}"#
+        ))
+        .await
+        .expect("an answer's head");
+        assert_eq!(status, 200);
+    }
+    // One long poll after another keeps a request running on the connection.
+    let polls = tokio::spawn(async move {
+        loop {
+            let poll = format!(r#"{{"QueueUrl":"{empty}","WaitTimeSeconds":1}}"#);
+            if call(poll).await.is_err() {
+                return;
+            }
+        }
+    });
+    let t = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(8), conn).await;
+    assert!(
+        ended.is_ok(),
+        "the connection holding unsent answers is closed"
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    polls.abort();
+    // Others were never held up.
+    let url = create(&client, "others").await;
+    assert!(keeps_answering(&server, &url, Duration::from_millis(500)).await > 1);
+}
