@@ -70,6 +70,22 @@ async fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
     }
 }
 
+/// A queue `name` holding ten 200 kB messages: a receive of them is a 2 MB answer.
+async fn filled(client: &aws_sdk_sqs::Client, name: &str) -> String {
+    let url = create(client, name).await;
+    let body = "x".repeat(200_000);
+    for _ in 0..10 {
+        client
+            .send_message()
+            .queue_url(&url)
+            .message_body(&body)
+            .send()
+            .await
+            .unwrap();
+    }
+    url
+}
+
 /// The value of an unlabelled series in `/metrics`.
 async fn metric(server: &Server, name: &str) -> f64 {
     let r = crate::common::raw(server, "GET", "/metrics", &[], b"").await;
@@ -228,17 +244,7 @@ async fn get_once_room(addr: std::net::SocketAddr, path: &str) -> String {
 async fn a_client_that_never_reads_is_closed_when_idle_and_blocks_no_one() {
     let server = start_with(limits(30, 2, 1000)).await;
     let client = sdk(&server);
-    let big = create(&client, "big").await;
-    let body = "x".repeat(200_000);
-    for _ in 0..10 {
-        client
-            .send_message()
-            .queue_url(&big)
-            .message_body(&body)
-            .send()
-            .await
-            .unwrap();
-    }
+    let big = filled(&client, "big").await;
     let before = metric(&server, "sqsim_connections_open").await;
     // Fifty pipelined receives of ~2 MB each, never read: the server's writes stall.
     let mut greedy = TcpStream::connect(server.local_addr()).await.unwrap();
@@ -539,17 +545,7 @@ async fn http2_answers_never_read_end_the_connection_even_beside_a_long_poll() {
     use http_body_util::Full;
     let server = start_with(limits(30, 2, 1000)).await;
     let client = sdk(&server);
-    let big = create(&client, "unread").await;
-    let body = "x".repeat(200_000);
-    for _ in 0..10 {
-        client
-            .send_message()
-            .queue_url(&big)
-            .message_body(&body)
-            .send()
-            .await
-            .unwrap();
-    }
+    let big = filled(&client, "unread").await;
     let empty = create(&client, "empty").await;
     let io = hyper_util::rt::TokioIo::new(TcpStream::connect(server.local_addr()).await.unwrap());
     let (sender, conn) =
@@ -571,6 +567,9 @@ async fn http2_answers_never_read_end_the_connection_even_beside_a_long_poll() {
             sender.send_request(req).await.map(|r| r.status())
         }
     };
+    // The first unsent answer is ready after this: the connection may not end sooner than
+    // the idle timeout after it.
+    let t = Instant::now();
     for _ in 0..3 {
         let status = call(format!(
             r#"{{"QueueUrl":"{big}","MaxNumberOfMessages":10,"VisibilityTimeout":0}}"#
@@ -588,17 +587,12 @@ async fn http2_answers_never_read_end_the_connection_even_beside_a_long_poll() {
             }
         }
     });
-    let t = Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(8), conn).await;
+    let ended = tokio::time::timeout(Duration::from_secs(10), conn).await;
     assert!(
         ended.is_ok(),
         "the connection holding unsent answers is closed"
     );
-    assert!(
-        t.elapsed() >= Duration::from_millis(1500),
-        "{:?}",
-        t.elapsed()
-    );
+    assert!(t.elapsed() >= Duration::from_secs(2), "{:?}", t.elapsed());
     polls.abort();
     // Others were never held up.
     let url = create(&client, "others").await;

@@ -28,6 +28,17 @@ def wait_healthy(srv, want, timeout=10):
         time.sleep(0.05)
 
 
+def assert_kept(flags, acked):
+    """Started again on the same data, the queue "full" holds every acknowledged send."""
+    with sqsim_process.running(*flags) as srv:
+        sqs = srv.client()
+        url = sqs.get_queue_url(QueueName="full")["QueueUrl"]
+        bodies = [m["body"] for m in srv.admin("GET", f"/_sqsim/peek?queue_url={url}")["messages"]]
+        prefixes = {b.split("-")[0] + "-" for b in bodies}
+        lost = [a for a in acked if a not in prefixes]
+        assert not lost, f"acknowledged sends lost after the disk filled: {lost[:5]}"
+
+
 def test_a_full_disk_fails_requests_keeps_acknowledged_ones_and_recovers(small_disk):
     flags = ("--data-dir", str(small_disk), "--sync", "fsync")
     with sqsim_process.running(*flags) as srv:
@@ -51,13 +62,7 @@ def test_a_full_disk_fails_requests_keeps_acknowledged_ones_and_recovers(small_d
         assert wait_healthy(srv, 200) == 200
         sqs.send_message(QueueUrl=url, MessageBody="after-")
         acked.append("after-")
-    with sqsim_process.running(*flags) as srv:
-        sqs = srv.client()
-        url = sqs.get_queue_url(QueueName="full")["QueueUrl"]
-        bodies = [m["body"] for m in srv.admin("GET", f"/_sqsim/peek?queue_url={url}")["messages"]]
-        prefixes = {b.split("-")[0] + "-" for b in bodies}
-        lost = [a for a in acked if a not in prefixes]
-        assert not lost, f"acknowledged sends lost after the disk filled: {lost[:5]}"
+    assert_kept(flags, acked)
 
 
 def test_a_full_disk_that_also_holds_the_servers_log_recovers(small_disk):
@@ -99,10 +104,4 @@ def test_a_full_disk_that_also_holds_the_servers_log_recovers(small_disk):
         assert wait_healthy(srv, 200) == 200, "service did not resume once there was room"
         sqs.send_message(QueueUrl=url, MessageBody="after-")
         acked.append("after-")
-    with sqsim_process.running(*flags) as srv:
-        sqs = srv.client()
-        url = sqs.get_queue_url(QueueName="full")["QueueUrl"]
-        bodies = [m["body"] for m in srv.admin("GET", f"/_sqsim/peek?queue_url={url}")["messages"]]
-        prefixes = {b.split("-")[0] + "-" for b in bodies}
-        lost = [a for a in acked if a not in prefixes]
-        assert not lost, f"acknowledged sends lost after the disk filled: {lost[:5]}"
+    assert_kept(flags, acked)

@@ -14,6 +14,13 @@ fn records(s: &LogStore) -> Result<(Vec<Vec<u8>>, Recovered), StoreError> {
     Ok((out, report))
 }
 
+/// A store on `dir`, recovered and ready to append.
+fn opened(dir: &Path) -> LogStore {
+    let s = LogStore::open(dir, SyncMode::Fsync, false).unwrap();
+    records(&s).unwrap();
+    s
+}
+
 fn files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .unwrap()
@@ -28,8 +35,7 @@ fn files(dir: &Path) -> Vec<String> {
 #[test]
 fn an_unfinished_snapshot_left_by_a_crash_is_removed_at_start_up() {
     let dir = tempfile::tempdir().unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    records(&s).unwrap();
+    let s = opened(dir.path());
     s.append(b"a");
     s.append(b"b");
     s.close();
@@ -48,8 +54,7 @@ fn an_unfinished_snapshot_left_by_a_crash_is_removed_at_start_up() {
 #[test]
 fn a_damaged_snapshot_is_refused_with_its_file_and_offset_or_salvaged() {
     let dir = tempfile::tempdir().unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    records(&s).unwrap();
+    let s = opened(dir.path());
     for r in [&b"x1"[..], b"x2", b"x3"] {
         s.append(r);
     }
@@ -100,8 +105,7 @@ fn a_damaged_snapshot_is_refused_with_its_file_and_offset_or_salvaged() {
 #[test]
 fn a_flipped_header_bit_mid_snapshot_or_mid_segment_is_refused_with_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    records(&s).unwrap();
+    let s = opened(dir.path());
     let snap: Vec<Vec<u8>> = (0..5).map(|i| format!("snap-{i}").into_bytes()).collect();
     s.snapshot(0, &mut snap.clone().into_iter()).unwrap();
     for i in 0..5 {
@@ -178,8 +182,7 @@ fn an_empty_or_headerless_newest_segment_is_a_torn_write() {
 #[test]
 fn a_torn_tail_is_kept_aside_and_only_the_newest_segment_can_be_torn() {
     let dir = tempfile::tempdir().unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    records(&s).unwrap();
+    let s = opened(dir.path());
     s.append(b"one");
     s.append(b"two");
     s.close();
@@ -283,8 +286,7 @@ fn waiting_appenders_finish_while_snapshots_rotate_segments() {
 fn a_missing_file_or_a_damaged_header_is_refused_then_salvaged() {
     // The snapshot deleted: records 0 to 2 are missing before the segment after it.
     let dir = tempfile::tempdir().unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    records(&s).unwrap();
+    let s = opened(dir.path());
     for r in [&b"x1"[..], b"x2", b"x3"] {
         s.append(r);
     }
@@ -323,8 +325,7 @@ fn a_missing_file_or_a_damaged_header_is_refused_then_salvaged() {
 
     // A segment whose header is damaged.
     let dir = tempfile::tempdir().unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    records(&s).unwrap();
+    let s = opened(dir.path());
     s.append(b"a");
     s.append(b"b");
     s.close();
