@@ -4,7 +4,9 @@
 //! - **Web pages.** SDKs, the CLI and scripts send neither `Origin` nor `Sec-Fetch-*` and
 //!   never a browser's `User-Agent`. A request that does is a browser's: it is answered only
 //!   when it comes from sqsim's own origin or one in `--allowed-origins` (then with CORS
-//!   headers naming it), or when the user typed it (`Sec-Fetch-Site: none`). So a foreign
+//!   headers naming it), or when the user typed it (`Sec-Fetch-Site: none`, which a link
+//!   opened from a chat or a mail sends too: on the SQS API such a request may only read,
+//!   a `GET` whose `Action` gets or lists). So a foreign
 //!   page can neither plant nor delete anything — not by `fetch`, not by a form POST (which
 //!   needs no preflight), not by an `<img>` GET — on the SQS API or the control plane.
 //! - **Host names.** A page that rebinds its own name to 127.0.0.1 is same-origin with
@@ -14,8 +16,9 @@
 //! - **The control plane** (`/_sqsim/…`, `/metrics`, LocalStack's `/_localstack/…` and
 //!   `/_aws/…`): with `--admin-token` or `--auth verify` it needs `Authorization: Bearer
 //!   <token>`, a SigV4 signature by a credential marked `admin`, or the console's session
-//!   cookie; health checks stay open. `--admin off` removes it. The cluster's own endpoints
-//!   (`POST /_sqsim/cluster/…`, and anything a node forwards) need the cluster's peer secret.
+//!   cookie; health checks stay open. `--admin off` removes it, also for what peers forward.
+//!   The cluster's own endpoints (`POST /_sqsim/cluster/…`, and anything a node forwards)
+//!   need the cluster's peer secret.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};

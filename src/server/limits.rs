@@ -61,7 +61,10 @@ pub(crate) struct Activity {
 }
 
 /// A connection's answers not yet written: bytes of answer bodies handed to hyper, bytes
-/// the socket took, and since when some answer has been waiting. A client that does not
+/// the socket took, and since when some answer has been waiting. What it cannot see: an
+/// HTTP/2 stream the client resets after its answer is ready leaves that answer owed for
+/// good (paid back only by the framing of later answers), so a busy HTTP/2 connection that
+/// cancels a large receive is closed an idle timeout later, and its client reconnects. A client that does not
 /// read (an HTTP/2 stream's window left at zero, HTTP/1.1 pipelined requests never read)
 /// leaves whole answers in memory, up to tens of MB each; a long poll kept running beside
 /// them would excuse the connection from the idle watch for good.

@@ -215,13 +215,15 @@ async fn serve_with<H, F>(
                 let read_timeout = limits.read_timeout;
                 let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let running = conn_activity.request(req.version());
+                    // A HEAD answer's body is never written: it is owed nothing.
+                    let head = req.method() == hyper::Method::HEAD;
                     let render = service::render_of(req.headers(), req.uri().query());
                     let req = req.map(|b| crate::http::RequestBody::new(b, read_timeout));
                     // Boxed once: the fence and hyper then move a pointer, not the future.
                     let handling = Box::pin(handler(Arc::clone(&state), req));
                     async move {
                         let answer = router::guarded(render, handling).await;
-                        if let Ok(a) = &answer {
+                        if let (Ok(a), false) = (&answer, head) {
                             let bytes = hyper::body::Body::size_hint(a.body()).lower();
                             running.activity().answered(bytes);
                         }

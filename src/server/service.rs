@@ -36,6 +36,12 @@ fn account_of_key(access_key: &str) -> Option<&str> {
     crate::config::is_account_id(access_key).then_some(access_key)
 }
 
+/// The account a key without one of its own acts in: a 12-digit key's own, else the
+/// server's default.
+fn account_for_key<'a>(state: &'a AppState, access_key: &'a str) -> &'a str {
+    account_of_key(access_key).unwrap_or(&state.config.account_id)
+}
+
 /// A request that must lose its connection (fault injection).
 #[derive(Debug)]
 pub(super) struct DroppedConnection;
@@ -246,9 +252,7 @@ fn authenticate(
             let key = signer.credential;
             let account = match &key.account_id {
                 Some(a) => a.clone(),
-                None => account_of_key(&key.access_key)
-                    .unwrap_or(&state.config.account_id)
-                    .to_string(),
+                None => account_for_key(state, &key.access_key).to_string(),
             };
             Ok(Some(Identity {
                 account,
@@ -326,9 +330,9 @@ fn context(
         Some(Identity { account, region }) => (account, region),
         None => {
             let scope = credential_scope(headers, parts.uri.query());
-            let account = scope
-                .and_then(|s| account_of_key(s.access_key))
-                .unwrap_or(&state.config.account_id);
+            let account = scope.map_or(state.config.account_id.as_str(), |s| {
+                account_for_key(state, s.access_key)
+            });
             let region = scope.map_or(state.config.region.as_str(), |s| s.region);
             (account.to_string(), region.to_string())
         }

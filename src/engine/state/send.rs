@@ -210,10 +210,8 @@ impl QueueState {
             if let Order::Fifo(fifo) = order {
                 fifo.refresh(&group, |k| messages.is_visible(k));
             }
-            if let Delivery::Delayed { until_ms } = delivery {
-                self.note_deadline(until_ms);
-            }
             self.record_progress(key);
+            // Waiters look again: at a message come out, or at a new earliest deadline.
             self.wake = true;
         }
     }
