@@ -87,31 +87,7 @@ impl Link {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = parts.method.clone();
         *req.uri_mut() = format!("{url}{path}").parse().unwrap_or_default();
-        *req.headers_mut() = parts.headers.clone();
-        // Hop-by-hop headers belong to the client's connection, not to this one.
-        for name in [
-            "connection",
-            "keep-alive",
-            "te",
-            "transfer-encoding",
-            "upgrade",
-            "proxy-authorization",
-            "proxy-connection",
-        ] {
-            req.headers_mut().remove(name);
-        }
-        // The client's credentials for this node's control plane (its admin token, the
-        // console's session) stay here: this node checked them, and the owner trusts the
-        // peer secret instead. A SigV4 `Authorization` goes on: the owner checks it again.
-        req.headers_mut().remove(hyper::header::COOKIE);
-        let bearer = crate::http::header(&parts.headers, hyper::header::AUTHORIZATION)
-            .is_some_and(|a| a.len() >= 7 && a[..7].eq_ignore_ascii_case("bearer "));
-        if bearer {
-            req.headers_mut().remove(hyper::header::AUTHORIZATION);
-        }
-        // `Host` stays as signed; the port it reached this node on goes beside it.
-        req.headers_mut()
-            .insert(FORWARDED_PORT, HeaderValue::from(self.local_port));
+        *req.headers_mut() = forwarded_headers(&parts.headers, self.local_port);
         req.headers_mut().insert(
             FORWARDED,
             HeaderValue::from_str(self.cluster.node_id()).unwrap_or(HeaderValue::from_static("?")),
@@ -181,6 +157,37 @@ impl Link {
             .to_bytes();
         Ok((status, bytes))
     }
+}
+
+/// The headers a forwarded request carries: the client's, less those of its connection
+/// and its credentials for this node's control plane, with the port it reached this node
+/// on beside its `Host` (which goes on as signed). The forwarding mark and the peer secret
+/// are added after.
+fn forwarded_headers(client: &hyper::HeaderMap, local_port: u16) -> hyper::HeaderMap {
+    let mut headers = client.clone();
+    // Hop-by-hop headers belong to the client's connection, not to this one.
+    for name in [
+        "connection",
+        "keep-alive",
+        "te",
+        "transfer-encoding",
+        "upgrade",
+        "proxy-authorization",
+        "proxy-connection",
+    ] {
+        headers.remove(name);
+    }
+    // The client's credentials for this node's control plane (its admin token, the
+    // console's session) stay here: this node checked them, and the owner trusts the peer
+    // secret instead. A SigV4 `Authorization` goes on: the owner checks it again.
+    headers.remove(hyper::header::COOKIE);
+    let bearer = crate::http::header(client, hyper::header::AUTHORIZATION)
+        .is_some_and(|a| a.len() >= 7 && a[..7].eq_ignore_ascii_case("bearer "));
+    if bearer {
+        headers.remove(hyper::header::AUTHORIZATION);
+    }
+    headers.insert(FORWARDED_PORT, HeaderValue::from(local_port));
+    headers
 }
 
 /// The log size past which a shard's snapshot is considered: small, because a node taking
@@ -302,5 +309,44 @@ pub(super) async fn on_owner_of(
         Routed::Here(engine) => Ok(engine),
         Routed::There(resp) => Err(resp.map(Full::new)),
         Routed::Refused(err, status) => Err(reply(status, json!({ "error": err.message }))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A forwarded request keeps what the owner checks (its signature, its `Host`) and
+    /// drops what was for this node only: its connection's headers, a Bearer admin token,
+    /// the console's cookie; a port the client slipped in is replaced by this node's.
+    #[test]
+    fn a_forwarded_request_keeps_its_signature_and_drops_this_nodes_credentials() {
+        let mut client = hyper::HeaderMap::new();
+        for (k, v) in [
+            ("host", "localhost"),
+            ("authorization", "AWS4-HMAC-SHA256 Credential=AK/20240101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=00"),
+            ("cookie", "sqsim_session_9324=abc"),
+            ("connection", "keep-alive"),
+            ("x-sqsim-forwarded-port", "1"),
+            ("x-amz-target", "AmazonSQS.ListQueues"),
+        ] {
+            client.insert(k, HeaderValue::from_static(v));
+        }
+        let out = forwarded_headers(&client, 9324);
+        assert_eq!(out["host"], "localhost");
+        assert_eq!(out["authorization"], client["authorization"]);
+        assert_eq!(out["x-amz-target"], "AmazonSQS.ListQueues");
+        assert_eq!(out[&FORWARDED_PORT], "9324");
+        assert!(!out.contains_key("cookie") && !out.contains_key("connection"));
+        for bearer in [
+            "Bearer admin-token-0123456789",
+            "bearer admin-token-0123456789",
+        ] {
+            client.insert("authorization", HeaderValue::from_static(bearer));
+            assert!(
+                !forwarded_headers(&client, 9324).contains_key("authorization"),
+                "{bearer}"
+            );
+        }
     }
 }
