@@ -21,6 +21,18 @@ fn opened(dir: &Path) -> LogStore {
     s
 }
 
+/// A start on `dir` without `--salvage`: the error that refuses it.
+fn refused(dir: &Path) -> StoreError {
+    let s = LogStore::open(dir, SyncMode::Fsync, false).unwrap();
+    records(&s).unwrap_err()
+}
+
+/// A start on `dir` with `--salvage`: what it recovered.
+fn salvaged(dir: &Path) -> (Vec<Vec<u8>>, Recovered) {
+    let s = LogStore::open(dir, SyncMode::Fsync, true).unwrap();
+    records(&s).unwrap()
+}
+
 fn files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .unwrap()
@@ -73,21 +85,18 @@ fn a_damaged_snapshot_is_refused_with_its_file_and_offset_or_salvaged() {
     bytes[second + frame::FRAME_OVERHEAD] ^= 0xff;
     fs::write(&path, &bytes).unwrap();
 
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    let err = records(&s).unwrap_err();
+    let err = refused(dir.path());
     let text = err.to_string();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{text}");
     assert!(text.contains(&path.display().to_string()), "{text}");
     assert!(text.contains(&format!("offset {second}")), "{text}");
-    drop(s);
     assert_eq!(
         fs::read(&path).unwrap(),
         bytes,
         "a refused start changes nothing"
     );
 
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, true).unwrap();
-    let (got, report) = records(&s).unwrap();
+    let (got, report) = salvaged(dir.path());
     assert_eq!(
         got,
         snap[..1],
@@ -128,9 +137,7 @@ fn a_flipped_header_bit_mid_snapshot_or_mid_segment_is_refused_with_file_and_off
                 let mut bytes = clean.clone();
                 bytes[byte] ^= 1 << bit;
                 fs::write(path, &bytes).unwrap();
-                let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-                let err = records(&s).unwrap_err().to_string();
-                drop(s);
+                let err = refused(dir.path()).to_string();
                 let at = format!("{} at byte offset {third}", path.display());
                 assert!(err.contains(&at), "byte {byte} bit {bit}: {err}");
                 assert_eq!(
@@ -296,15 +303,12 @@ fn a_missing_file_or_a_damaged_header_is_refused_then_salvaged() {
     s.close();
     drop(s);
     fs::remove_file(dir.path().join(snapshot_name(3))).unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    let text = records(&s).unwrap_err().to_string();
+    let text = refused(dir.path()).to_string();
     assert!(
         text.contains("missing") && text.contains("--salvage"),
         "{text}"
     );
-    drop(s);
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, true).unwrap();
-    let (got, report) = records(&s).unwrap();
+    let (got, report) = salvaged(dir.path());
     assert!(got.is_empty(), "nothing before the gap: {got:?}");
     assert!(report.salvaged.is_some_and(|r| r.contains("missing")));
     let names = files(dir.path());
@@ -312,6 +316,7 @@ fn a_missing_file_or_a_damaged_header_is_refused_then_salvaged() {
         names.iter().any(|f| f.ends_with(".wal.salvaged")),
         "{names:?}"
     );
+    let s = opened(dir.path());
     s.append(b"new");
     s.close();
     drop(s);
@@ -334,17 +339,14 @@ fn a_missing_file_or_a_damaged_header_is_refused_then_salvaged() {
     let mut bytes = fs::read(&segment).unwrap();
     bytes[0] ^= 0xff;
     fs::write(&segment, &bytes).unwrap();
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, false).unwrap();
-    let text = records(&s).unwrap_err().to_string();
+    let text = refused(dir.path()).to_string();
     assert!(text.contains("--salvage"), "{text}");
-    drop(s);
     assert_eq!(
         fs::read(&segment).unwrap(),
         bytes,
         "a refused start changes nothing"
     );
-    let s = LogStore::open(dir.path(), SyncMode::Fsync, true).unwrap();
-    let (got, report) = records(&s).unwrap();
+    let (got, report) = salvaged(dir.path());
     assert!(got.is_empty(), "{got:?}");
     assert!(report.salvaged.is_some());
     // Kept aside whole; a fresh segment may take its name.
