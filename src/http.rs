@@ -30,8 +30,10 @@ pub(crate) const FORWARDED_PORT: HeaderName = HeaderName::from_static("x-sqsim-f
 pub(crate) const X_AMZ_TARGET: HeaderName = HeaderName::from_static("x-amz-target");
 /// AWS X-Ray's trace header, kept as a message's `AWSTraceHeader`.
 pub(crate) const X_AMZN_TRACE_ID: HeaderName = HeaderName::from_static("x-amzn-trace-id");
-/// Sent by browsers only (with `Origin` and a `Mozilla/` user agent).
+/// Sent by browsers only (with `Origin` on every cross-origin request but a GET).
 pub(crate) const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
+/// Where a browser's request is going (`document`, `image`, `empty`…): only browsers send it.
+pub(crate) const SEC_FETCH_DEST: HeaderName = HeaderName::from_static("sec-fetch-dest");
 
 /// A request body that must arrive whole by a deadline (`read_timeout` after it first makes
 /// the reader wait): a client sending a byte a second gets an error instead of holding a

@@ -3,11 +3,13 @@
 //! writes its grants there). A matching `Deny` beats any `Allow`; nothing matching is a
 //! denial. Without `--auth verify` accounts are namespaces and nothing here runs.
 //!
-//! A statement is evaluated only as far as it can be: a condition on a key or with an
-//! operator this module does not know makes an `Allow` grant nothing and a `Deny` deny
-//! (fail closed), and setting such a policy logs a warning naming what is not evaluated.
+//! Conditions are IAM's ([`super::condition`]): a condition on a key or with an operator
+//! sqsim does not evaluate makes an `Allow` grant nothing and a `Deny` deny (fail closed),
+//! and setting such a policy logs a warning naming what is not evaluated.
 
 use serde_json::Value;
+
+use super::condition::{self, Cond};
 
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::Action;
@@ -63,6 +65,8 @@ pub(crate) struct Request<'a> {
     pub action: Action,
     /// The queue's ARN.
     pub resource: &'a str,
+    /// The server clock, epoch milliseconds (`aws:CurrentTime`, `aws:EpochTime`).
+    pub now_ms: u64,
 }
 
 /// Whether `req` may go ahead on a queue with `policy` (a JSON document, or none).
@@ -87,7 +91,12 @@ pub(crate) fn decide(policy: Option<&str>, req: &Request<'_>) -> Decision {
         if !applies {
             continue;
         }
-        match (effect, conditions(s, req)) {
+        let facts = condition::Facts {
+            account: req.account,
+            now_ms: req.now_ms,
+            source_arn: None,
+        };
+        match (effect, condition::evaluate(s.get("Condition"), &facts)) {
             ("Deny", Cond::Hold | Cond::Unknown) => return Decision::Deny,
             ("Allow", Cond::Hold) => allowed = true,
             _ => {}
@@ -146,7 +155,7 @@ fn principal_matches(s: &Value, account: &str) -> bool {
 }
 
 /// `pattern` with `*` and `?` wildcards against `text`, ignoring ASCII case when `fold`.
-fn glob(pattern: &str, text: &str, fold: bool) -> bool {
+pub(super) fn glob(pattern: &str, text: &str, fold: bool) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = if fold {
         (
             pattern.to_ascii_lowercase().chars().collect(),
@@ -196,69 +205,6 @@ fn resource_matches(s: &Value, arn: &str) -> bool {
     }
 }
 
-/// What a statement's conditions came to.
-#[derive(Debug, PartialEq, Eq)]
-enum Cond {
-    Hold,
-    Fail,
-    /// A key or operator not evaluated here.
-    Unknown,
-}
-
-/// The condition keys evaluated here, and the request's value for each (`None`: not in
-/// the request: a caller is never a service acting for a source).
-fn key_value<'a>(key: &str, req: &Request<'a>) -> Option<Option<&'a str>> {
-    match key.to_ascii_lowercase().as_str() {
-        "aws:principalaccount" => Some(Some(req.account)),
-        "aws:sourcearn" | "aws:sourceaccount" => Some(None),
-        _ => None,
-    }
-}
-
-fn conditions(s: &Value, req: &Request<'_>) -> Cond {
-    let Some(block) = s.get("Condition") else {
-        return Cond::Hold;
-    };
-    let Some(block) = block.as_object() else {
-        return Cond::Unknown;
-    };
-    let mut out = Cond::Hold;
-    for (op, tests) in block {
-        let (base, if_exists) = match op.strip_suffix("IfExists") {
-            Some(b) => (b, true),
-            None => (op.as_str(), false),
-        };
-        let Some(tests) = tests.as_object() else {
-            return Cond::Unknown;
-        };
-        for (key, values) in tests {
-            let Some(present) = key_value(key, req) else {
-                return Cond::Unknown;
-            };
-            let values = strings(Some(values));
-            let held = match (base, present) {
-                (_, None) if if_exists => true,
-                ("StringNotEquals" | "StringNotLike" | "ArnNotEquals" | "ArnNotLike", None) => true,
-                (_, None) => false,
-                ("StringEquals" | "ArnEquals", Some(v)) => values.contains(&v),
-                ("StringNotEquals" | "ArnNotEquals", Some(v)) => !values.contains(&v),
-                ("StringEqualsIgnoreCase", Some(v)) => {
-                    values.iter().any(|x| x.eq_ignore_ascii_case(v))
-                }
-                ("StringLike" | "ArnLike", Some(v)) => values.iter().any(|x| glob(x, v, false)),
-                ("StringNotLike" | "ArnNotLike", Some(v)) => {
-                    !values.iter().any(|x| glob(x, v, false))
-                }
-                _ => return Cond::Unknown,
-            };
-            if !held {
-                out = Cond::Fail;
-            }
-        }
-    }
-    out
-}
-
 /// What of `policy` (a valid JSON document) this module does not evaluate, one phrase
 /// each, for the warning logged when it is set.
 pub(crate) fn unevaluated(policy: &str) -> Vec<String> {
@@ -270,23 +216,12 @@ pub(crate) fn unevaluated(policy: &str) -> Vec<String> {
         Some(s) => vec![s.clone()],
         None => Vec::new(),
     };
-    let probe = Request {
-        account: "000000000000",
-        action: Action::SendMessage,
-        resource: "",
-    };
     let mut out = Vec::new();
     for s in &statements {
-        if let Some(Value::Object(block)) = s.get("Condition") {
-            for (op, tests) in block {
-                for key in tests.as_object().into_iter().flat_map(|t| t.keys()) {
-                    let one = serde_json::json!({ "Condition": { op: { key: "x" } } });
-                    if key_value(key, &probe).is_none() || conditions(&one, &probe) == Cond::Unknown
-                    {
-                        out.push(format!("{op} on {key}"));
-                    }
-                }
-            }
+        match s.get("Condition") {
+            Some(Value::Object(block)) => out.extend(condition::unevaluated(block)),
+            Some(_) => out.push("a Condition that is not an object".into()),
+            None => {}
         }
     }
     out
@@ -303,6 +238,7 @@ mod tests {
             account,
             action: Action::from_name(action).expect("an SQS action"),
             resource: ARN,
+            now_ms: 1_780_000_000_000,
         }
     }
 
@@ -413,21 +349,37 @@ mod tests {
         assert_eq!(decide(Some(&p), &r), Decision::NoAllow);
         let p = allow_if(r#"{"ArnLikeIfExists":{"aws:SourceArn":"arn:aws:sns:*"}}"#);
         assert_eq!(decide(Some(&p), &r), Decision::Allow);
-        let p = allow_if(r#"{"Bool":{"aws:SecureTransport":"true"}}"#);
+        let p = allow_if(r#"{"Bool":{"aws:MultiFactorAuthPresent":"true"}}"#);
         assert_eq!(
             decide(Some(&p), &r),
             Decision::NoAllow,
             "unknown key grants nothing"
         );
-        assert_eq!(unevaluated(&p), ["Bool on aws:SecureTransport"]);
-        let deny = policy(
-            r#"{"Effect":"Allow","Principal":"*","Action":"*","Resource":"*"},
-               {"Effect":"Deny","Principal":"*","Action":"*","Resource":"*","Condition":{"Bool":{"aws:SecureTransport":"false"}}}"#,
-        );
+        assert_eq!(unevaluated(&p), ["Bool on aws:MultiFactorAuthPresent"]);
+        let deny_if = |cond: &str| {
+            policy(&format!(
+                r#"{{"Effect":"Allow","Principal":"*","Action":"*","Resource":"*"}},
+                   {{"Effect":"Deny","Principal":"*","Action":"*","Resource":"*","Condition":{cond}}}"#
+            ))
+        };
+        let deny = deny_if(r#"{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}"#);
         assert_eq!(
             decide(Some(&deny), &r),
             Decision::Deny,
             "unknown key denies"
+        );
+        // A Deny whose condition holds when a key is absent denies a direct call, as AWS
+        // does (these three once let another account through).
+        for cond in [
+            r#"{"Null":{"aws:SourceArn":"true"}}"#,
+            r#"{"StringNotEqualsIgnoreCase":{"aws:SourceAccount":"111111111111"}}"#,
+            r#"{"ForAllValues:StringEquals":{"aws:SourceAccount":["111111111111"]}}"#,
+        ] {
+            assert_eq!(decide(Some(&deny_if(cond)), &r), Decision::Deny, "{cond}");
+        }
+        assert_eq!(
+            decide(Some(&deny_if(r#"{"Null":{"aws:SourceArn":"false"}}"#)), &r),
+            Decision::Allow
         );
     }
 

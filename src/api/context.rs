@@ -164,6 +164,7 @@ impl Context {
             account: &self.account,
             action,
             resource: arn,
+            now_ms: self.engine.now_ms(),
         };
         match super::access::decide(policy, &req) {
             super::access::Decision::Allow => Ok(()),

@@ -6,6 +6,7 @@ pub(crate) mod access;
 pub(crate) mod actions;
 pub(crate) mod attributes;
 pub(crate) mod batch;
+mod condition;
 pub(crate) mod context;
 pub(crate) mod message_attributes;
 pub(crate) mod queue_url;

@@ -494,7 +494,7 @@ impl LoadedConfig {
                 .map_err(|e| self.error(at, &format!("{key}.tags"), e.message))?;
             let id = id_of(name, q);
             let (queue, created) = engine
-                .create_queue(id, settings.clone())
+                .declare_queue(id, settings.clone())
                 .map_err(|e| self.error(at, &key, e))?;
             if !created {
                 // Only a real change touches the queue (and its LastModifiedTimestamp).

@@ -17,6 +17,26 @@ impl Engine {
         id: QueueId,
         settings: QueueSettings,
     ) -> Result<(Arc<Queue>, bool), EngineError> {
+        self.create(id, settings, true)
+    }
+
+    /// Like [`Engine::create_queue`], for a queue the operator declared (a config file's):
+    /// the deletion cooldown is a rule for CreateQueue calls, and a restart must start, so a
+    /// name still cooling down is created at once (and its cooldown ends), with a log line.
+    pub(crate) fn declare_queue(
+        &self,
+        id: QueueId,
+        settings: QueueSettings,
+    ) -> Result<(Arc<Queue>, bool), EngineError> {
+        self.create(id, settings, false)
+    }
+
+    fn create(
+        &self,
+        id: QueueId,
+        settings: QueueSettings,
+        cooldown: bool,
+    ) -> Result<(Arc<Queue>, bool), EngineError> {
         if let Some(q) = self.registered(&id) {
             return Ok((q, false));
         }
@@ -30,8 +50,16 @@ impl Engine {
             let now = self.now_ms();
             deleted.retain(|_, at| now < *at + settings::DELETED_QUEUE_COOLDOWN_MS);
             if deleted.contains_key(&id) {
-                self.depend_on_registry();
-                return Err(EngineError::QueueDeletedRecently);
+                if cooldown {
+                    self.depend_on_registry();
+                    return Err(EngineError::QueueDeletedRecently);
+                }
+                // Its QueueCreated record ends the cooldown on replay too.
+                deleted.remove(&id);
+                tracing::warn!(
+                    queue = %id.name,
+                    "a declared queue deleted less than 60 seconds ago is created again at once (the cooldown holds for CreateQueue calls only)"
+                );
             }
         }
         let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);

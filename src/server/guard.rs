@@ -1,8 +1,9 @@
 //! The checks every request passes before anything else reads it: who may reach sqsim from
 //! a web page, by which host name, and who may use the control plane.
 //!
-//! - **Web pages.** SDKs, the CLI and scripts send neither `Origin` nor `Sec-Fetch-*` and
-//!   never a browser's `User-Agent`. A request that does is a browser's: it is answered only
+//! - **Web pages.** SDKs, the CLI and scripts send neither `Origin` nor `Sec-Fetch-Site`/
+//!   `Sec-Fetch-Dest`, and sign their requests; a request that sends one of those headers,
+//!   or a browser's `User-Agent` without a signature, is a browser's. It is answered only
 //!   when it comes from sqsim's own origin or one in `--allowed-origins` (then with CORS
 //!   headers naming it), or when the user typed it (`Sec-Fetch-Site: none`, which a link
 //!   opened from a chat or a mail sends too: on the SQS API such a request may only read,
@@ -22,7 +23,7 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderMap, HeaderValue, HOST, ORIGIN, USER_AGENT};
+use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION, HOST, ORIGIN, USER_AGENT};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
@@ -30,7 +31,7 @@ use super::AppState;
 use crate::config::{same_secret, AuthMode};
 use crate::control::console::login::{self, cookie_name};
 use crate::control::{console, localstack, metrics};
-use crate::http::{header, RequestBody, FORWARDED, PEER_SECRET, SEC_FETCH_SITE};
+use crate::http::{header, RequestBody, FORWARDED, PEER_SECRET, SEC_FETCH_DEST, SEC_FETCH_SITE};
 
 /// Which part of sqsim a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,12 +159,32 @@ fn origin_allowed(state: &AppState, origin: &str, host: Option<&str>) -> bool {
     })
 }
 
-/// Whether a browser sent this (SDKs and scripts send none of these; Node's `fetch` sends
-/// `Sec-Fetch-Mode` but neither of the others, so that one does not count).
-fn from_browser(headers: &HeaderMap) -> bool {
+/// Whether a browser sent this: `Origin` or `Sec-Fetch-Site`/`Sec-Fetch-Dest`, which only
+/// browsers send (Node's `fetch` sends `Sec-Fetch-Mode` but neither of the others, so that
+/// one does not count).
+///
+/// A user agent proves nothing: Celery's transport (kombu over pycurl) sends `Mozilla/5.0
+/// (compatible; pycurl)`, and other libraries copy browsers' agents too. It is read only for
+/// an unsigned request — every AWS client signs, also with dummy keys — to catch a browser
+/// too old for `Sec-Fetch-*`, or a page's `<img>` GET to a plain-http LAN address (where
+/// browsers send none of them).
+fn from_browser(headers: &HeaderMap, query: Option<&str>) -> bool {
     headers.contains_key(ORIGIN)
         || headers.contains_key(SEC_FETCH_SITE)
-        || header(headers, USER_AGENT).is_some_and(|ua| ua.starts_with("Mozilla/"))
+        || headers.contains_key(SEC_FETCH_DEST)
+        || (header(headers, USER_AGENT).is_some_and(|ua| ua.starts_with("Mozilla/"))
+            && !signed(headers, query))
+}
+
+/// Whether a request carries an AWS signature (header or presigned), checked or not.
+fn signed(headers: &HeaderMap, query: Option<&str>) -> bool {
+    header(headers, AUTHORIZATION)
+        .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256") || a.starts_with("AWS "))
+        || query.is_some_and(|q| {
+            crate::protocol::form::parse(q.as_bytes())
+                .iter()
+                .any(|(key, _)| key == "X-Amz-Signature" || key == "Signature")
+        })
 }
 
 /// Whether a query-protocol request only reads: its `Action` (if any) gets or lists.
@@ -201,7 +222,7 @@ pub(super) async fn check(state: &AppState, area: Area, req: Request<RequestBody
             ),
         };
     }
-    let browser = from_browser(headers);
+    let browser = from_browser(headers, req.uri().query());
     if area == Area::Sqs && !browser {
         // An SDK, the CLI or a script (the hot path): no page, no host check, nothing more
         // to look at here.

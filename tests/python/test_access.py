@@ -183,6 +183,41 @@ def test_conditions_and_principal_star(owner, other, queue):
     denied(other.send_message, QueueUrl=url, MessageBody="no source")
 
 
+@pytest.mark.parametrize(
+    "condition",
+    [
+        {"Null": {"aws:SourceArn": "true"}},
+        {"StringNotEqualsIgnoreCase": {"aws:SourceAccount": OWNER[2]}},
+        {"ForAllValues:StringEquals": {"aws:SourceAccount": [OWNER[2]]}},
+        {"ArnNotLikeIfExists": {"aws:SourceArn": "arn:aws:sns:*:222222222222:*"}},
+        # Not evaluated by sqsim (the caller's IP): fails closed, so the Deny denies.
+        {"NotIpAddress": {"aws:SourceIp": "10.0.0.0/8"}},
+    ],
+    ids=["Null", "StringNotEqualsIgnoreCase", "ForAllValues", "IfExists", "unevaluated"],
+)
+def test_a_deny_whose_condition_holds_for_an_absent_key_denies_a_direct_call(owner, other, queue, srv, condition):
+    """IAM's missing-key rules: a negated operator, `Null: true`, `ForAllValues:` and
+    `…IfExists` hold when the request lacks the key (a direct call has no aws:SourceArn or
+    aws:SourceAccount), so this Deny applies; it once let another account through."""
+    _, url, arn = queue
+    allow_all = {"Effect": "Allow", "Principal": "*", "Action": "sqs:*"}
+    set_policy(owner, url, arn, allow_all, {"Effect": "Deny", "Principal": "*", "Action": "sqs:SendMessage", "Condition": condition})
+    message = denied(other.send_message, QueueUrl=url, MessageBody="through the deny")
+    assert "explicit deny" in message
+    # The same Deny, its condition now false for a direct call, leaves the Allow in force.
+    set_policy(owner, url, arn, allow_all, {"Effect": "Deny", "Principal": "*", "Action": "sqs:SendMessage", "Condition": {"Null": {"aws:SourceArn": "false"}}})
+    other.send_message(QueueUrl=url, MessageBody="allowed")
+
+
+def test_a_policy_sqsim_cannot_fully_evaluate_is_set_with_a_warning(owner, queue, srv):
+    _, url, arn = queue
+    set_policy(owner, url, arn, {"Effect": "Deny", "Principal": "*", "Action": "sqs:*", "Condition": {"IpAddress": {"aws:SourceIp": "192.0.2.0/24"}}})
+    deadline = time.time() + 5
+    while "IpAddress on aws:SourceIp" not in srv.log() and time.time() < deadline:
+        time.sleep(0.05)
+    assert "IpAddress on aws:SourceIp" in srv.log()
+
+
 def test_a_malformed_policy_is_refused(owner, queue):
     _, url, _ = queue
     for bad in ("not json", "[]", json.dumps({"Version": "2012-10-17"}), json.dumps({"Statement": [{"Effect": "Maybe"}]})):

@@ -84,3 +84,38 @@ def test_get_queue_url_and_operations_on_a_deleted_queue(sqs, queue_factory, fro
     check_error(info.value, "AWS.SimpleQueueService.NonExistentQueue", 400)
     with pytest.raises(sqs.exceptions.QueueDoesNotExist):
         sqs.list_queue_tags(QueueUrl=url)
+
+
+@pytest.mark.parametrize("clock_mode", ["running", "frozen"])
+def test_a_restart_right_after_a_delete_starts_with_the_config_files_queue(tmp_path, clock_mode):
+    """The cooldown is a rule for CreateQueue calls: a restart within 60 s of deleting a queue
+    its config file declares must start (it once exited "deleted less than 60 seconds ago"),
+    with the declared queue there at once — also with the clock frozen, where no second of
+    the cooldown ever passes. A CreateQueue call in the same window is still refused."""
+    import sqsim_process
+
+    config = tmp_path / "sqsim.toml"
+    config.write_text('[queues.declared]\nattributes = { VisibilityTimeout = 45 }\n')
+    data = tmp_path / "data"
+    flags = ("--data-dir", str(data), "--config", str(config))
+    with sqsim_process.running(*flags) as srv:
+        sqs = srv.client()
+        if clock_mode == "frozen":
+            srv.admin("POST", "/_sqsim/clock", {"freeze": True})
+        url = sqs.get_queue_url(QueueName="declared")["QueueUrl"]
+        sqs.delete_queue(QueueUrl=url)
+        other = sqs.create_queue(QueueName="undeclared")["QueueUrl"]
+        sqs.delete_queue(QueueUrl=other)
+    with sqsim_process.running(*flags) as srv:
+        sqs = srv.client()
+        url = sqs.get_queue_url(QueueName="declared")["QueueUrl"]
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])
+        assert attrs["Attributes"]["VisibilityTimeout"] == "45"
+        assert "created again at once" in srv.log()
+        # A name the file does not declare still cools down, as CreateQueue's rule says.
+        deleted_recently(sqs, "undeclared")
+        if clock_mode == "frozen":
+            assert srv.admin("GET", "/_sqsim/clock")["frozen"]
+    # The queue made at the start is recorded: the next start finds it without a cooldown.
+    with sqsim_process.running(*flags) as srv:
+        assert srv.client().get_queue_url(QueueName="declared")["QueueUrl"]

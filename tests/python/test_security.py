@@ -154,6 +154,84 @@ def test_sqs_api_refuses_pages_of_other_origins_in_both_protocols(srv):
     assert status == 200
 
 
+# User agents real clients send (as each prints its own; versions as of late 2026). Kombu's
+# async transport (Celery's SQS broker) is pycurl with a browser-like default agent.
+REAL_CLIENT_AGENTS = {
+    "kombu/pycurl (Celery)": "Mozilla/5.0 (compatible; pycurl)",
+    "boto3": "Boto3/1.44.5 md/Botocore#1.44.5 ua/2.1 os/linux#6.1.0 md/arch#x86_64 lang/python#3.11.7 md/pyimpl#CPython m/Z,b cfg/retry-mode#legacy Botocore/1.44.5",
+    "aws-cli": "aws-cli/1.46.3 md/Botocore#1.44.5 ua/2.1 os/linux#6.1.0 md/arch#x86_64 lang/python#3.11.7 md/pyimpl#CPython m/Z cfg/retry-mode#legacy botocore/1.44.5",
+    "JavaScript v3": "aws-sdk-js/3.940.0 ua/2.1 os/linux#6.1.0 lang/js md/nodejs#20.20.2 api/sqs#3.940.0 m/E,N",
+    "JavaScript v2": "aws-sdk-nodejs/2.1692.0 linux/v20.20.2 promise",
+    "Java v2": "aws-sdk-java/2.40.1 md/io#sync md/http#Apache ua/2.1 os/Linux#6.1.0 lang/java#17.0.15 md/OpenJDK_64-Bit_Server_VM#17.0.15+6 md/vendor#Debian md/en_US cfg/retry-mode#legacy m/D",
+    "Java v1": "aws-sdk-java/1.12.797 Linux/6.1.0 OpenJDK_64-Bit_Server_VM/17.0.15+6 java/17.0.15 vendor/Debian cfg/retry-mode/standard",
+    "Go v2": "aws-sdk-go-v2/1.41.0 ua/2.1 os/linux lang/go#1.26.8 md/GOOS#linux md/GOARCH#amd64 api/sqs#1.42.0 m/E",
+    "Rust": "aws-sdk-rust/1.3.10 ua/2.1 api/sqs/1.90.0 os/linux lang/rust/1.95.0",
+    "curl": "curl/7.88.1",
+    "requests": "python-requests/2.32.3",
+    "okhttp": "okhttp/4.12.0",
+    "Apache HttpClient": "Apache-HttpClient/4.5.14 (Java/17.0.15)",
+    "Go net/http": "Go-http-client/1.1",
+    "axios": "axios/1.7.9",
+    "undici (Node fetch)": "node",
+    "Postman": "PostmanRuntime/7.43.0",
+    "a library copying Chrome's agent": BROWSER_UA,
+}
+
+
+def signed(srv, method, body, headers, query=""):
+    """`body` signed as an SDK signs it (SigV4, dummy keys), with `headers` kept."""
+    request = AWSRequest(method=method, url=f"http://127.0.0.1:{srv.port}/{query}", data=body, headers=headers)
+    SigV4Auth(Credentials("test", "test"), "sqs", "us-east-1").add_auth(request)
+    return dict(request.headers.items())
+
+
+@pytest.mark.parametrize("agent", REAL_CLIENT_AGENTS.values(), ids=REAL_CLIENT_AGENTS.keys())
+def test_real_clients_agents_are_served_in_both_protocols(srv, agent):
+    """A user agent proves nothing: no real client is taken for a browser by its agent
+    (Celery's transport sends `Mozilla/5.0 (compatible; pycurl)` and once got 403 for every
+    call). Each agent signs a query POST, a query GET (kombu's presigned form) and a JSON
+    call that change a queue, and a non-browser agent is served unsigned too."""
+    url = f"http://127.0.0.1:{srv.port}/000000000000/victim"
+    body = form("SendMessage", QueueUrl=url, MessageBody="from " + agent)
+    headers = {"User-Agent": agent, "Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
+    status, _, reply = srv.http("POST", "/", body, signed(srv, "POST", body, headers))
+    assert status == 200, reply
+    request = AWSRequest(
+        method="GET",
+        url=f"http://127.0.0.1:{srv.port}/",
+        params={"Action": "SendMessage", "QueueUrl": url, "MessageBody": "presigned"},
+        headers={"User-Agent": agent},
+    )
+    from botocore.auth import SigV4QueryAuth
+
+    SigV4QueryAuth(Credentials("test", "test"), "sqs", "us-east-1").add_auth(request)
+    prepared = request.prepare()
+    status, _, reply = srv.http("GET", prepared.url.split(str(srv.port), 1)[1], headers={"User-Agent": agent})
+    assert status == 200, reply
+    body = json.dumps({"QueueUrl": url, "MessageBody": "json"}).encode()
+    headers = {"User-Agent": agent, "Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.SendMessage"}
+    status, _, reply = srv.http("POST", "/", body, signed(srv, "POST", body, headers))
+    assert status == 200, reply
+    if not agent.startswith("Mozilla/"):
+        status, _, reply = srv.http("POST", "/", form("GetQueueUrl", QueueName="victim"), {"User-Agent": agent})
+        assert status == 200, reply
+        status, _, reply = srv.http("POST", "/", body, {**headers, "X-Amz-Target": "AmazonSQS.SendMessage"})
+        assert status == 200, reply
+
+
+def test_a_signature_does_not_let_a_cross_site_page_through(srv):
+    """What only browsers send still marks a browser, signed or not: a page can add a forged
+    Authorization header to a fetch (with a preflight sqsim refuses) but cannot drop `Origin`
+    or `Sec-Fetch-*`."""
+    url = f"http://127.0.0.1:{srv.port}/000000000000/victim"
+    body = form("DeleteQueue", QueueUrl=url)
+    base = {"User-Agent": BROWSER_UA, "Content-Type": "application/x-www-form-urlencoded"}
+    for extra in ({"Origin": EVIL}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Dest": "image"}):
+        status, _, _ = srv.http("POST", "/", body, signed(srv, "POST", body, {**base, **extra}))
+        assert status == 403, extra
+    assert queue_exists(srv, "victim")
+
+
 def test_allowed_origins_get_cors_and_nobody_gets_a_wildcard():
     app = "http://localhost:3000"
     with running("--allowed-origins", app) as srv:
