@@ -55,7 +55,7 @@
 //!   `change_message_visibility`, `change_message_visibility_batch`, `tags`, `permissions`,
 //!   `list_dead_letter_source_queues`, `message_move_tasks`), and what several share: `context`
 //!   (who asks, where), `access` (what another account's queue grants under `--auth
-//!   verify`), `attributes` (queue attributes), `message_attributes`, `batch`,
+//!   verify`) with `condition` (IAM's condition operators), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`, `target` (which queue a request is about, for cluster routing).
 //! - `http` (uses: protocol) — the HTTP pieces every room shares: the request body with
 //!   its read deadline, headers, a credential scope, an encoded answer as a response.
@@ -75,7 +75,7 @@
 //!   `console` views, its `transfer`s between queues, its `tests`), `state` (what is under
 //!   that lock: `send`, `receive`, `settle` (deletes, visibility, purges), `transfer`:
 //!   messages crossing between queues), `slab` (stored
-//!   messages), `fair` and `fifo` (delivery order), `ids`, `message`, `attribute`, `digest`
+//!   messages), `memory` (what `--max-stored-bytes` counts: messages, FIFO memory, queues), `fair` and `fifo` (delivery order), `ids`, `message`, `attribute`, `digest`
 //!   and `md5_lanes` (MD5s), `receipt` (handles), `realism` (AWS-realism mode: which
 //!   behaviours are on in `mode`, a leaf the settings hold; seeded draws in `mod`; what it
 //!   does to a queue in `apply`), `receive` (and the engine's receive, dead letters

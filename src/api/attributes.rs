@@ -71,6 +71,21 @@ fn boolean(name: &str, value: &str) -> Result<bool, SqsError> {
     }
 }
 
+/// The largest queue Policy SQS takes, in bytes ("Amazon SQS policy quotas").
+pub(crate) const MAX_POLICY_BYTES: usize = 8192;
+
+/// Actions one statement of a queue Policy may name ("Amazon SQS policy quotas").
+const MAX_POLICY_ACTIONS: usize = 7;
+
+/// AWS's answer to a Policy over [`MAX_POLICY_BYTES`] (403 OverLimit, its text as SDK users
+/// report it from SetQueueAttributes and AddPermission).
+pub(crate) fn policy_too_large() -> SqsError {
+    SqsError::new(
+        ErrorCode::OverLimit,
+        "Submitted policy is over max allowed size.",
+    )
+}
+
 /// A queue Policy: a JSON object whose `Statement` is one statement or a list of them, each
 /// with an `Effect` of `Allow` or `Deny` (what access control reads); anything else is
 /// refused as AWS refuses it. Conditions it does not evaluate are logged, never silently
@@ -78,6 +93,9 @@ fn boolean(name: &str, value: &str) -> Result<bool, SqsError> {
 fn policy_document(value: &str) -> Result<Option<String>, SqsError> {
     if value.is_empty() {
         return Ok(None);
+    }
+    if value.len() > MAX_POLICY_BYTES {
+        return Err(policy_too_large());
     }
     let doc = json_map(value).ok_or_else(|| bad_value("Policy"))?;
     let statements = match doc.get("Statement") {
@@ -94,6 +112,18 @@ fn policy_document(value: &str) -> Result<Option<String>, SqsError> {
     });
     if !well_formed {
         return Err(bad_value("Policy"));
+    }
+    for s in &statements {
+        let actions = match s.get("Action").or_else(|| s.get("NotAction")) {
+            Some(serde_json::Value::Array(a)) => a.len(),
+            _ => 1,
+        };
+        if actions > MAX_POLICY_ACTIONS {
+            return Err(SqsError::new(
+                ErrorCode::OverLimit,
+                format!("{actions} actions were found in a statement from the submitted policy, max allowed is {MAX_POLICY_ACTIONS}"),
+            ));
+        }
     }
     let unevaluated = super::access::unevaluated(value);
     if !unevaluated.is_empty() {

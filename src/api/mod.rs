@@ -133,7 +133,7 @@ pub(crate) fn engine_error(err: EngineError) -> SqsError {
         EngineError::StoreFull { limit } => SqsError::new(
             ErrorCode::ServiceUnavailable,
             format!(
-                "Service is unable to handle request: the stored messages reached sqsim's memory limit ({limit} bytes, --max-stored-bytes). Receive and delete messages, or raise the limit."
+                "Service is unable to handle request: what sqsim holds for its clients (messages, FIFO deduplication memory, queues with their settings and tags) reached its memory limit ({limit} bytes, --max-stored-bytes). Receive and delete messages, delete queues, or raise the limit."
             ),
         ),
         EngineError::TooManyLongPolls { max } => SqsError::new(

@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::ids::MessageKey;
+use super::memory::{heap, Held};
 
 /// How long a deduplication id and a receive attempt id are remembered.
 pub(crate) const DEDUP_WINDOW_MS: u64 = 5 * 60 * 1000;
@@ -46,16 +47,46 @@ pub(crate) struct FifoIndex {
     attempts: HashMap<String, Attempt>,
     attempt_order: VecDeque<(u64, String)>,
     last_sequence: u128,
+    /// What its groups and its deduplication and attempt memory hold (`--max-stored-bytes`).
+    held: Held,
+}
+
+/// What a group costs beyond its name: its map entry, its name's shared pointer, the first
+/// node of its key set and its place in the ready rotation (measured with one message per
+/// group and 128-character ids; see [`super::memory`]).
+const GROUP_OVERHEAD: u64 = 320;
+
+/// What a remembered deduplication id costs beyond its two copies of the id: the map entry
+/// with the original's id and sequence number, and its place in the expiry order.
+const DEDUP_OVERHEAD: u64 = 224;
+
+/// What a remembered receive attempt costs beyond its id (twice) and its messages.
+const ATTEMPT_OVERHEAD: u64 = 160;
+
+/// The memory a FIFO group named `name` holds in the index.
+pub(crate) fn group_footprint(name: &str) -> u64 {
+    GROUP_OVERHEAD + heap(name.len() + 16)
+}
+
+/// The memory a remembered deduplication id holds in the index.
+pub(crate) fn dedup_footprint(key: &str) -> u64 {
+    DEDUP_OVERHEAD + 2 * heap(key.len()) + heap(40)
+}
+
+fn attempt_footprint(id: &str, messages: usize) -> u64 {
+    ATTEMPT_OVERHEAD
+        + 2 * heap(id.len())
+        + heap(messages * std::mem::size_of::<(MessageKey, u32)>())
 }
 
 impl FifoIndex {
     /// A stored message joins its group.
     pub(crate) fn insert(&mut self, key: MessageKey, group: &Arc<str>) {
-        self.groups
-            .entry(Arc::clone(group))
-            .or_default()
-            .keys
-            .insert(key);
+        let entry = self.groups.entry(Arc::clone(group));
+        if matches!(entry, std::collections::hash_map::Entry::Vacant(_)) {
+            self.held.add(group_footprint(group));
+        }
+        entry.or_default().keys.insert(key);
     }
 
     /// Marks the group ready if `is_visible` says its head is receivable.
@@ -78,6 +109,7 @@ impl FifoIndex {
             g.keys.remove(key);
             if g.keys.is_empty() && !g.in_ready {
                 self.groups.remove(group);
+                self.held.sub(group_footprint(group));
             }
         }
     }
@@ -106,6 +138,7 @@ impl FifoIndex {
             }
             if g.keys.is_empty() {
                 self.groups.remove(&name);
+                self.held.sub(group_footprint(&name));
             }
         }
         out
@@ -127,6 +160,7 @@ impl FifoIndex {
             if self.dedup.get(key).is_some_and(|(e, _)| e == expires) {
                 self.dedup.remove(key);
             }
+            self.held.sub(dedup_footprint(key));
             self.dedup_order.pop_front();
         }
         self.dedup.get(dedup_key).map(|(_, o)| o.clone())
@@ -135,6 +169,7 @@ impl FifoIndex {
     /// Remembers a sent message's deduplication key for the window.
     pub(crate) fn remember(&mut self, dedup_key: String, original: Original, now_ms: u64) {
         let expires = now_ms + DEDUP_WINDOW_MS;
+        self.held.add(dedup_footprint(&dedup_key));
         self.dedup_order.push_back((expires, dedup_key.clone()));
         self.dedup.insert(dedup_key, (expires, original));
     }
@@ -145,11 +180,8 @@ impl FifoIndex {
             if *expires > now_ms {
                 break;
             }
-            if self
-                .attempts
-                .get(key)
-                .is_some_and(|a| a.expires_ms == *expires)
-            {
+            if let Some(a) = self.attempts.get(key).filter(|a| a.expires_ms == *expires) {
+                self.held.sub(attempt_footprint(key, a.messages.len()));
                 self.attempts.remove(key);
             }
             self.attempt_order.pop_front();
@@ -165,14 +197,18 @@ impl FifoIndex {
         now_ms: u64,
     ) {
         let expires_ms = now_ms + DEDUP_WINDOW_MS;
+        self.held.add(attempt_footprint(&id, messages.len()));
         self.attempt_order.push_back((expires_ms, id.clone()));
-        self.attempts.insert(
-            id,
+        let replaced = self.attempts.insert(
+            id.clone(),
             Attempt {
                 expires_ms,
                 messages,
             },
         );
+        if let Some(old) = replaced {
+            self.held.sub(attempt_footprint(&id, old.messages.len()));
+        }
     }
 
     /// Remembered deduplication keys: (key, when the memory expires, the original).

@@ -11,6 +11,7 @@ pub(crate) mod fair;
 pub(crate) mod fifo;
 pub(crate) mod ids;
 pub(crate) mod md5_lanes;
+pub(crate) mod memory;
 pub(crate) mod message;
 pub(crate) mod moves;
 pub(crate) mod queue;
@@ -35,6 +36,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::store;
+
+pub(crate) use state::queue_footprint;
 
 pub use clock::Clock;
 pub(crate) use durable::compactor::spawn_compactor;
@@ -155,14 +158,18 @@ impl Engine {
         if limit == 0 {
             return Ok(());
         }
-        let adding: u64 = messages
-            .into_iter()
-            .map(|m| m.size() as u64 + message::MESSAGE_OVERHEAD)
-            .sum();
-        if slab::stored_bytes().saturating_add(adding) > limit {
-            return Err(EngineError::StoreFull { limit });
+        self.admit_bytes(messages.into_iter().map(NewMessage::footprint).sum())
+    }
+
+    /// Refuses a change that would take what the process holds for its clients (see
+    /// [`memory`]) past [`EngineSettings::max_stored_bytes`] by `adding` bytes: a new queue,
+    /// settings or tags, as much as messages.
+    pub(crate) fn admit_bytes(&self, adding: u64) -> Result<(), EngineError> {
+        let limit = self.settings.max_stored_bytes;
+        if limit == 0 || memory::held().saturating_add(adding) <= limit {
+            return Ok(());
         }
-        Ok(())
+        Err(EngineError::StoreFull { limit })
     }
 
     /// The engine's journal (its durable store, if any).

@@ -8,47 +8,11 @@
 //! few long-lived messages (a consumer that never deletes) cannot pin whole chunks.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use super::ids::MessageKey;
 use super::message::StoredMessage;
 
-/// Bytes of messages held by every slab of the process, as [`StoredMessage::footprint`]
-/// counts them: what `--max-stored-bytes` limits. Process-wide, because memory is (cluster
-/// mode runs one engine per shard in one process). Kept in stripes, one per thread slot, so
-/// the runtime's threads never fight over one cache line on every message; a stripe may go
-/// below zero (a message stored on one thread, deleted on another), the sum never does.
-static STORED_BYTES: [Stripe; STRIPES] = [const { Stripe(AtomicI64::new(0)) }; STRIPES];
-const STRIPES: usize = 16;
-
-#[repr(align(128))]
-struct Stripe(AtomicI64);
-
-/// This thread's stripe.
-fn stripe() -> &'static AtomicI64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    thread_local! {
-        static SLOT: usize = (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % STRIPES;
-    }
-    &STORED_BYTES[SLOT.with(|s| *s)].0
-}
-
-fn add_stored(bytes: u64) {
-    stripe().fetch_add(bytes as i64, Ordering::Relaxed);
-}
-
-fn sub_stored(bytes: u64) {
-    stripe().fetch_sub(bytes as i64, Ordering::Relaxed);
-}
-
-/// Bytes of messages stored now, over every queue of the process.
-pub(crate) fn stored_bytes() -> u64 {
-    let sum: i64 = STORED_BYTES
-        .iter()
-        .map(|s| s.0.load(Ordering::Relaxed))
-        .sum();
-    sum.max(0) as u64
-}
+use super::memory::{charge as add_stored, release as sub_stored};
 
 /// Slots per chunk.
 const CHUNK: usize = 1024;

@@ -4,6 +4,7 @@ reach the limit, the server stays up and serves everything else, and making room
 through again. Peek pages are bounded in messages and bytes, so reading a queue of large
 messages cannot balloon the process either."""
 
+import time
 import urllib.parse
 
 import pytest
@@ -92,3 +93,93 @@ def test_peek_pages_are_bounded_in_messages_and_bytes():
         # 16 MiB of 256 KiB messages: 63 of them, and the rest on the next page.
         assert len(page["messages"]) == 63, len(page["messages"])
         assert page["next_offset"] == 63
+
+
+# What --max-stored-bytes promises (docs/reliability.md): filled with any shape of data until
+# it refuses, the server grows its RSS by at most this many times the cap.
+RSS_BUDGET = 1.5
+CAP_MIB = 16
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def fill_shape(srv, shape, rss_limit):
+    """Fills a capped server with `shape` until it answers 503 (or its RSS passes
+    `rss_limit`: the cap did not hold, and filling on would only take longer to fail)."""
+    import concurrent.futures
+    import itertools
+    import json
+    import threading
+    import uuid
+
+    sqs = srv.client()
+    fifo = shape in ("long FIFO ids", "FIFO sends all deleted")
+    url = sqs.create_queue(
+        QueueName="shape" + (".fifo" if fifo else ""), Attributes={"FifoQueue": "true"} if fifo else {}
+    )["QueueUrl"]
+    refused = threading.Event()
+    counter = itertools.count()
+
+    def one(_):
+        c = srv.client()
+        while not refused.is_set():
+            n = next(counter)
+            try:
+                if shape == "queues with tags and a policy":
+                    u = c.create_queue(QueueName=f"q{n}", tags={f"tag{t:02d}": "v" * 40 for t in range(50)})["QueueUrl"]
+                    statement = {"Sid": "s" * 7_900, "Effect": "Allow", "Principal": "*", "Action": "sqs:SendMessage", "Resource": "*"}
+                    c.set_queue_attributes(QueueUrl=u, Attributes={"Policy": json.dumps({"Statement": [statement]})})
+                    continue
+                entries = []
+                for i in range(10):
+                    e = {"Id": str(i), "MessageBody": "b" * 10}
+                    if shape == "ten small attributes":
+                        e["MessageAttributes"] = {f"a{k}": {"DataType": "String", "StringValue": "v"} for k in range(10)}
+                    if fifo:
+                        e["MessageGroupId"] = uuid.uuid4().hex * 4
+                        e["MessageDeduplicationId"] = uuid.uuid4().hex * 4
+                    entries.append(e)
+                r = c.send_message_batch(QueueUrl=url, Entries=entries)
+                if r.get("Failed"):
+                    assert all(f["Code"] == "ServiceUnavailable" for f in r["Failed"]), r["Failed"]
+                    refused.set()
+                if shape == "FIFO sends all deleted":
+                    got = c.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+                    if got:
+                        c.delete_message_batch(
+                            QueueUrl=url,
+                            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)],
+                        )
+            except ClientError as e:
+                assert e.response["Error"]["Code"] == "ServiceUnavailable", e.response["Error"]
+                refused.set()
+            if n % 50 == 0 and rss_bytes(srv.proc.pid) > rss_limit:
+                refused.set()
+
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        list(ex.map(one, range(4)))
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["ten small attributes", "long FIFO ids", "FIFO sends all deleted", "queues with tags and a policy"],
+)
+def test_the_cap_bounds_rss_whatever_shape_the_data_has(shape):
+    """Each shape once grew RSS 4.6-5.9 times the cap (the attributes' and ids' real costs,
+    the deduplication memory and queues were not counted): now at most RSS_BUDGET times."""
+    with sqsim_process.running("--max-stored-bytes", f"{CAP_MIB}MiB") as srv:
+        time.sleep(0.2)
+        before = rss_bytes(srv.proc.pid)
+        cap = CAP_MIB * 2**20
+        fill_shape(srv, shape, before + 2 * RSS_BUDGET * cap)
+        grown = rss_bytes(srv.proc.pid) - before
+        print(f"\n{shape}: RSS grew {grown / 2**20:.1f} MiB under a {CAP_MIB} MiB cap ({grown / cap:.2f}x)")
+        assert grown <= RSS_BUDGET * cap, f"{shape}: {grown / cap:.2f}x the cap"
+        # Still serving: reads answer, and a refused client sees AWS's retryable error.
+        assert srv.client().list_queues()["QueueUrls"]

@@ -91,6 +91,12 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<QueueUrlOutput
     let tags = input.tags.unwrap_or_default();
     check_new_tags(name, &tags, tags.len())?;
 
+    if ctx.engine.queue(&ctx.own_queue_id(name)).is_none() {
+        // A new queue holds memory of its own (its settings and tags above all): past
+        // --max-stored-bytes it is refused as a send would be.
+        let footprint = crate::engine::queue_footprint(&settings, &tags);
+        ctx.engine.admit_bytes(footprint).map_err(engine_error)?;
+    }
     let (queue, created) = ctx
         .engine
         .create_queue(ctx.own_queue_id(name), settings)

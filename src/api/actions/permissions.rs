@@ -169,7 +169,11 @@ pub(crate) fn add(ctx: &Context, input: AddInput) -> Result<Empty, SqsError> {
             return Err(bad_label(label, "Already exists."));
         }
         doc.statement.push(statement);
-        s.policy = Some(serde_json::to_string(&doc).unwrap_or_default());
+        let policy = serde_json::to_string(&doc).unwrap_or_default();
+        if policy.len() > crate::api::attributes::MAX_POLICY_BYTES {
+            return Err(crate::api::attributes::policy_too_large());
+        }
+        s.policy = Some(policy);
         Ok(())
     })?;
     Ok(Empty {})

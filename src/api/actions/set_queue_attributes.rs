@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use crate::api::attributes::apply;
-use crate::api::{Context, Empty};
+use crate::api::{engine_error, Context, Empty};
 use crate::error::SqsError;
 
 #[derive(Debug, Deserialize)]
@@ -25,9 +25,14 @@ pub(crate) async fn handle(ctx: &Context, input: Input) -> Result<Empty, SqsErro
     }
     // Validate first, on a copy: checking the dead-letter target reads another queue, and
     // no queue lock may be held while taking another one.
-    let mut candidate = queue.settings();
+    let current = queue.settings();
+    let mut candidate = current.clone();
     let fifo = candidate.fifo_queue;
     apply(&mut candidate, &attrs, fifo)?;
+    // A larger Policy or redrive document is memory too (--max-stored-bytes).
+    let growth = crate::engine::queue_footprint(&candidate, [])
+        .saturating_sub(crate::engine::queue_footprint(&current, []));
+    ctx.engine.admit_bytes(growth).map_err(engine_error)?;
     if attrs.contains_key("RedrivePolicy") {
         ctx.check_redrive(&queue.id, &candidate).await?;
     }

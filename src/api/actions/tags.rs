@@ -69,6 +69,11 @@ pub(crate) fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
         .tags
         .filter(|t| !t.is_empty())
         .ok_or_else(|| SqsError::missing("Tags"))?;
+    let adding = crate::engine::queue_footprint(&Default::default(), &tags)
+        .saturating_sub(crate::engine::queue_footprint(&Default::default(), []));
+    ctx.engine
+        .admit_bytes(adding)
+        .map_err(crate::api::engine_error)?;
     queue.update_tags(|current| {
         let new_keys = tags.keys().filter(|k| !current.contains_key(*k)).count();
         check_new_tags(queue.name(), &tags, current.len() + new_keys)?;

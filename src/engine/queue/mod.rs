@@ -254,6 +254,7 @@ impl Queue {
                 st.redelay_fifo(delay, now);
             }
             st.last_modified_s = now / 1000;
+            st.recount();
             st.rec.add(&Change::Settings {
                 uid: st.uid,
                 settings: Cow::Borrowed(&st.settings),
@@ -314,6 +315,7 @@ impl Queue {
     pub(crate) fn update_tags<R>(&self, f: impl FnOnce(&mut BTreeMap<String, String>) -> R) -> R {
         self.with_state(0, |st, _, _| {
             let r = f(&mut st.tags);
+            st.recount();
             st.rec.add(&Change::Tags {
                 uid: st.uid,
                 tags: Cow::Borrowed(&st.tags),

@@ -67,6 +67,40 @@ pub(super) struct QueueState {
     /// Cluster mode: for each outbox that delivers here (named by its shard and uid), the
     /// highest entry taken, so a redelivery after a failover is recognised.
     pub(super) marks: BTreeMap<String, u64>,
+    /// What the queue itself holds — its structures, settings and tags — as
+    /// `--max-stored-bytes` counts it (its messages are the slab's); see [`Self::recount`].
+    held: super::memory::Held,
+}
+
+/// What an empty queue holds: its state, registry entry, names and ARN, locks and indexes
+/// (measured over 2,000 queues; see [`super::memory`]).
+pub(crate) const QUEUE_OVERHEAD: u64 = 4096;
+
+/// What one tag costs beyond its key's and value's allocations: its node share in the map.
+const TAG_OVERHEAD: u64 = 64;
+
+/// What a queue with `settings` and `tags` holds.
+pub(crate) fn queue_footprint<'a>(
+    settings: &QueueSettings,
+    tags: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> u64 {
+    use super::memory::heap;
+    let text = |s: Option<&str>| s.map_or(0, |s| heap(s.len()));
+    let tags: u64 = tags
+        .into_iter()
+        .map(|(k, v)| TAG_OVERHEAD + heap(k.len()) + heap(v.len()))
+        .sum();
+    QUEUE_OVERHEAD
+        + text(settings.policy.as_deref())
+        + text(settings.redrive_policy.as_ref().map(|p| p.raw.as_str()))
+        + text(
+            settings
+                .redrive_allow_policy
+                .as_ref()
+                .map(|p| p.raw.as_str()),
+        )
+        + text(settings.kms_master_key_id.as_deref())
+        + tags
 }
 
 impl QueueState {
@@ -83,7 +117,7 @@ impl QueueState {
             Order::Standard(FairIndex::default())
         };
         let dedup_scope = settings.deduplication_scope;
-        QueueState {
+        let mut st = QueueState {
             uid,
             settings,
             created_s: now_ms / 1000,
@@ -107,7 +141,15 @@ impl QueueState {
             wake: false,
             rec: Recorder::new(recorded),
             marks: BTreeMap::new(),
-        }
+            held: super::memory::Held::default(),
+        };
+        st.recount();
+        st
+    }
+
+    /// Counts what the queue holds anew, after its settings or tags changed.
+    pub(super) fn recount(&mut self) {
+        self.held.set(queue_footprint(&self.settings, &self.tags));
     }
 
     /// Brings the queue up to `now_ms` (never backwards) and returns the time to use.

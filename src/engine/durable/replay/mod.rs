@@ -192,8 +192,12 @@ impl Engine {
                     } => {
                         st.settings = settings.into_owned();
                         st.last_modified_s = last_modified_s;
+                        st.recount();
                     }
-                    Change::Tags { tags, .. } => st.tags = tags.into_owned(),
+                    Change::Tags { tags, .. } => {
+                        st.tags = tags.into_owned();
+                        st.recount();
+                    }
                     Change::Purged { at_ms, .. } => st.purge(at_ms),
                     Change::Put { key, message, .. } => st.restore(key, message),
                     Change::Progress { key, progress, .. } => st.set_progress(key, progress),
