@@ -55,7 +55,7 @@
 //!   `change_message_visibility`, `change_message_visibility_batch`, `tags`, `permissions`,
 //!   `list_dead_letter_source_queues`, `message_move_tasks`), and what several share: `context`
 //!   (who asks, where), `access` (what another account's queue grants under `--auth
-//!   verify`), `attributes` (queue attributes), `message_attributes`, `batch`,
+//!   verify`; `condition`, a policy statement's Condition block), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`, `target` (which queue a request is about, for cluster routing).
 //! - `http` (uses: protocol) — the HTTP pieces every room shares: the request body with
 //!   its read deadline, headers, a credential scope, an encoded answer as a response.
