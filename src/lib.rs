@@ -58,7 +58,8 @@
 //!   verify`) with `condition` (IAM's condition operators), `attributes` (queue attributes), `message_attributes`, `batch`,
 //!   `queue_url`, `target` (which queue a request is about, for cluster routing).
 //! - `http` (uses: protocol) — the HTTP pieces every room shares: the request body with
-//!   its read deadline, headers, a credential scope, an encoded answer as a response.
+//!   its read deadline and its share of what bodies arriving may hold (`budget`), headers,
+//!   a credential scope, an encoded answer as a response.
 //! - `protocol` (uses: error, simd) — bytes in and out of both wire protocols: `action` (the
 //!   SQS actions as one enum, read off the wire once), `form` (form decoding), `query` (query keys rebuilt into JSON's shape), `query_json` (query replies
 //!   rendered as JSON when asked), `member` (one member of a JSON body read without the rest: the

@@ -196,6 +196,16 @@ pub struct Flags {
     /// [default: 60].
     #[arg(help_heading = "Limits", long, env = "SQSIM_IDLE_TIMEOUT")]
     pub idle_timeout: Option<u64>,
+    /// Bytes of request bodies held while they arrive [default: 128MiB].
+    ///
+    /// Bytes of request bodies the server holds while they arrive, all connections together,
+    /// as a number with an optional K/M/G/KiB/MiB/GiB suffix: bodies over 64 KiB take at
+    /// most three quarters of it, and one that does not fit waits for room (HTTP/1.1) or gets
+    /// ServiceUnavailable (503, HTTP/2); smaller ones get 503 when even the last quarter is
+    /// full. At least 16MiB, or `0` for no limit [default: 128MiB].
+    #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_INCOMING_BYTES")]
+    #[serde(deserialize_with = "size_text")]
+    pub max_incoming_bytes: Option<String>,
     /// Long polls waiting at once [default: 16384].
     ///
     /// ReceiveMessage long polls waiting at once; one more gets ServiceUnavailable (503)
@@ -461,7 +471,8 @@ fn one_of<T: Copy>(key: &'static str, value: &str, choices: &[(&str, T)]) -> Res
         })
 }
 
-/// `max_stored_bytes` in a file: a number of bytes, or a string with a unit.
+/// `max_stored_bytes` or `max_incoming_bytes` in a file: a number of bytes, or a string
+/// with a unit.
 fn size_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -514,6 +525,18 @@ impl Flags {
             "idle_timeout",
             config.limits.apply(None, None, self.idle_timeout),
         )?;
+        if let Some(v) = &self.max_incoming_bytes {
+            let bytes = parse_size(v).map_err(|e| {
+                Invalid::of(
+                    "max_incoming_bytes",
+                    format!("{}: {e}", name("max_incoming_bytes")),
+                )
+            })?;
+            limit(
+                "max_incoming_bytes",
+                config.limits.set_max_incoming_bytes(bytes),
+            )?;
+        }
         if let Some(v) = &self.max_stored_bytes {
             config.engine.max_stored_bytes = parse_size(v).map_err(|e| {
                 Invalid::of(

@@ -150,6 +150,13 @@ pub struct Limits {
     /// that never reads its answers. Bytes do not count, so trickling them keeps nothing
     /// open; a running request does, so a waiting long poll is never cut.
     pub idle_timeout: std::time::Duration,
+    /// Bytes of request bodies the server holds while they arrive, every connection and
+    /// stream together (0: no limit). Bodies over 64 KiB take at most three quarters of it,
+    /// each admitted whole (by its `Content-Length`) before it is read: on HTTP/1.1 one that
+    /// does not fit waits for room (up to the read timeout), on HTTP/2 it is refused at once.
+    /// Smaller ones take their bytes as they arrive, and are refused when those do not fit.
+    /// Refused means ServiceUnavailable (503), which SDKs retry.
+    pub max_incoming_bytes: u64,
 }
 
 /// Connections open at once by default.
@@ -158,6 +165,15 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 pub const DEFAULT_READ_TIMEOUT_SECS: u64 = 30;
 /// Seconds a connection may sit idle, by default.
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+/// Bytes of request bodies held while they arrive, by default: 128 MiB. Bodies on a local
+/// or data-centre network arrive within milliseconds of their heads, so thousands of
+/// requests a second of 1 MiB messages hold a few MiB at any moment; this is twelve
+/// largest (8 MiB) bodies at once in the large bodies' share, and what a flood of unfinished
+/// bodies can make sqsim hold — before it was the body cap times every connection.
+pub const DEFAULT_MAX_INCOMING_BYTES: u64 = 128 << 20;
+/// The smallest `max_incoming_bytes` but 0: its large bodies' share (three quarters) must
+/// fit the largest body, 8 MiB.
+pub const MIN_MAX_INCOMING_BYTES: u64 = 16 << 20;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -165,6 +181,7 @@ impl Default for Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             read_timeout: std::time::Duration::from_secs(DEFAULT_READ_TIMEOUT_SECS),
             idle_timeout: std::time::Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+            max_incoming_bytes: DEFAULT_MAX_INCOMING_BYTES,
         }
     }
 }
@@ -271,6 +288,17 @@ impl Limits {
                 *field = std::time::Duration::from_secs(s);
             }
         }
+        Ok(())
+    }
+
+    /// Sets `max_incoming_bytes`: 0 (no limit), or enough for the largest body.
+    pub fn set_max_incoming_bytes(&mut self, bytes: u64) -> Result<(), String> {
+        if bytes != 0 && bytes < MIN_MAX_INCOMING_BYTES {
+            return Err(format!(
+                "max_incoming_bytes must be 0 (no limit) or at least {MIN_MAX_INCOMING_BYTES} (16MiB: three quarters of it hold the largest body), got {bytes}"
+            ));
+        }
+        self.max_incoming_bytes = bytes;
         Ok(())
     }
 }

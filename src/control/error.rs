@@ -117,7 +117,12 @@ pub(crate) async fn read_body_up_to(
         .collect()
         .await
         .map(|b| b.to_bytes())
-        .map_err(|_| ControlError::bad_request("unreadable body"))
+        .map_err(|e| match e.downcast_ref::<crate::http::BodyRefused>() {
+            Some(refused) => {
+                ControlError::new(StatusCode::SERVICE_UNAVAILABLE, refused.to_string())
+            }
+            None => ControlError::bad_request("unreadable body"),
+        })
 }
 
 /// The 400 answer to JSON that does not parse.

@@ -41,6 +41,9 @@ pub(crate) struct Plane {
     pub workers: std::sync::Mutex<Vec<(String, Arc<crate::worker::WorkerStats>)>>,
     /// Request counters and connection gauges for `/metrics`.
     pub metrics: metrics::RequestMetrics,
+    /// What request bodies arriving may hold, every connection together
+    /// (`max_incoming_bytes`).
+    pub bodies: Arc<crate::http::BodyBudget>,
     /// The init hooks' progress (`--init-dir`), for `/_localstack/init`.
     pub init: Arc<init_hooks::InitStatus>,
     /// When this server started, for `/_localstack/info`.
@@ -109,6 +112,7 @@ impl Plane {
             .or_else(|| generated.then(crate::config::new_secret));
         Ok(Plane {
             engine,
+            bodies: crate::http::BodyBudget::new(config.limits.max_incoming_bytes),
             faults: faults::FaultSet::default(),
             admin_token,
             admin_token_generated: generated,

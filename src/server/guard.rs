@@ -73,6 +73,9 @@ pub(super) fn area_of(state: &AppState, method: &Method, path: &str, query: Opti
 }
 
 /// What the checks decided.
+// `Pass` is every request the guard lets through: boxing it would cost an allocation per
+// request to save space in a value that lives only until the router unpacks it.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Verdict {
     /// Go on; with the origin to name in CORS headers when a page of an allowed origin
     /// asked. The request comes back (its body may have been read for a signature).
@@ -369,11 +372,16 @@ async fn admin_authenticated(
         .await
     {
         Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return Err(Verdict::Refuse(
-                StatusCode::BAD_REQUEST,
-                "the request body could not be read".into(),
-            ))
+        Err(e) => {
+            return Err(match e.downcast_ref::<crate::http::BodyRefused>() {
+                Some(refused) => {
+                    Verdict::Refuse(StatusCode::SERVICE_UNAVAILABLE, refused.to_string())
+                }
+                None => Verdict::Refuse(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read".into(),
+                ),
+            })
         }
     };
     let signed = super::auth::SignedRequest {

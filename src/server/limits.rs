@@ -1,7 +1,8 @@
 //! What one client may hold of the server at the connection level: the open-file limit the
 //! connection cap has to fit in and a watch on each connection's idleness. The accept loop
-//! (`server::serve_with`) applies them; a body's read deadline is in [`crate::http`], the
-//! body cap in `service`, the long-poll cap in the engine.
+//! (`server::serve_with`) applies them; a body's read deadline and what bodies arriving may
+//! hold together are in [`crate::http`], the body cap in `service`, the long-poll cap in
+//! the engine.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -213,12 +213,14 @@ async fn serve_with<H, F>(
                 let io = TokioIo::new(limits::Counted::new(stream, Arc::clone(&activity)));
                 let conn_activity = Arc::clone(&activity);
                 let read_timeout = limits.read_timeout;
+                let bodies = Arc::clone(&state.bodies);
                 let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let running = conn_activity.request(req.version());
                     // A HEAD answer's body is never written: it is owed nothing.
                     let head = req.method() == hyper::Method::HEAD;
                     let render = service::render_of(req.headers(), req.uri().query());
-                    let req = req.map(|b| crate::http::RequestBody::new(b, read_timeout));
+                    let version = req.version();
+                    let req = req.map(|b| crate::http::RequestBody::new(b, read_timeout, &bodies, version));
                     // Boxed once: the fence and hyper then move a pointer, not the future.
                     let handling = Box::pin(handler(Arc::clone(&state), req));
                     async move {

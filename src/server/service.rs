@@ -188,7 +188,20 @@ where
     }
 }
 
-/// Stage 1: the body, refused with 413 when it is (or announces itself) over the cap.
+/// A body refused for want of room among the bodies arriving: 503, which SDKs retry with
+/// backoff.
+fn no_room(state: &AppState) -> SqsError {
+    SqsError::new(
+        ErrorCode::ServiceUnavailable,
+        format!(
+            "Service is unable to handle request: the request bodies arriving fill sqsim's budget for them ({} bytes, --max-incoming-bytes); retry later.",
+            state.config.limits.max_incoming_bytes
+        ),
+    )
+}
+
+/// Stage 1: the body, refused with 413 when it is (or announces itself) over the cap, and
+/// with 503 when the bodies arriving leave no room for it.
 async fn read_body<B>(
     state: &AppState,
     parts: &Parts,
@@ -214,6 +227,9 @@ where
                 .is_some()
             {
                 too_large(state)
+            } else if e.downcast_ref::<crate::http::BodyRefused>().is_some() {
+                tracing::debug!("request body refused: no room among the bodies arriving");
+                no_room(state)
             } else {
                 SqsError::invalid("The request body could not be read.")
             };

@@ -22,6 +22,7 @@ fn limits(read_s: u64, idle_s: u64, max_connections: usize) -> Config {
             max_connections,
             read_timeout: Duration::from_secs(read_s),
             idle_timeout: Duration::from_secs(idle_s),
+            ..Limits::default()
         },
         ..Config::default()
     }

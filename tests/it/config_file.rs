@@ -98,6 +98,7 @@ async fn errors_name_the_line_and_key() {
         ("[server]\nsync = \"os\"\n", "line 2: server.sync: sync needs durable mode: set data_dir too"),
         ("[server]\nadmin = \"maybe\"\n", "line 2: server.admin: \"maybe\" is not one of \"on\", \"off\""),
         ("[server]\nmax_stored_bytes = \"lots\"\n", "line 2: server.max_stored_bytes: max_stored_bytes: \"lots\" is not a size"),
+        ("[server]\nmax_incoming_bytes = \"1MiB\"\n", "line 2: server.max_incoming_bytes: max_incoming_bytes must be 0 (no limit) or at least 16777216"),
     ];
     let server = sqsim::Server::builder().start().await.unwrap();
     for (text, expected) in cases {
@@ -117,7 +118,8 @@ async fn errors_name_the_line_and_key() {
 #[test]
 fn connection_limits_come_from_the_server_section() {
     let text =
-        "[server]\nmax_connections = 50\nread_timeout = 5\nidle_timeout = 7\nmax_long_polls = 9\n";
+        "[server]\nmax_connections = 50\nread_timeout = 5\nidle_timeout = 7\nmax_long_polls = 9\n\
+                max_incoming_bytes = \"64MiB\"\n";
     let file = LoadedConfig::parse("limits.toml", text.to_string()).unwrap();
     let mut config = sqsim::Config::default();
     file.apply_server(&mut config).unwrap();
@@ -131,6 +133,11 @@ fn connection_limits_come_from_the_server_section() {
         std::time::Duration::from_secs(7)
     );
     assert_eq!(config.engine.max_long_polls, 9);
+    assert_eq!(config.limits.max_incoming_bytes, 64 << 20);
+    // No limit, as a plain number.
+    let file = LoadedConfig::parse("limits.toml", "[server]\nmax_incoming_bytes = 0\n".into());
+    file.unwrap().apply_server(&mut config).unwrap();
+    assert_eq!(config.limits.max_incoming_bytes, 0);
 }
 
 /// One struct holds the settings: every flag but the three that only make sense on a command

@@ -19,5 +19,6 @@ mod redrive;
 mod reference_docs;
 mod sdk;
 mod shutdown;
+mod unfinished_bodies;
 mod visibility;
 mod worker;

@@ -268,6 +268,19 @@ impl Collector for Scrape {
             "HTTP connections closed on arrival because max_connections were open.",
             ConstCounter::new(rm.connections_refused.load(Relaxed)),
         )?;
+        let bodies = &self.0.bodies;
+        single(
+            &mut e,
+            "sqsim_incoming_body_bytes",
+            "Bytes request bodies hold while they arrive (max_incoming_bytes bounds them).",
+            ConstGauge::new(bodies.held() as i64),
+        )?;
+        single(
+            &mut e,
+            "sqsim_incoming_bodies_refused",
+            "Request bodies answered 503 because those arriving left no room (max_incoming_bytes).",
+            ConstCounter::new(bodies.refused()),
+        )?;
         self.workers(&mut e)?;
         self.store(&mut e)?;
         super::process::encode(&mut e)

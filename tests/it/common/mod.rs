@@ -441,7 +441,7 @@ pub(crate) async fn start_move_task(
 }
 
 /// The `sqsim` binary in its own process, for what an in-process server cannot show (signals,
-/// a process's open-file limit): killed when dropped unless it already exited.
+/// a process's open-file limit, its memory): killed when dropped unless it already exited.
 pub(crate) struct Process {
     pub child: std::process::Child,
     /// Where it listens (`127.0.0.1:port`).
@@ -452,9 +452,15 @@ impl Process {
     /// Starts `sqsim --host 127.0.0.1 --port 0 --log-level warn` and reads its address off
     /// the first line it prints.
     pub(crate) fn start() -> Process {
+        Process::start_with(&[])
+    }
+
+    /// [`Process::start`] with more flags.
+    pub(crate) fn start_with(flags: &[&str]) -> Process {
         use std::io::BufRead;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sqsim"))
             .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
+            .args(flags)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("start sqsim");

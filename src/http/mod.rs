@@ -1,10 +1,14 @@
 //! The HTTP pieces every room shares, below all of them: the request body with its read
-//! deadline, header lookup, a request's credential scope, JSON in and out of the control
-//! plane's endpoints, and an encoded SQS answer turned into a response.
+//! deadline and its share of the bodies' memory budget (`budget`), header lookup, a
+//! request's credential scope, JSON in and out of the control plane's endpoints, and an
+//! encoded SQS answer turned into a response.
+
+mod budget;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -16,6 +20,7 @@ use hyper::header::{
 use hyper::{Response, StatusCode};
 
 use crate::protocol::Encoded;
+pub(crate) use budget::{BodyBudget, BodyRefused};
 
 /// The header a node sends its peers, carrying the cluster's secret.
 pub(crate) const PEER_SECRET: HeaderName = HeaderName::from_static("x-sqsim-cluster-secret");
@@ -39,6 +44,8 @@ pub(crate) const SEC_FETCH_DEST: HeaderName = HeaderName::from_static("sec-fetch
 /// the reader wait): a client sending a byte a second gets an error instead of holding a
 /// request open. The timer is only set once the body makes the reader wait; an SDK's body
 /// arrives with its head, so a request usually costs no timer and no clock read at all.
+/// What arrives is held against the server's [`BodyBudget`]; a body that finds no room is
+/// refused ([`BodyRefused`]).
 #[derive(Debug)]
 pub(crate) struct RequestBody {
     inner: Source,
@@ -46,6 +53,9 @@ pub(crate) struct RequestBody {
     /// clock read for a body that came with its head).
     read_timeout: std::time::Duration,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// What the body holds of the budget, given back when it is dropped; `None` for a body
+    /// read already.
+    hold: Option<budget::Hold>,
 }
 
 /// Where a body's bytes come from.
@@ -58,11 +68,22 @@ enum Source {
 }
 
 impl RequestBody {
-    pub(crate) fn new(inner: Incoming, read_timeout: std::time::Duration) -> RequestBody {
+    /// A body arriving on a connection of `version`, held against `budget`.
+    pub(crate) fn new(
+        inner: Incoming,
+        read_timeout: std::time::Duration,
+        budget: &Arc<BodyBudget>,
+        version: hyper::Version,
+    ) -> RequestBody {
+        // An HTTP/1.1 body waiting for room leaves its connection unread; an HTTP/2 stream
+        // left unread would hold the window its connection's other streams need.
+        let may_wait = version != hyper::Version::HTTP_2;
+        let hold = budget.hold(inner.size_hint().exact(), may_wait);
         RequestBody {
             inner: Source::Stream(inner),
             read_timeout,
             timer: None,
+            hold: Some(hold),
         }
     }
 
@@ -72,8 +93,20 @@ impl RequestBody {
             inner: Source::Ready(Some(bytes)),
             read_timeout: std::time::Duration::ZERO,
             timer: None,
+            hold: None,
         }
     }
+}
+
+/// Whether a body's read deadline (`limit` after it first made the reader wait: `timer` is
+/// set then) has passed.
+fn deadline_passed(
+    timer: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+    limit: std::time::Duration,
+    cx: &mut Context<'_>,
+) -> bool {
+    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+    timer.as_mut().poll(cx).is_ready()
 }
 
 /// The body did not arrive in time.
@@ -89,20 +122,37 @@ impl Body for RequestBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let stream = match &mut self.inner {
+        let this = &mut *self;
+        let stream = match &mut this.inner {
             Source::Stream(s) => s,
             Source::Ready(b) => return Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
         };
+        if let Some(hold) = &mut this.hold {
+            match hold.poll_admit(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(refused)) => return Poll::Ready(Some(Err(Box::new(refused)))),
+                // Waiting for room counts against the read deadline; past it the body is
+                // refused (503: the want of room is the server's), not timed out (400).
+                Poll::Pending => {
+                    return match deadline_passed(&mut this.timer, this.read_timeout, cx) {
+                        true => Poll::Ready(Some(Err(Box::new(hold.gave_up())))),
+                        false => Poll::Pending,
+                    };
+                }
+            }
+        }
         if let Poll::Ready(frame) = Pin::new(stream).poll_frame(cx) {
+            let data = frame.as_ref().and_then(|f| f.as_ref().ok()?.data_ref());
+            if let (Some(hold), Some(data)) = (&mut this.hold, data) {
+                if let Err(refused) = hold.arrived(data.len()) {
+                    return Poll::Ready(Some(Err(Box::new(refused))));
+                }
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
-        let limit = self.read_timeout;
-        let timer = self
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
-            Poll::Pending => Poll::Pending,
+        match deadline_passed(&mut this.timer, this.read_timeout, cx) {
+            true => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+            false => Poll::Pending,
         }
     }
 
