@@ -2,14 +2,18 @@
 //! segments (`log-<first lsn>.wal`) and at most one snapshot (`snapshot-<lsn>.snap`) that
 //! replaces the log before it. One writer thread takes whatever requests appended since its
 //! last write, writes it in one call and (in fsync mode) syncs it once: concurrent requests
-//! share the fsync (group commit). A `LOCK` file keeps a second process out.
+//! share the fsync (group commit). The directory is private and locked for the process's
+//! life (`dir`).
 
+mod dir;
+#[cfg(test)]
+mod dir_tests;
 mod replay;
 #[cfg(test)]
 mod tests;
 mod writer;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,8 +95,8 @@ pub(crate) struct LogStore {
     /// Held while a snapshot is written: closing waits for it, so no file is touched after
     /// the data directory is released.
     snapshotting: Mutex<()>,
-    /// Locked (flock) until the store is closed.
-    lock_file: File,
+    /// The data directory's locks, held until the store is closed.
+    held: dir::Held,
 }
 
 fn segment_name(lsn: Lsn) -> String {
@@ -130,21 +134,14 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 impl LogStore {
-    /// Opens (creating it if needed) and locks the data directory. Call [`Store::recover`]
-    /// before appending. `salvage` starts past a corrupt record with everything before it.
+    /// Opens (creating it if needed), checks, makes private and locks the data directory
+    /// (see `dir`). Call [`Store::recover`] before appending. `salvage` starts past a corrupt
+    /// record with everything before it.
     pub(crate) fn open(dir: &Path, sync: SyncMode, salvage: bool) -> Result<LogStore, StoreError> {
-        fs::create_dir_all(dir)?;
-        let lock_file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("LOCK"))?;
-        if lock_file.try_lock().is_err() {
-            return Err(StoreError::Locked(dir.to_path_buf()));
-        }
+        let (dir, held) = dir::take(dir)?;
         Ok(LogStore {
             inner: Arc::new(Inner {
-                dir: dir.to_path_buf(),
+                dir,
                 sync,
                 salvage,
                 pending: Mutex::new(Pending::default()),
@@ -160,7 +157,7 @@ impl LogStore {
             }),
             writer: Mutex::new(None),
             snapshotting: Mutex::new(()),
-            lock_file,
+            held,
         })
     }
 
@@ -329,7 +326,7 @@ impl Store for LogStore {
         let dir = &self.inner.dir;
         let tmp = dir.join(format!("{}.tmp", snapshot_name(at)));
         let written = (|| -> Result<(), StoreError> {
-            let mut w = BufWriter::new(File::create(&tmp)?);
+            let mut w = BufWriter::new(dir::replace(&tmp)?);
             frame::write_all(&mut w, FileKind::Snapshot, at, records)?;
             let file = w
                 .into_inner()
@@ -416,7 +413,7 @@ impl Store for LogStore {
         self.inner
             .progress
             .send_modify(|p| p.failure = Some((Lsn::MAX, Arc::from("sqsim is stopping"))));
-        let _ = self.lock_file.unlock();
+        self.held.release();
     }
 
     fn stats(&self) -> StoreStats {

@@ -2,7 +2,7 @@
 //! to the current segment (a new one once it is full) and, in fsync mode, syncs once for
 //! all of them; a write the disk refused is cut back and retried.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -41,11 +41,8 @@ impl Inner {
         let path = self.dir.join(segment_name(lsn));
         let tmp = self.dir.join(format!("{}.tmp", segment_name(lsn)));
         let made = (|| -> Result<File, StoreError> {
-            let mut file = OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .open(&tmp)?;
+            // A `.tmp` a crash left behind is replaced, a link there removed (never followed).
+            let mut file = super::dir::replace(&tmp)?;
             crate::store::crash_point::reached("segment-created");
             file.write_all(&frame::header(FileKind::Log, lsn))?;
             file.sync_all()?;
