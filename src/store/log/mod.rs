@@ -11,6 +11,8 @@ mod dir_tests;
 mod replay;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod torn_tests;
 mod writer;
 
 use std::fs::{self, File};
@@ -85,6 +87,9 @@ struct Inner {
     /// Tests: every write fails as a full disk's would, until cleared.
     #[cfg(test)]
     refusing: std::sync::atomic::AtomicBool,
+    /// Tests: the longest unit the writer makes (`frame::MAX_UNIT` otherwise).
+    #[cfg(test)]
+    max_unit: std::sync::atomic::AtomicUsize,
 }
 
 /// See the module documentation.
@@ -154,6 +159,8 @@ impl LogStore {
                 has_segment: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(test)]
                 refusing: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(test)]
+                max_unit: std::sync::atomic::AtomicUsize::new(frame::MAX_UNIT),
             }),
             writer: Mutex::new(None),
             snapshotting: Mutex::new(()),
@@ -438,6 +445,12 @@ impl LogStore {
     /// Makes every write fail as a full disk's would (`on`), or work again.
     pub(crate) fn refuse_writes(&self, on: bool) {
         self.inner.refusing.store(on, Ordering::Release);
+    }
+
+    /// Makes the writer cut batches into units of at most `bytes` (a record longer goes
+    /// alone), as it cuts them at `frame::MAX_UNIT`.
+    pub(crate) fn limit_units(&self, bytes: usize) {
+        self.inner.max_unit.store(bytes, Ordering::Release);
     }
 }
 

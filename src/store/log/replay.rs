@@ -29,7 +29,7 @@ fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> 
             offset,
             bytes = len - offset,
             kept = %aside.display(),
-            "the log ends in an incomplete or damaged record, cut off and kept aside: a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
+            "the log ends in an incomplete or damaged write, cut off and kept aside: a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
         ),
         Err(e) => {
             let _ = fs::remove_file(&aside);
@@ -38,7 +38,7 @@ fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> 
                 offset,
                 bytes = len - offset,
                 error = %e,
-                "the log ends in an incomplete or damaged record, cut off without a copy (no room for one): a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
+                "the log ends in an incomplete or damaged write, cut off without a copy (no room for one): a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
             );
         }
     }
