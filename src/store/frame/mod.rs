@@ -186,12 +186,12 @@ pub(crate) struct Reader {
 impl Reader {
     /// Opens `path` and checks its header.
     pub(crate) fn open(path: &Path, kind: FileKind) -> Result<Reader, StoreError> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
         // Never through a symbolic link (the data directory holds none: see `log::dir`).
-        let f = std::os::unix::fs::OpenOptionsExt::custom_flags(
-            std::fs::OpenOptions::new().read(true),
-            libc::O_NOFOLLOW,
-        )
-        .open(path)?;
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+        let f = options.open(path)?;
         let len = f.metadata()?.len();
         let mut file = BufReader::with_capacity(1 << 20, f);
         let corrupt = |reason: &str| StoreError::Corrupt {

@@ -6,18 +6,22 @@
 //! anywhere at all), refuses a directory that is a link, holds links or belongs to another
 //! user, and keeps a second process out for its whole life with an OS lock on the directory
 //! itself (which no rename or deletion of a file inside can take away) as well as on `LOCK`
-//! (which older versions take).
+//! (which older versions take). Modes, owners and links are Unix's: elsewhere (Windows) the
+//! directory is created and `LOCK` taken as before, and its ACLs decide who reads it.
 
-use std::fs::{self, File, OpenOptions, Permissions};
+use std::fs::{self, File, OpenOptions};
 use std::io;
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::super::StoreError;
 
 /// The directory: only its owner may list it or reach a file in it.
+#[cfg(unix)]
 const DIR_MODE: u32 = 0o700;
 /// Every file: only its owner may read or write it.
+#[cfg(unix)]
 const FILE_MODE: u32 = 0o600;
 
 /// The locks that keep a second process out of the directory, held until released or
@@ -26,6 +30,7 @@ const FILE_MODE: u32 = 0o600;
 pub(super) struct Held {
     /// The directory itself, open read-only and `flock`ed: a file's name can be deleted or
     /// renamed away, the directory this process writes in cannot be swapped by that.
+    #[cfg(unix)]
     dir: File,
     /// `LOCK`, `flock`ed as every earlier version did, so that an older sqsim is kept out
     /// too (and keeps this one out).
@@ -36,10 +41,12 @@ impl Held {
     /// Lets another process take the directory.
     pub(super) fn release(&self) {
         let _ = self.lock_file.unlock();
+        #[cfg(unix)]
         let _ = self.dir.unlock();
     }
 }
 
+#[cfg(unix)]
 fn unsafe_dir(path: &Path, reason: impl Into<String>) -> StoreError {
     StoreError::Unsafe {
         path: path.to_path_buf(),
@@ -47,6 +54,7 @@ fn unsafe_dir(path: &Path, reason: impl Into<String>) -> StoreError {
     }
 }
 
+#[cfg(unix)]
 fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
@@ -55,6 +63,7 @@ fn euid() -> u32 {
 /// `err` with the path it concerns, which a bare `io::Error` does not carry; a link where
 /// `O_NOFOLLOW` refused one says so.
 fn at(path: &Path, err: io::Error) -> io::Error {
+    #[cfg(unix)]
     if err.raw_os_error() == Some(libc::ELOOP) {
         return io::Error::other(format!(
             "{} is a symbolic link: sqsim follows none in its data directory",
@@ -67,6 +76,7 @@ fn at(path: &Path, err: io::Error) -> io::Error {
 /// Opens (creating it if needed) the data directory `dir`, checks that it is safe to use,
 /// makes it private, and locks it. Returns the path to use from now on (`dir` without a
 /// trailing slash, which would make the kernel follow a link there) and the locks.
+#[cfg(unix)]
 pub(super) fn take(dir: &Path) -> Result<(PathBuf, Held), StoreError> {
     let dir: PathBuf = dir.components().collect();
     if matches!(fs::symlink_metadata(&dir), Err(e) if e.kind() == io::ErrorKind::NotFound) {
@@ -119,7 +129,7 @@ pub(super) fn take(dir: &Path) -> Result<(PathBuf, Held), StoreError> {
         return Err(StoreError::Locked(dir));
     }
     if meta.mode() & 0o777 != DIR_MODE {
-        handle.set_permissions(Permissions::from_mode(DIR_MODE))?;
+        handle.set_permissions(fs::Permissions::from_mode(DIR_MODE))?;
         tracing::warn!(
             dir = %dir.display(),
             was = format!("{:o}", meta.mode() & 0o777),
@@ -136,8 +146,26 @@ pub(super) fn take(dir: &Path) -> Result<(PathBuf, Held), StoreError> {
     ))
 }
 
+/// Without Unix's modes and links (Windows): creates the directory and takes `LOCK`.
+#[cfg(not(unix))]
+pub(super) fn take(dir: &Path) -> Result<(PathBuf, Held), StoreError> {
+    fs::create_dir_all(dir).map_err(|e| at(dir, e))?;
+    let lock_path = dir.join("LOCK");
+    let lock_file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| at(&lock_path, e))?;
+    if lock_file.try_lock().is_err() {
+        return Err(StoreError::Locked(dir.to_path_buf()));
+    }
+    Ok((dir.to_path_buf(), Held { lock_file }))
+}
+
 /// An error opening an entry of the directory: a link there is refused like one found by
 /// [`check_entries`].
+#[cfg(unix)]
 fn checked_entry_error(path: &Path, e: io::Error) -> StoreError {
     if e.raw_os_error() == Some(libc::ELOOP) {
         return link_refused(path);
@@ -145,6 +173,7 @@ fn checked_entry_error(path: &Path, e: io::Error) -> StoreError {
     at(path, e).into()
 }
 
+#[cfg(unix)]
 fn link_refused(path: &Path) -> StoreError {
     unsafe_dir(
         path,
@@ -153,6 +182,7 @@ fn link_refused(path: &Path) -> StoreError {
 }
 
 /// Whether `name` is one of sqsim's own files (the others are left as they are).
+#[cfg(unix)]
 fn is_ours(name: &str) -> bool {
     name == "LOCK" || name.starts_with("log-") || name.starts_with("snapshot-")
 }
@@ -161,6 +191,7 @@ fn is_ours(name: &str) -> bool {
 /// belongs to another user or has another name elsewhere (a hard link: a chmod or a
 /// truncation of it would reach that file too); makes each of sqsim's files 0600 (an older
 /// version made them 0644), saying how many were.
+#[cfg(unix)]
 fn check_entries(dir: &Path) -> Result<(), StoreError> {
     let mut tightened = 0u64;
     for entry in fs::read_dir(dir)? {
@@ -204,7 +235,7 @@ fn check_entries(dir: &Path) -> Result<(), StoreError> {
                 .map_err(|e| checked_entry_error(&path, e))?;
             let now = f.metadata()?;
             if now.ino() == meta.ino() && now.dev() == meta.dev() {
-                f.set_permissions(Permissions::from_mode(FILE_MODE))?;
+                f.set_permissions(fs::Permissions::from_mode(FILE_MODE))?;
                 tightened += 1;
             }
         }
@@ -219,11 +250,20 @@ fn check_entries(dir: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Options that never follow a symbolic link.
+fn no_follow() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    #[cfg(unix)]
+    o.custom_flags(libc::O_NOFOLLOW);
+    o
+}
+
 /// Options that never follow a symbolic link and make a new file private (before the
 /// umask; [`create_new`] then sets the mode exactly).
 fn private_options() -> OpenOptions {
-    let mut o = OpenOptions::new();
-    o.mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW);
+    let mut o = no_follow();
+    #[cfg(unix)]
+    o.mode(FILE_MODE);
     o
 }
 
@@ -236,7 +276,8 @@ pub(super) fn create_new(path: &Path) -> io::Result<File> {
         .open(path)
         .map_err(|e| at(path, e))?;
     // A umask can take the owner's bits too; the mode is set, not left to it.
-    f.set_permissions(Permissions::from_mode(FILE_MODE))
+    #[cfg(unix)]
+    f.set_permissions(fs::Permissions::from_mode(FILE_MODE))
         .map_err(|e| at(path, e))?;
     Ok(f)
 }
@@ -254,20 +295,12 @@ pub(super) fn replace(path: &Path) -> io::Result<File> {
 
 /// Opens an existing file of the directory for writing (to cut it), never through a link.
 pub(super) fn open_to_write(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| at(path, e))
+    no_follow().write(true).open(path).map_err(|e| at(path, e))
 }
 
 /// Opens an existing file of the directory for reading, never through a link.
 pub(super) fn open_to_read(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| at(path, e))
+    no_follow().read(true).open(path).map_err(|e| at(path, e))
 }
 
 /// Copies `from` to a new private file `to` (replacing one there), synced.

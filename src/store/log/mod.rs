@@ -6,7 +6,7 @@
 //! life (`dir`).
 
 mod dir;
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod dir_tests;
 mod replay;
 #[cfg(test)]
