@@ -91,7 +91,9 @@
 //!   `selected`: messages the console moves by hand).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data
 //!   directory's log and snapshots: `writer`, the group-commit thread; `replay`, the files
-//!   played back on start-up; `tests`), `frame` (the file format), `jetstream` (a NATS
+//!   played back on start-up; `dir`, the directory's guard (private modes, no symbolic links,
+//!   the lock), with `dir_tests`; `tests`, and `torn_tests`: power cuts and the previous
+//!   format), `frame` (the file format: units, frames, the reader; `tests`), `jetstream` (a NATS
 //!   JetStream stream, fenced by expected sequences, several publishes in flight: its
 //!   `publish` loop and window, `group` (records as log messages), `retry`, `recover`,
 //!   `snapshot`, `lead` (moving a stream's leader) and `tests`), `hold`

@@ -95,6 +95,10 @@ pub(crate) enum StoreError {
     /// Another process holds the data directory.
     #[error("data directory {0} is in use by another sqsim process")]
     Locked(PathBuf),
+    /// The data directory, or a file in it, is not safe to use: a symbolic link, or another
+    /// user's.
+    #[error("refusing the data directory: {path} {reason}")]
+    Unsafe { path: PathBuf, reason: String },
     /// A record could not be applied on recovery.
     #[error("record {lsn} cannot be applied: {reason}")]
     Replay { lsn: Lsn, reason: String },

@@ -433,6 +433,41 @@ async fn one_process_per_data_dir_and_os_sync_also_keeps_acknowledged_changes() 
     server.shutdown().await;
 }
 
+/// `LOCK` deleted while a server runs (by hand, by a clean-up script): a second server on
+/// the same directory is still refused, so the first one's acknowledged sends are never
+/// overwritten by another writer of the same log.
+#[tokio::test]
+async fn a_second_server_is_refused_even_with_lock_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = open(dir.path()).await;
+    let c = sdk(&server);
+    let url = create(&c, "q").await;
+    for i in 0..100 {
+        common::send(&c, &url, format!("m{i}")).await;
+    }
+    std::fs::remove_file(dir.path().join("LOCK")).unwrap();
+    let second = Server::builder()
+        .config(Config {
+            durability: Some(Durability::new(dir.path())),
+            ..Config::default()
+        })
+        .start()
+        .await;
+    let err = match second {
+        Ok(second) => {
+            second.shutdown().await;
+            panic!("a second server started on the data directory the first one writes");
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("in use by another sqsim process"), "{err}");
+    let server = restart(server, dir.path()).await;
+    let c = sdk(&server);
+    let url = queue_url(&c, "q").await;
+    assert_eq!(common::message_counts(&c, &url).await[0], "100");
+    server.shutdown().await;
+}
+
 fn newest_log(dir: &Path) -> std::path::PathBuf {
     let mut logs: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

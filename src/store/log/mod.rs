@@ -2,14 +2,20 @@
 //! segments (`log-<first lsn>.wal`) and at most one snapshot (`snapshot-<lsn>.snap`) that
 //! replaces the log before it. One writer thread takes whatever requests appended since its
 //! last write, writes it in one call and (in fsync mode) syncs it once: concurrent requests
-//! share the fsync (group commit). A `LOCK` file keeps a second process out.
+//! share the fsync (group commit). The directory is private and locked for the process's
+//! life (`dir`).
 
+mod dir;
+#[cfg(all(test, unix))]
+mod dir_tests;
 mod replay;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod torn_tests;
 mod writer;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,6 +87,9 @@ struct Inner {
     /// Tests: every write fails as a full disk's would, until cleared.
     #[cfg(test)]
     refusing: std::sync::atomic::AtomicBool,
+    /// Tests: the longest unit the writer makes (`frame::MAX_UNIT` otherwise).
+    #[cfg(test)]
+    max_unit: std::sync::atomic::AtomicUsize,
 }
 
 /// See the module documentation.
@@ -91,8 +100,8 @@ pub(crate) struct LogStore {
     /// Held while a snapshot is written: closing waits for it, so no file is touched after
     /// the data directory is released.
     snapshotting: Mutex<()>,
-    /// Locked (flock) until the store is closed.
-    lock_file: File,
+    /// The data directory's locks, held until the store is closed.
+    held: dir::Held,
 }
 
 fn segment_name(lsn: Lsn) -> String {
@@ -130,21 +139,14 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 impl LogStore {
-    /// Opens (creating it if needed) and locks the data directory. Call [`Store::recover`]
-    /// before appending. `salvage` starts past a corrupt record with everything before it.
+    /// Opens (creating it if needed), checks, makes private and locks the data directory
+    /// (see `dir`). Call [`Store::recover`] before appending. `salvage` starts past a corrupt
+    /// record with everything before it.
     pub(crate) fn open(dir: &Path, sync: SyncMode, salvage: bool) -> Result<LogStore, StoreError> {
-        fs::create_dir_all(dir)?;
-        let lock_file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("LOCK"))?;
-        if lock_file.try_lock().is_err() {
-            return Err(StoreError::Locked(dir.to_path_buf()));
-        }
+        let (dir, held) = dir::take(dir)?;
         Ok(LogStore {
             inner: Arc::new(Inner {
-                dir: dir.to_path_buf(),
+                dir,
                 sync,
                 salvage,
                 pending: Mutex::new(Pending::default()),
@@ -157,10 +159,12 @@ impl LogStore {
                 has_segment: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(test)]
                 refusing: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(test)]
+                max_unit: std::sync::atomic::AtomicUsize::new(frame::MAX_UNIT),
             }),
             writer: Mutex::new(None),
             snapshotting: Mutex::new(()),
-            lock_file,
+            held,
         })
     }
 
@@ -329,7 +333,7 @@ impl Store for LogStore {
         let dir = &self.inner.dir;
         let tmp = dir.join(format!("{}.tmp", snapshot_name(at)));
         let written = (|| -> Result<(), StoreError> {
-            let mut w = BufWriter::new(File::create(&tmp)?);
+            let mut w = BufWriter::new(dir::replace(&tmp)?);
             frame::write_all(&mut w, FileKind::Snapshot, at, records)?;
             let file = w
                 .into_inner()
@@ -416,7 +420,7 @@ impl Store for LogStore {
         self.inner
             .progress
             .send_modify(|p| p.failure = Some((Lsn::MAX, Arc::from("sqsim is stopping"))));
-        let _ = self.lock_file.unlock();
+        self.held.release();
     }
 
     fn stats(&self) -> StoreStats {
@@ -441,6 +445,12 @@ impl LogStore {
     /// Makes every write fail as a full disk's would (`on`), or work again.
     pub(crate) fn refuse_writes(&self, on: bool) {
         self.inner.refusing.store(on, Ordering::Release);
+    }
+
+    /// Makes the writer cut batches into units of at most `bytes` (a record longer goes
+    /// alone), as it cuts them at `frame::MAX_UNIT`.
+    pub(crate) fn limit_units(&self, bytes: usize) {
+        self.inner.max_unit.store(bytes, Ordering::Release);
     }
 }
 

@@ -2,12 +2,12 @@
 //! in the newest segment is cut off and kept aside; damage anywhere else stops start-up,
 //! or with `--salvage` ends recovery there.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::super::frame::{self, FileKind, Next, Reader};
 use super::super::{Apply, Lsn, Recovered, StoreError};
-use super::LogStore;
+use super::{dir, LogStore};
 
 /// Sets the bytes of `path` from `offset` on (a torn final write) aside in
 /// `<path>.torn-<offset>`, then cuts the file there so the next start reads cleanly. They
@@ -17,9 +17,9 @@ use super::LogStore;
 fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> {
     let aside = PathBuf::from(format!("{}.torn-{offset}", path.display()));
     let copied = (|| -> std::io::Result<()> {
-        let mut from = File::open(path)?;
+        let mut from = dir::open_to_read(path)?;
         std::io::Seek::seek(&mut from, std::io::SeekFrom::Start(offset))?;
-        let mut to = File::create(&aside)?;
+        let mut to = dir::replace(&aside)?;
         std::io::copy(&mut from, &mut to)?;
         to.sync_all()
     })();
@@ -29,7 +29,7 @@ fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> 
             offset,
             bytes = len - offset,
             kept = %aside.display(),
-            "the log ends in an incomplete or damaged record, cut off and kept aside: a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
+            "the log ends in an incomplete or damaged write, cut off and kept aside: a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
         ),
         Err(e) => {
             let _ = fs::remove_file(&aside);
@@ -38,11 +38,11 @@ fn keep_torn_tail(path: &Path, offset: u64, len: u64) -> Result<(), StoreError> 
                 offset,
                 bytes = len - offset,
                 error = %e,
-                "the log ends in an incomplete or damaged record, cut off without a copy (no room for one): a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
+                "the log ends in an incomplete or damaged write, cut off without a copy (no room for one): a crash during its write (then it was never answered), or damage on the disk (then an acknowledged change is lost)"
             );
         }
     }
-    let f = OpenOptions::new().write(true).open(path)?;
+    let f = dir::open_to_write(path)?;
     f.set_len(offset)?;
     f.sync_all()?;
     Ok(())
@@ -123,9 +123,9 @@ impl LogStore {
                     let ended = self.salvaged(e, lsn, report)?;
                     // Keep the damaged file aside for inspection; the live one ends before
                     // the damage so that the next start reads cleanly.
-                    fs::copy(path, path.with_extension("salvaged"))?;
+                    dir::copy_aside(path, &path.with_extension("salvaged"))?;
                     let cut = if kind == FileKind::Log { at } else { 0 };
-                    OpenOptions::new().write(true).open(path)?.set_len(cut)?;
+                    dir::open_to_write(path)?.set_len(cut)?;
                     if kind == FileKind::Snapshot {
                         fs::remove_file(path)?;
                     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 
-fn records(s: &LogStore) -> Result<(Vec<Vec<u8>>, Recovered), StoreError> {
+pub(super) fn records(s: &LogStore) -> Result<(Vec<Vec<u8>>, Recovered), StoreError> {
     let mut out = Vec::new();
     let report = s.recover(&mut |_, r| {
         out.push(r.to_vec());
@@ -15,20 +15,20 @@ fn records(s: &LogStore) -> Result<(Vec<Vec<u8>>, Recovered), StoreError> {
 }
 
 /// A store on `dir`, recovered and ready to append.
-fn opened(dir: &Path) -> LogStore {
+pub(super) fn opened(dir: &Path) -> LogStore {
     let s = LogStore::open(dir, SyncMode::Fsync, false).unwrap();
     records(&s).unwrap();
     s
 }
 
 /// A start on `dir` without `--salvage`: the error that refuses it.
-fn refused(dir: &Path) -> StoreError {
+pub(super) fn refused(dir: &Path) -> StoreError {
     let s = LogStore::open(dir, SyncMode::Fsync, false).unwrap();
     records(&s).unwrap_err()
 }
 
 /// A start on `dir` with `--salvage`: what it recovered.
-fn salvaged(dir: &Path) -> (Vec<Vec<u8>>, Recovered) {
+pub(super) fn salvaged(dir: &Path) -> (Vec<Vec<u8>>, Recovered) {
     let s = LogStore::open(dir, SyncMode::Fsync, true).unwrap();
     records(&s).unwrap()
 }
@@ -109,8 +109,9 @@ fn a_damaged_snapshot_is_refused_with_its_file_and_offset_or_salvaged() {
 }
 
 /// One flipped bit in any field of a frame header (length or checksum) in the middle of
-/// a snapshot or of a log segment stops start-up with the file and the offset, and
-/// leaves the file as it was; nothing after the damage is silently dropped.
+/// a snapshot, or of a unit's or its record's header in the middle of a log segment, stops
+/// start-up with the file and the offset, and leaves the file as it was; nothing after the
+/// damage is silently dropped.
 #[test]
 fn a_flipped_header_bit_mid_snapshot_or_mid_segment_is_refused_with_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
@@ -118,7 +119,9 @@ fn a_flipped_header_bit_mid_snapshot_or_mid_segment_is_refused_with_file_and_off
     let snap: Vec<Vec<u8>> = (0..5).map(|i| format!("snap-{i}").into_bytes()).collect();
     s.snapshot(0, &mut snap.clone().into_iter()).unwrap();
     for i in 0..5 {
-        s.append(format!("logs-{i}").as_bytes());
+        // Each written before the next: one unit per record.
+        let lsn = s.append(format!("logs-{i}").as_bytes());
+        crate::store::suite::block_on(crate::store::durable(&s, lsn)).unwrap();
     }
     s.close();
     drop(s);
@@ -128,11 +131,18 @@ fn a_flipped_header_bit_mid_snapshot_or_mid_segment_is_refused_with_file_and_off
         .pop()
         .unwrap()
         .1;
-    // The third record of each: header, two frames of 6 payload bytes each before it.
-    let third = frame::HEADER_LEN as usize + 2 * (frame::FRAME_OVERHEAD + 6);
-    for path in [&snapshot, &segment] {
+    // The third record of each, after the header and two records of 6 payload bytes: in the
+    // snapshot its frame, in the segment its unit (the unit's header, then the frame's).
+    let head = frame::HEADER_LEN as usize;
+    let in_snapshot = (
+        head + 2 * (frame::FRAME_OVERHEAD + 6),
+        frame::FRAME_OVERHEAD,
+    );
+    let unit = frame::UNIT_OVERHEAD + frame::FRAME_OVERHEAD;
+    let in_segment = (head + 2 * (unit + 6), unit);
+    for (path, (third, headers)) in [(&snapshot, in_snapshot), (&segment, in_segment)] {
         let clean = fs::read(path).unwrap();
-        for byte in third..third + frame::FRAME_OVERHEAD {
+        for byte in third..third + headers {
             for bit in 0..8 {
                 let mut bytes = clean.clone();
                 bytes[byte] ^= 1 << bit;

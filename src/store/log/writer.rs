@@ -1,9 +1,10 @@
-//! The writer: takes every record appended since its last write, writes them in one call
-//! to the current segment (a new one once it is full) and, in fsync mode, syncs once for
+//! The writer: takes every record appended since its last write, writes them as one unit
+//! (`frame`: its own length and checksum, so a power cut tearing it is told from damage to
+//! what was acknowledged before) to the current segment and, in fsync mode, syncs once for
 //! all of them; a write the disk refused is cut back and retried.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::{self, File};
+use std::io::{self, IoSlice, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,11 +42,8 @@ impl Inner {
         let path = self.dir.join(segment_name(lsn));
         let tmp = self.dir.join(format!("{}.tmp", segment_name(lsn)));
         let made = (|| -> Result<File, StoreError> {
-            let mut file = OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .open(&tmp)?;
+            // A `.tmp` a crash left behind is replaced, a link there removed (never followed).
+            let mut file = super::dir::replace(&tmp)?;
             crate::store::crash_point::reached("segment-created");
             file.write_all(&frame::header(FileKind::Log, lsn))?;
             file.sync_all()?;
@@ -109,7 +107,7 @@ impl Inner {
         }
     }
 
-    /// Writes everything pending, in one call (and in fsync mode one sync), while the caller
+    /// Writes everything pending as one unit (and in fsync mode one sync), while the caller
     /// holds the segment: whoever holds it is the only writer, so batches reach the file in
     /// the order they were appended.
     pub(super) fn write_pending(&self, slot: &mut Option<Segment>) -> Step {
@@ -125,7 +123,23 @@ impl Inner {
             // The buffer written last time, emptied, goes back to the appenders: no
             // reallocation once both have grown to the usual batch size.
             let spare = std::mem::take(&mut *lock(&self.spare));
-            (std::mem::replace(&mut p.buf, spare), p.next)
+            let mut bytes = std::mem::replace(&mut p.buf, spare);
+            // One unit at most `MAX_UNIT` long (a reader holds one whole): the rest of a
+            // batch that grew past it (the disk refusing for a while) waits for the next
+            // write, in front of what arrives meanwhile.
+            let (end, records) = frame::unit_end(&bytes, self.max_unit());
+            if end < bytes.len() {
+                p.buf.extend_from_slice(&bytes[end..]);
+                bytes.truncate(end);
+                // Whoever waits for the rest writes it, but a record nobody waits for
+                // (nudged) would wait for the next append: the writer takes it.
+                if std::mem::take(&mut p.writer_idle) {
+                    self.wake.notify_one();
+                }
+            }
+            // Counted, not `p.next`: an append after closing takes a position but is never
+            // written, and must not be reported durable.
+            (bytes, self.progress.borrow().durable + records)
         };
         match self.write(slot, &bytes, upto) {
             Ok(()) => {
@@ -171,6 +185,14 @@ impl Inner {
         }
     }
 
+    /// The longest unit to write.
+    fn max_unit(&self) -> usize {
+        #[cfg(test)]
+        return self.max_unit.load(Ordering::Acquire);
+        #[cfg(not(test))]
+        frame::MAX_UNIT
+    }
+
     /// Creates the segment the writer appends to if there is none, at the first position
     /// not yet durable; records whether that worked (health reads it).
     pub(super) fn open_segment(&self, slot: &mut Option<Segment>) {
@@ -206,7 +228,8 @@ impl Inner {
             )));
         }
         let started = Instant::now();
-        let written = seg.file.write_all(bytes).and_then(|()| match self.sync {
+        let head = frame::unit_header(seg.end, bytes);
+        let written = write_unit(&mut seg.file, &head, bytes).and_then(|()| match self.sync {
             SyncMode::Fsync => seg.file.sync_data(),
             SyncMode::Os => Ok(()),
         });
@@ -217,13 +240,30 @@ impl Inner {
             let _ = std::io::Seek::seek(&mut seg.file, std::io::SeekFrom::Start(seg.len));
             return Err(e.into());
         }
-        seg.len += bytes.len() as u64;
+        let unit = (head.len() + bytes.len()) as u64;
+        seg.len += unit;
         seg.end = upto;
         let c = &self.counters;
         c.syncs.fetch_add(1, Ordering::Relaxed);
         c.sync_micros
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        c.log_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        c.log_bytes.fetch_add(unit, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// Writes a unit's header and body, in one call when the kernel takes it all (it normally
+/// does), without copying the body behind the header.
+fn write_unit(file: &mut File, head: &[u8], body: &[u8]) -> io::Result<()> {
+    let mut slices = [IoSlice::new(head), IoSlice::new(body)];
+    let mut left: &mut [IoSlice<'_>] = &mut slices;
+    while !left.is_empty() {
+        match file.write_vectored(left) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
