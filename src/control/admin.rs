@@ -189,8 +189,22 @@ pub(crate) fn stats_of(
             "workers": workers,
             "store": store,
             "realism": realism,
+            "memory": memory_json(state),
         }),
     )
+}
+
+/// `/_sqsim/stats`'s `memory`: what the process holds for its clients as
+/// `--max-stored-bytes` counts it, the cap, and the limit the default cap was taken from.
+fn memory_json(state: &Plane) -> serde_json::Value {
+    use crate::engine::memory;
+    let limit = memory::process_limit();
+    json!({
+        "held_bytes": memory::held(),
+        "max_stored_bytes": state.engine.settings().max_stored_bytes,
+        "process_limit_bytes": limit.as_ref().map(|(b, _)| b),
+        "process_limit_source": limit.map(|(_, s)| s),
+    })
 }
 
 /// Up, and (in durable mode) whether the store takes writes: 503 while it does not.

@@ -97,9 +97,126 @@ impl Drop for Held {
     }
 }
 
+/// The memory this process may use, and what sets it: the smallest of the machine's memory,
+/// the limits of every cgroup it runs in — cgroup v2's `memory.max` and `memory.high` (what a
+/// systemd unit's `MemoryMax=`/`MemoryHigh=` and a container runtime's `--memory` write) of
+/// its own cgroup and each parent, cgroup v1's `memory.limit_in_bytes` likewise — and its
+/// `RLIMIT_AS`/`RLIMIT_DATA` (`ulimit -v`, a unit's `LimitAS=`/`LimitDATA=`).
+pub(crate) fn process_limit() -> Option<(u64, String)> {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let rlimits = [
+        ("RLIMIT_AS", rlimit::Resource::AS.get().ok().map(|(soft, _)| soft)),
+        ("RLIMIT_DATA", rlimit::Resource::DATA.get().ok().map(|(soft, _)| soft)),
+    ];
+    limit_from(
+        std::path::Path::new("/sys/fs/cgroup"),
+        &read("/proc/self/cgroup").unwrap_or_default(),
+        &read("/proc/meminfo").unwrap_or_default(),
+        &rlimits,
+    )
+}
+
+/// [`process_limit`] from what it reads: the cgroup file system's mount point, the text of
+/// `/proc/self/cgroup` and of `/proc/meminfo`, and the soft resource limits.
+fn limit_from(
+    root: &std::path::Path,
+    self_cgroup: &str,
+    meminfo: &str,
+    rlimits: &[(&str, Option<u64>)],
+) -> Option<(u64, String)> {
+    let mut found: Vec<(u64, String)> = Vec::new();
+    if let Some(kib) = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    {
+        found.push((kib * 1024, "the machine's memory (MemTotal)".into()));
+    }
+    // A limit file's value; "max" (v2) and v1's near-2^63 "unlimited" are no limit.
+    let value = |path: &std::path::Path| -> Option<u64> {
+        let v = std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok()?;
+        (v < 1 << 60).then_some(v)
+    };
+    // Each directory from the process's own cgroup up to the hierarchy's root (inside a
+    // container, the root is often the container's own cgroup).
+    let mut each_level = |base: std::path::PathBuf, rel: &str, files: &[&str]| {
+        let mut dir = std::path::PathBuf::from(rel.trim_start_matches('/'));
+        loop {
+            for f in files {
+                let path = base.join(&dir).join(f);
+                if let Some(v) = value(&path) {
+                    found.push((v, path.display().to_string()));
+                }
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+    };
+    for line in self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if id == "0" && controllers.is_empty() {
+            // cgroup v2: mounted at the root, or beside v1 at `unified` (hybrid mode).
+            for base in [root.to_path_buf(), root.join("unified")] {
+                each_level(base, path, &["memory.max", "memory.high"]);
+            }
+        } else if controllers.split(',').any(|c| c == "memory") {
+            each_level(root.join("memory"), path, &["memory.limit_in_bytes"]);
+        }
+    }
+    for (name, v) in rlimits {
+        if let Some(v) = v.filter(|v| *v < 1 << 60) {
+            found.push((v, (*name).to_string()));
+        }
+    }
+    found.into_iter().min_by_key(|(v, _)| *v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_smallest_limit_of_every_cgroup_level_and_rlimit_wins() {
+        let root = tempfile::tempdir().unwrap();
+        let put = |rel: &str, text: &str| {
+            let p = root.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let meminfo = "MemTotal:       25165824 kB\nMemFree: 1 kB\n";
+        // Nothing but the machine.
+        let (v, what) = limit_from(root.path(), "0::/\n", meminfo, &[]).unwrap();
+        assert_eq!((v, what.contains("MemTotal")), (24 << 30, true));
+        // cgroup v2: a systemd unit's MemoryMax on its own cgroup, "max" above it.
+        put("system.slice/sqsim.service/memory.max", "536870912\n");
+        put("system.slice/sqsim.service/memory.high", "max\n");
+        put("system.slice/memory.max", "max\n");
+        let v2 = "0::/system.slice/sqsim.service\n";
+        let (v, what) = limit_from(root.path(), v2, meminfo, &[]).unwrap();
+        assert_eq!(v, 512 << 20);
+        assert!(what.ends_with("system.slice/sqsim.service/memory.max"), "{what}");
+        // A parent's lower limit holds too (MemoryHigh on the slice).
+        put("system.slice/memory.high", "268435456\n");
+        assert_eq!(limit_from(root.path(), v2, meminfo, &[]).unwrap().0, 256 << 20);
+        // cgroup v1 (this project's CI machines): the memory controller's own line.
+        put("memory/docker/abc/memory.limit_in_bytes", "134217728\n");
+        put("memory/memory.limit_in_bytes", "9223372036854771712\n");
+        let v1 = "12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n";
+        let (v, what) = limit_from(root.path(), v1, meminfo, &[]).unwrap();
+        assert_eq!(v, 128 << 20);
+        assert!(what.ends_with("docker/abc/memory.limit_in_bytes"), "{what}");
+        // ulimit -v below them all; an unlimited one counts for nothing.
+        let rl = [("RLIMIT_AS", Some(64 << 20)), ("RLIMIT_DATA", Some(u64::MAX))];
+        assert_eq!(
+            limit_from(root.path(), v1, meminfo, &rl).unwrap(),
+            (64 << 20, "RLIMIT_AS".to_string())
+        );
+    }
 
     #[test]
     fn heap_rounds_to_allocator_classes() {

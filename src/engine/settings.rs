@@ -93,26 +93,18 @@ pub struct EngineSettings {
     pub max_stored_bytes: u64,
 }
 
-/// The default `max_stored_bytes`: half of the memory the process may use (the machine's,
-/// or a cgroup's limit when lower), so a producer outrunning its consumers gets retryable
-/// errors long before the kernel kills the process; 0 (no limit) when it cannot be read.
+/// The default `max_stored_bytes`: half of the memory the process may use (the smallest of
+/// the machine's, its cgroups' and its resource limits: [`super::memory::process_limit`]),
+/// so a producer outrunning its consumers gets retryable errors long before the kernel
+/// kills the process; 0 (no limit) when none can be read.
 pub(crate) fn default_max_stored_bytes() -> u64 {
     static DEFAULT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *DEFAULT.get_or_init(|| {
-        let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024)
-        });
-        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        match (total, cgroup) {
-            (Some(t), Some(c)) => t.min(c) / 2,
-            (Some(t), None) => t / 2,
-            (None, Some(c)) => c / 2,
-            (None, None) => 0,
+        let limit = super::memory::process_limit();
+        if let Some((bytes, source)) = &limit {
+            tracing::debug!(bytes, %source, "the memory this process may use");
         }
+        limit.map_or(0, |(bytes, _)| bytes / 2)
     })
 }
 

@@ -154,9 +154,11 @@ def spawn(
     port=0,
     stdout=subprocess.PIPE,
     stderr=subprocess.PIPE,
+    preexec=None,
 ):
     """Starts `sqsim --host HOST --port PORT FLAGS…` with `env` added to its environment (see
-    _env); returns the Popen. `host` is left out if the flags name a --host, and `host=None`
+    _env), running `preexec` in the child first (a cgroup to join, a resource limit); returns
+    the Popen. `host` is left out if the flags name a --host, and `host=None`
     or `port=None` leave out that flag (sqsim's default, or a subcommand: `spawn("worker",
     …, host=None, port=None)`). `stdout`/`stderr` are Popen's (None: this process's own);
     wait_ready needs stdout piped."""
@@ -171,6 +173,7 @@ def spawn(
         stderr=stderr,
         stdin=subprocess.DEVNULL,
         env=_env(env),
+        preexec_fn=preexec,
     )
 
 
@@ -197,12 +200,12 @@ def resize(path, size):
 
 
 @contextlib.contextmanager
-def running(*flags, env=None, token=None, log_dir=None):
+def running(*flags, env=None, token=None, log_dir=None, preexec=None):
     """Starts `sqsim --host 127.0.0.1 --port 0 FLAGS…` (with `env` added to its environment,
     see _env), yields a Process, always stops it and asserts it shut down cleanly on SIGTERM.
     Its stderr goes to a file in `log_dir` (default: the temporary directory)."""
     log = tempfile.NamedTemporaryFile(prefix="sqsim-", suffix=".log", delete=False, dir=log_dir)
-    proc = spawn(*flags, env=env, stderr=log)
+    proc = spawn(*flags, env=env, stderr=log, preexec=preexec)
     try:
         endpoint = wait_ready(proc)
         if endpoint is None:

@@ -183,3 +183,54 @@ def test_the_cap_bounds_rss_whatever_shape_the_data_has(shape):
         assert grown <= RSS_BUDGET * cap, f"{shape}: {grown / cap:.2f}x the cap"
         # Still serving: reads answer, and a refused client sees AWS's retryable error.
         assert srv.client().list_queues()["QueueUrls"]
+
+
+def memory_cgroup(name, limit):
+    """A memory cgroup limited to `limit` bytes (v1's memory controller where mounted, as on
+    this project's machines, else v2); returns (the file a process joins it by, its dir)."""
+    from pathlib import Path
+
+    v1 = Path("/sys/fs/cgroup/memory")
+    if (v1 / "memory.limit_in_bytes").exists():
+        group = v1 / name
+        group.mkdir(exist_ok=True)
+        (group / "memory.limit_in_bytes").write_text(str(limit))
+    else:
+        root = Path("/sys/fs/cgroup")
+        assert "memory" in (root / "cgroup.controllers").read_text(), "no memory controller"
+        (root / "cgroup.subtree_control").write_text("+memory")
+        group = root / name
+        group.mkdir(exist_ok=True)
+        (group / "memory.max").write_text(str(limit))
+    return group / "cgroup.procs", group
+
+
+def test_the_default_cap_is_half_the_smallest_limit_a_container_or_unit_sets():
+    """The default --max-stored-bytes is half of what the process may use: a cgroup's limit
+    (v1 or v2, at its own level or a parent's: a container's --memory, a unit's MemoryMax)
+    or its address-space limit (ulimit -v), not only cgroup v2's root file."""
+    import os
+    import resource
+
+    procs, group = memory_cgroup(f"sqsim-test-{os.getpid()}", 1 << 30)
+    try:
+        with sqsim_process.running(preexec=lambda: procs.write_text(str(os.getpid()))) as srv:
+            memory = srv.admin("GET", "/_sqsim/stats")["memory"]
+            assert memory["max_stored_bytes"] == 512 * 2**20, memory
+            assert memory["process_limit_source"].startswith(str(group)), memory
+    finally:
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    limit = 16 << 30
+
+    def address_space():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    with sqsim_process.running(preexec=address_space) as srv:
+        memory = srv.admin("GET", "/_sqsim/stats")["memory"]
+        assert (memory["max_stored_bytes"], memory["process_limit_source"]) == (limit // 2, "RLIMIT_AS"), memory
