@@ -48,6 +48,9 @@ pub(crate) async fn dispatch(
 async fn run(ctx: &Context, action: Action, params: Params) -> Result<Box<dyn Reply>, SqsError> {
     use actions::*;
     use Action::*;
+    if changes(action) {
+        ctx.engine.admit_change().map_err(engine_error)?;
+    }
     match action {
         CreateQueue => boxed(Box::pin(create_queue::handle(ctx, params.parse()?)).await),
         GetQueueUrl => boxed(get_queue_url::handle(ctx, params.parse()?)),
@@ -82,6 +85,20 @@ async fn run(ctx: &Context, action: Action, params: Params) -> Result<Box<dyn Re
         AddPermission => boxed(permissions::add(ctx, params.parse()?)),
         RemovePermission => boxed(permissions::remove(ctx, params.parse()?)),
     }
+}
+
+/// Whether `action` may record a change (a receive does: its deliveries are recorded).
+fn changes(action: Action) -> bool {
+    use Action::*;
+    !matches!(
+        action,
+        GetQueueUrl
+            | ListQueues
+            | GetQueueAttributes
+            | ListQueueTags
+            | ListDeadLetterSourceQueues
+            | ListMessageMoveTasks
+    )
 }
 
 /// The error for an engine failure on a receipt handle.
@@ -134,6 +151,12 @@ pub(crate) fn engine_error(err: EngineError) -> SqsError {
             ErrorCode::ServiceUnavailable,
             format!(
                 "Service is unable to handle request: what sqsim holds for its clients (messages, FIFO deduplication memory, queues with their settings and tags) reached its memory limit ({limit} bytes, --max-stored-bytes). Receive and delete messages, delete queues, or raise the limit."
+            ),
+        ),
+        EngineError::Backlog { bytes } => SqsError::new(
+            ErrorCode::ServiceUnavailable,
+            format!(
+                "Service is unable to handle request: the disk refuses writes and {bytes} bytes of changes wait to be written; retry later."
             ),
         ),
         EngineError::TooManyLongPolls { max } => SqsError::new(

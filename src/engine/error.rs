@@ -23,8 +23,12 @@ pub(crate) enum EngineError {
     #[error("over the queue's throughput quota")]
     Throttled,
     /// Stored messages would pass `--max-stored-bytes`.
-    #[error("the stored messages reached the memory limit ({limit} bytes)")]
+    #[error("what the process holds reached the memory limit ({limit} bytes)")]
     StoreFull { limit: u64 },
+    /// The durable store holds `bytes` of changes the disk has not taken: more would only
+    /// pile up in memory.
+    #[error("{bytes} bytes of changes wait for the disk")]
+    Backlog { bytes: u64 },
     /// `max` long polls are waiting already (`EngineSettings::max_long_polls`).
     #[error("too many long polls are waiting ({max})")]
     TooManyLongPolls { max: usize },

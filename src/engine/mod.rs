@@ -39,6 +39,10 @@ use crate::store;
 
 pub(crate) use state::queue_footprint;
 
+/// The most a durable store may hold unwritten (the disk refusing writes) before changes
+/// are refused with 503; see [`Engine::admit_change`].
+const MAX_BACKLOG: u64 = 64 << 20;
+
 pub use clock::Clock;
 pub(crate) use durable::compactor::spawn_compactor;
 pub(crate) use error::EngineError;
@@ -165,11 +169,38 @@ impl Engine {
     /// [`memory`]) past [`EngineSettings::max_stored_bytes`] by `adding` bytes: a new queue,
     /// settings or tags, as much as messages.
     pub(crate) fn admit_bytes(&self, adding: u64) -> Result<(), EngineError> {
+        self.admit_change()?;
         let limit = self.settings.max_stored_bytes;
-        if limit == 0 || memory::held().saturating_add(adding) <= limit {
+        let held = memory::held().saturating_add(self.backlog_bytes());
+        if limit == 0 || held.saturating_add(adding) <= limit {
             return Ok(());
         }
         Err(EngineError::StoreFull { limit })
+    }
+
+    /// Refuses any change while the durable store holds more than [`Engine::max_backlog`]
+    /// of records the disk has not taken: each change (and each client's retry of one)
+    /// would add a record to that memory for as long as the disk refuses.
+    pub(crate) fn admit_change(&self) -> Result<(), EngineError> {
+        let backlog = self.backlog_bytes();
+        if backlog > self.max_backlog() {
+            return Err(EngineError::Backlog { bytes: backlog });
+        }
+        Ok(())
+    }
+
+    /// Bytes of changes appended and not yet written by the durable store.
+    fn backlog_bytes(&self) -> u64 {
+        self.journal.store().map_or(0, |s| s.backlog_bytes())
+    }
+
+    /// The most the durable store may hold unwritten before changes are refused: a quarter
+    /// of `--max-stored-bytes`, at most [`MAX_BACKLOG`].
+    fn max_backlog(&self) -> u64 {
+        match self.settings.max_stored_bytes {
+            0 => MAX_BACKLOG,
+            cap => (cap / 4).min(MAX_BACKLOG),
+        }
     }
 
     /// The engine's journal (its durable store, if any).

@@ -169,6 +169,14 @@ impl Store for MemoryStore {
         self.progress.subscribe()
     }
 
+    fn backlog_bytes(&self) -> u64 {
+        let k = self.kept();
+        k.log[k.durable.min(k.log.len())..]
+            .iter()
+            .map(|r| r.len() as u64)
+            .sum()
+    }
+
     fn write_through(&self, lsn: Lsn) {
         // Refusing: every attempt to write what a waiter waits for fails, as a full disk's.
         if self.kept().refusing && self.progress.borrow().durable <= lsn {

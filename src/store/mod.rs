@@ -189,6 +189,13 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// Sizes and counters.
     fn stats(&self) -> StoreStats;
 
+    /// Bytes of records appended and not yet written, held in memory: what a disk that
+    /// refuses writes makes grow (the engine counts it against `--max-stored-bytes` and
+    /// bounds it). A store that hands records on at once holds none.
+    fn backlog_bytes(&self) -> u64 {
+        0
+    }
+
     /// Whether writes are taken (what [`Store::stats`] says, without copying them).
     fn is_writable(&self) -> bool {
         self.stats().writable

@@ -309,6 +309,7 @@ pub(super) fn a_refused_write_is_kept_and_retried_never_lost_or_doubled(h: &mut 
     recover_all(&*s);
     let first = s.append(b"before");
     wait(&*s, first);
+    assert_eq!(s.backlog_bytes(), 0, "what is written is no longer held");
     if !h.refuse_writes(true) {
         return;
     }
@@ -320,6 +321,10 @@ pub(super) fn a_refused_write_is_kept_and_retried_never_lost_or_doubled(h: &mut 
     .expect_err("a refused write is not durable");
     assert!(err.to_string().contains("injected"), "{err}");
     let later = s.append(b"after");
+    assert!(
+        s.backlog_bytes() >= (b"refused".len() + b"after".len()) as u64,
+        "records the disk refused are held, and counted"
+    );
     // A retry's waiter, started while the disk still refuses, ends once it takes writes.
     let retry = {
         let s = Arc::clone(&s);
@@ -337,6 +342,7 @@ pub(super) fn a_refused_write_is_kept_and_retried_never_lost_or_doubled(h: &mut 
     // Whatever that waiter was told, the records are kept once the disk takes writes.
     wait(&*s, later);
     wait(&*s, refused);
+    assert_eq!(s.backlog_bytes(), 0, "once written they are let go");
     let s = h.reopen(s);
     let got = recover_all(&*s);
     assert_eq!(

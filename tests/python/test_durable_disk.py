@@ -105,3 +105,62 @@ def test_a_full_disk_that_also_holds_the_servers_log_recovers(small_disk):
         sqs.send_message(QueueUrl=url, MessageBody="after-")
         acked.append("after-")
     assert_kept(flags, acked)
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+
+
+def test_changes_the_full_disk_refuses_hold_bounded_memory(small_disk):
+    """While the disk refuses writes, every change waits in memory for the writer's retry,
+    and every client's retry adds another: 16 clients re-setting an 8 KB Policy and sending
+    100 KB messages once grew RSS by hundreds of MiB with nothing stored. The waiting
+    changes now count against --max-stored-bytes, and past a quarter of it (at most 64 MiB)
+    any change is refused with a retryable 503 until the disk takes writes again."""
+    import concurrent.futures
+    import json
+
+    flags = ("--data-dir", str(small_disk), "--sync", "fsync", "--max-stored-bytes", "64MiB")
+    with sqsim_process.running(*flags) as srv:
+        sqs = srv.client(retries={"max_attempts": 1})
+        url = sqs.create_queue(QueueName="full")["QueueUrl"]
+        acked, failure = sqsim_process.send_until_refused(sqs, url, "m", 2000, 2000, refused=ClientError)
+        assert failure is not None, "the disk never filled"
+        before = rss_bytes(srv.proc.pid)
+        policy = json.dumps({"Statement": [{"Sid": "p" * 8000, "Effect": "Allow", "Principal": "*", "Action": "sqs:SendMessage"}]})
+        codes = {}
+        deadline = time.monotonic() + 6
+
+        def hammer(i):
+            c = srv.client(retries={"max_attempts": 1})
+            while time.monotonic() < deadline:
+                try:
+                    if i % 2:
+                        c.set_queue_attributes(QueueUrl=url, Attributes={"Policy": policy})
+                    else:
+                        c.send_message(QueueUrl=url, MessageBody=f"x{i}-" + "y" * 100_000)
+                except ClientError as e:
+                    code = e.response["Error"]["Code"]
+                    codes[code] = codes.get(code, 0) + 1
+
+        with concurrent.futures.ThreadPoolExecutor(16) as ex:
+            list(ex.map(hammer, range(16)))
+        grown = rss_bytes(srv.proc.pid) - before
+        print(f"\nRSS grew {grown / 2**20:.1f} MiB while the disk refused; answers: {codes}")
+        # The backlog's bound (16 MiB here) and what is in flight around it.
+        assert grown < 64 * 2**20, f"{grown / 2**20:.0f} MiB"
+        assert codes.get("ServiceUnavailable"), codes
+        assert set(codes) <= {"ServiceUnavailable", "InternalFailure"}, codes
+        # Room again: the backlog is written, and changes are taken again.
+        sqsim_process.resize(small_disk, "256m")
+        assert wait_healthy(srv, 200) == 200
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                sqs.send_message(QueueUrl=url, MessageBody="after-")
+                break
+            except ClientError:
+                time.sleep(0.1)
+        acked.append("after-")
+    assert_kept(flags, acked)

@@ -67,6 +67,9 @@ struct Counters {
     snapshots: AtomicU64,
     log_bytes: AtomicU64,
     snapshot_bytes: AtomicU64,
+    /// Bytes of records appended and not yet written: held in memory while the disk
+    /// refuses writes ([`Store::backlog_bytes`]).
+    backlog: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -298,7 +301,13 @@ impl Store for LogStore {
             // After close: never written; whoever waits for it is told (see `close`).
             return lsn;
         }
+        let before = p.buf.len();
         frame::encode(&mut p.buf, record);
+        let added = (p.buf.len() - before) as u64;
+        self.inner
+            .counters
+            .backlog
+            .fetch_add(added, Ordering::Relaxed);
         // Only an idle writer needs waking (a busy one takes this record with its next batch),
         // and in os mode not even that: the request that waits for it writes it.
         let wake = self.inner.sync == SyncMode::Fsync && std::mem::take(&mut p.writer_idle);
@@ -421,6 +430,10 @@ impl Store for LogStore {
             .progress
             .send_modify(|p| p.failure = Some((Lsn::MAX, Arc::from("sqsim is stopping"))));
         self.held.release();
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.inner.counters.backlog.load(Ordering::Relaxed)
     }
 
     fn stats(&self) -> StoreStats {

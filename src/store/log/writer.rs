@@ -143,6 +143,9 @@ impl Inner {
         };
         match self.write(slot, &bytes, upto) {
             Ok(()) => {
+                self.counters
+                    .backlog
+                    .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
                 let mut bytes = bytes;
                 bytes.clear();
                 *lock(&self.spare) = bytes;
