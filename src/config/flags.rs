@@ -212,12 +212,14 @@ pub struct Flags {
     /// [default: 16384].
     #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_LONG_POLLS")]
     pub max_long_polls: Option<usize>,
-    /// Bytes of messages the process may hold.
+    /// Bytes the process may hold for its clients.
     ///
-    /// Bytes of messages the process may hold (bodies, attributes and 256 bytes each), as
-    /// a number with an optional K/M/G/KiB/MiB/GiB suffix; a send past it gets
-    /// ServiceUnavailable (503), which SDKs retry; `0` for no limit [default: half the
-    /// machine's (or cgroup's) memory].
+    /// Bytes the process may hold for its clients — messages, FIFO groups and deduplication
+    /// memory, queues with their settings and tags — at their heap cost, as a number with
+    /// an optional K/M/G/KiB/MiB/GiB suffix; a send, CreateQueue, SetQueueAttributes or
+    /// TagQueue past it gets ServiceUnavailable (503), which SDKs retry; `0` for no limit
+    /// [default: half of what the process may use (machine, cgroup v1/v2 at every level,
+    /// RLIMIT_AS/DATA)].
     #[arg(help_heading = "Limits", long, env = "SQSIM_MAX_STORED_BYTES")]
     #[serde(deserialize_with = "size_text")]
     pub max_stored_bytes: Option<String>,

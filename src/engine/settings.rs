@@ -88,8 +88,9 @@ pub struct EngineSettings {
     pub realism: super::realism::mode::Realism,
     /// The seed realism draws from; `None` picks one from the time.
     pub seed: Option<u64>,
-    /// Bytes of messages (body, attributes and a fixed overhead each) the process may
-    /// hold; a send past it gets ServiceUnavailable (503). 0: no limit.
+    /// Bytes the process may hold for its clients, as [`super::memory`] counts them
+    /// (messages, FIFO memory, queues); a change past it gets ServiceUnavailable (503).
+    /// 0: no limit.
     pub max_stored_bytes: u64,
 }
 
