@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::condition::{self, Cond};
+use super::condition::{self, glob, Cond};
 
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::Action;
@@ -152,37 +152,6 @@ fn principal_matches(s: &Value, account: &str) -> bool {
         (None, Some(p)) => !named(p),
         (None, None) => false,
     }
-}
-
-/// `pattern` with `*` and `?` wildcards against `text`, ignoring ASCII case when `fold`.
-pub(super) fn glob(pattern: &str, text: &str, fold: bool) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = if fold {
-        (
-            pattern.to_ascii_lowercase().chars().collect(),
-            text.to_ascii_lowercase().chars().collect(),
-        )
-    } else {
-        (pattern.chars().collect(), text.chars().collect())
-    };
-    // Iterative matching with one backtrack point (the last `*`).
-    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
-    while j < t.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == '*' {
-            star = Some(i);
-            mark = j;
-            i += 1;
-        } else if let Some(s) = star {
-            i = s + 1;
-            mark += 1;
-            j = mark;
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|c| *c == '*')
 }
 
 fn action_matches(s: &Value, permission: &str) -> bool {

@@ -183,7 +183,7 @@ fn matches(compare: Compare, request: &str, policy: &str) -> Option<bool> {
     Some(match compare {
         Compare::String | Compare::Binary => request == policy,
         Compare::StringIgnoreCase => request.to_lowercase() == policy.to_lowercase(),
-        Compare::Like => super::access::glob(policy, request, false),
+        Compare::Like => glob(policy, request, false),
         Compare::Numeric(o) => {
             ordered(o, request.parse::<f64>().ok()?, policy.parse::<f64>().ok()?)
         }
@@ -287,6 +287,37 @@ pub(crate) fn unevaluated(block: &Map<String, Value>) -> Vec<String> {
         }
     }
     out
+}
+
+/// `pattern` with `*` and `?` wildcards against `text`, ignoring ASCII case when `fold`.
+pub(super) fn glob(pattern: &str, text: &str, fold: bool) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = if fold {
+        (
+            pattern.to_ascii_lowercase().chars().collect(),
+            text.to_ascii_lowercase().chars().collect(),
+        )
+    } else {
+        (pattern.chars().collect(), text.chars().collect())
+    };
+    // Iterative matching with one backtrack point (the last `*`).
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < t.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]

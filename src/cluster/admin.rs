@@ -123,7 +123,7 @@ fn locate(state: &Plane, link: &Link, query: Option<&str>) -> Response<Full<Byte
         .map(|(_, v)| v);
     let Some(id) = url
         .as_deref()
-        .and_then(|u| crate::control::admin::queue_id_of(state, u, None))
+        .and_then(|u| crate::control::queue_id_of(state, u, None))
     else {
         return ControlError::bad_request("give queue_url=<a queue URL>").reply();
     };
@@ -226,7 +226,7 @@ async fn console_on_queue<T: serde::de::DeserializeOwned>(
         Err(e) => return e.reply(),
     };
     let (url, region) = queue(&body);
-    let Some(id) = crate::control::admin::queue_id_of(state, url, region) else {
+    let Some(id) = crate::control::queue_id_of(state, url, region) else {
         return ControlError::not_found("no such queue").reply();
     };
     match on_owner(state, link, &parts, &bytes, &id).await {

@@ -365,6 +365,56 @@ impl Cluster {
     }
 }
 
+/// The log size past which a shard's snapshot is considered: small, because a node taking
+/// the shard over reads the log since the last snapshot before it serves (a log of live
+/// messages only is left as it is: a snapshot of them would be as long to read).
+const COMPACT_AFTER: u64 = 4 << 20;
+
+/// Joining is assembly: the cluster, each shard's compactor, move tasks and couriers, and
+/// the client peers are reached with (here, above `route` and `courier`, which both use it).
+impl route::Link {
+    /// Joins the cluster described in `state.config`; each shard this node takes gets its
+    /// compactor and resumes its move tasks.
+    pub(crate) async fn join(state: &crate::control::Plane) -> Result<Option<route::Link>, String> {
+        let Some(config) = state.config.cluster.clone() else {
+            return Ok(None);
+        };
+        let peer_url = config
+            .peer_url
+            .clone()
+            .unwrap_or_else(|| format!("http://127.0.0.1:{}", state.local_addr.port()));
+        // Couriers need the link, which exists only once the cluster has started.
+        let cell: Arc<std::sync::OnceLock<route::Link>> = Arc::default();
+        let for_couriers = Arc::clone(&cell);
+        let on_open = Box::new(move |engine: &Arc<Engine>| {
+            crate::engine::spawn_compactor(Arc::downgrade(engine), COMPACT_AFTER);
+            crate::engine::moves::task::resume(engine);
+            courier::spawn(Arc::clone(&for_couriers), Arc::downgrade(engine));
+        });
+        let cluster = Cluster::start(
+            config,
+            peer_url.trim_end_matches('/').to_string(),
+            Arc::clone(state.engine.clock()),
+            state.config.engine.clone(),
+            on_open,
+        )
+        .await?;
+        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(Duration::from_secs(1)));
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build(connector);
+        let link = route::Link {
+            cluster,
+            client,
+            local_port: state.local_addr.port(),
+        };
+        let _ = cell.set(link.clone());
+        Ok(Some(link))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

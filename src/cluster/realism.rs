@@ -81,7 +81,7 @@ pub(super) async fn change(
         Err(e) => return ControlError::bad_request(e).reply(),
     };
     if let Some(url) = &r.queue_url {
-        let Some(id) = crate::control::admin::queue_id_of(state, url, r.region.as_deref()) else {
+        let Some(id) = crate::control::queue_id_of(state, url, r.region.as_deref()) else {
             return ControlError::not_found("no such queue").reply();
         };
         return match on_owner(state, link, &parts, &bytes, &id).await {

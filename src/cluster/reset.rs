@@ -15,8 +15,9 @@ use serde_json::json;
 
 use super::route::{on_owner, Link};
 use super::OWNER_WAIT;
-use crate::control::admin::{queue_id_of, ResetRequest};
+use crate::control::admin::ResetRequest;
 use crate::control::error::{read_json, read_json_keeping, reply, ControlError};
+use crate::control::queue_id_of;
 use crate::control::Plane;
 use crate::http::RequestBody;
 

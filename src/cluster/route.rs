@@ -12,7 +12,6 @@ use hyper::header::HeaderValue;
 use hyper::http::request::Parts;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 
 use crate::api::target::Target;
@@ -30,52 +29,13 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(40);
 #[derive(Debug, Clone)]
 pub(crate) struct Link {
     pub cluster: Arc<Cluster>,
-    client: Client<HttpConnector, Full<Bytes>>,
+    pub(super) client: Client<HttpConnector, Full<Bytes>>,
     /// The port this node listens on: a forwarded request's port-less Host gets it, so the
     /// owner builds queue URLs that reach the node the client called.
-    local_port: u16,
+    pub(super) local_port: u16,
 }
 
 impl Link {
-    /// Joins the cluster described in `state.config`; each shard this node takes gets its
-    /// compactor and resumes its move tasks.
-    pub(crate) async fn join(state: &Plane) -> Result<Option<Link>, String> {
-        let Some(config) = state.config.cluster.clone() else {
-            return Ok(None);
-        };
-        let peer_url = config
-            .peer_url
-            .clone()
-            .unwrap_or_else(|| format!("http://127.0.0.1:{}", state.local_addr.port()));
-        // Couriers need the link, which exists only once the cluster has started.
-        let cell: Arc<std::sync::OnceLock<Link>> = Arc::default();
-        let for_couriers = Arc::clone(&cell);
-        let on_open = Box::new(move |engine: &Arc<Engine>| {
-            crate::engine::spawn_compactor(Arc::downgrade(engine), COMPACT_AFTER);
-            crate::engine::moves::task::resume(engine);
-            super::courier::spawn(Arc::clone(&for_couriers), Arc::downgrade(engine));
-        });
-        let cluster = Cluster::start(
-            config,
-            peer_url.trim_end_matches('/').to_string(),
-            Arc::clone(state.engine.clock()),
-            state.config.engine.clone(),
-            on_open,
-        )
-        .await?;
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(1)));
-        let client = Client::builder(TokioExecutor::new()).build(connector);
-        let link = Link {
-            cluster,
-            client,
-            local_port: state.local_addr.port(),
-        };
-        let _ = cell.set(link.clone());
-        Ok(Some(link))
-    }
-
     /// Sends `req` to `url` (a peer's base URL plus the request's path and query).
     async fn send(
         &self,
@@ -189,11 +149,6 @@ fn forwarded_headers(client: &hyper::HeaderMap, local_port: u16) -> hyper::Heade
     headers.insert(FORWARDED_PORT, HeaderValue::from(local_port));
     headers
 }
-
-/// The log size past which a shard's snapshot is considered: small, because a node taking
-/// the shard over reads the log since the last snapshot before it serves (a log of live
-/// messages only is left as it is: a snapshot of them would be as long to read).
-const COMPACT_AFTER: u64 = 4 << 20;
 
 /// Where an SQS request is answered.
 pub(crate) enum Routed {

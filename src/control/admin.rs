@@ -13,12 +13,10 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use std::sync::Arc;
-
 use super::error::{bad_json, read_body, read_json, reply, ControlError};
 use super::faults::{FaultEffect, FaultRule};
-use crate::control::Plane;
-use crate::engine::{Engine, Queue, QueueId};
+use crate::control::{queue_of, Plane};
+use crate::engine::Engine;
 use crate::error::SqsError;
 
 /// What to reset: everything, one (account, region) namespace, or one queue.
@@ -51,25 +49,6 @@ impl ResetRequest {
             )),
         }
     }
-}
-
-/// The id a queue URL names, the way the SQS API would read it for the default namespace.
-pub(crate) fn queue_id_of(state: &Plane, url: &str, region: Option<&str>) -> Option<QueueId> {
-    let r = crate::api::queue_url::parse(url)?;
-    Some(QueueId {
-        region: r
-            .region
-            .or(region)
-            .unwrap_or(&state.config.region)
-            .to_string(),
-        account: r.account.unwrap_or(&state.config.account_id).to_string(),
-        name: r.name.to_string(),
-    })
-}
-
-/// Finds a queue from a URL, the way the SQS API would for the default namespace.
-pub(crate) fn queue_of(state: &Plane, url: &str, region: Option<&str>) -> Option<Arc<Queue>> {
-    state.engine.queue(&queue_id_of(state, url, region)?)
 }
 
 fn reset(state: &Plane, r: ResetRequest) -> Response<Full<Bytes>> {

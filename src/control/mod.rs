@@ -161,3 +161,30 @@ pub(crate) async fn kept_on(
         (_, Err(e)) => error::ControlError::not_kept(e).reply(),
     }
 }
+
+/// The id a queue URL names, the way the SQS API would read it for the default namespace.
+pub(crate) fn queue_id_of(
+    state: &Plane,
+    url: &str,
+    region: Option<&str>,
+) -> Option<crate::engine::QueueId> {
+    let r = crate::api::queue_url::parse(url)?;
+    Some(crate::engine::QueueId {
+        region: r
+            .region
+            .or(region)
+            .unwrap_or(&state.config.region)
+            .to_string(),
+        account: r.account.unwrap_or(&state.config.account_id).to_string(),
+        name: r.name.to_string(),
+    })
+}
+
+/// Finds a queue from a URL, the way the SQS API would for the default namespace.
+pub(crate) fn queue_of(
+    state: &Plane,
+    url: &str,
+    region: Option<&str>,
+) -> Option<Arc<crate::engine::Queue>> {
+    state.engine.queue(&queue_id_of(state, url, region)?)
+}

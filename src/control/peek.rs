@@ -14,8 +14,8 @@ use http_body_util::Full;
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
-use super::admin::queue_id_of;
 use super::error::{reply, ControlError};
+use super::queue_id_of;
 use super::Plane;
 use crate::engine::message::Delivery;
 use crate::engine::search::{Budget, Filter, State};

@@ -9,8 +9,8 @@ use hyper::{Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::admin::queue_of;
 use super::error::reply;
+use super::queue_of;
 use crate::control::Plane;
 use crate::engine::{Engine, Realism};
 

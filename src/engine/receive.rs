@@ -71,7 +71,7 @@ impl Engine {
     ) -> Result<ReceiveOutcome, EngineError> {
         let mut outcome = queue.receive(req, now_ms)?;
         if let Some(dead) = outcome.dead_letters.take() {
-            use moves::outbox::{Destination, Via};
+            use moves::{Destination, Via};
             let mut messages = Some(dead.messages);
             // An outbox removed since it was found refuses them; the next look makes a new
             // one. Twice refused (outboxes of a source being deleted), they stay here.

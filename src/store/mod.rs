@@ -20,7 +20,7 @@ pub(crate) mod log;
 #[cfg(test)]
 pub(crate) mod memory;
 #[cfg(feature = "cluster")]
-mod nats_io;
+pub(crate) mod nats_io;
 #[cfg(feature = "cluster")]
 mod packed;
 #[cfg(feature = "cluster")]

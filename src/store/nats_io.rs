@@ -63,13 +63,11 @@ impl Io {
             *users += 1;
             return Ok(client.clone());
         }
-        let client = async_nats::connect(super::jetstream::servers(urls)?)
-            .await
-            .map_err(|e| {
-                StoreError::Io(std::sync::Arc::from(format!(
-                    "cannot connect to NATS at {urls}: {e}"
-                )))
-            })?;
+        let client = async_nats::connect(servers(urls)?).await.map_err(|e| {
+            StoreError::Io(std::sync::Arc::from(format!(
+                "cannot connect to NATS at {urls}: {e}"
+            )))
+        })?;
         clients.insert(urls.to_string(), (client.clone(), 1));
         Ok(client)
     }
@@ -84,4 +82,18 @@ impl Io {
             }
         }
     }
+}
+
+/// The servers of a comma-separated list of NATS URLs (any of them reaches the cluster; the
+/// client fails over between them).
+pub(crate) fn servers(urls: &str) -> Result<Vec<async_nats::ServerAddr>, StoreError> {
+    urls.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(|u| {
+            u.parse().map_err(|e| {
+                StoreError::Io(std::sync::Arc::from(format!("bad NATS URL {u:?}: {e}")))
+            })
+        })
+        .collect()
 }

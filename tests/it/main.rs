@@ -11,6 +11,7 @@ mod controls;
 mod durable;
 mod errors;
 mod fifo;
+mod file_circles;
 mod golden;
 mod malformed;
 mod readme;

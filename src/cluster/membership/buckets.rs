@@ -146,7 +146,7 @@ pub(super) async fn join(
 ) -> Result<(async_nats::Client, kv::Store, kv::Store), JoinError> {
     use JoinError::{NotReady, Refused};
     let c = &cluster.config;
-    let servers = crate::store::jetstream::servers(&c.nats).map_err(|e| Refused(e.to_string()))?;
+    let servers = crate::store::nats_io::servers(&c.nats).map_err(|e| Refused(e.to_string()))?;
     let client = async_nats::connect(servers)
         .await
         .map_err(|e| NotReady(format!("cannot connect to NATS at {}: {e}", c.nats)))?;

@@ -19,9 +19,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::admin::queue_id_of;
 use super::error::{read_body_up_to, read_json, reply};
 use super::metrics::{self, RequestMetrics};
+use super::queue_id_of;
 use super::request_log::{Answered, QueueSource};
 use crate::api::context::Directory;
 use crate::api::{self, Context};

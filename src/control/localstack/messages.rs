@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use super::super::admin::queue_of;
+use super::super::queue_of;
 use crate::api::actions::receive_message::Output;
 use crate::control::Plane;
 use crate::engine::message::{Delivery, ReceivedMessage};

@@ -238,3 +238,14 @@ pub(crate) fn count_and_log(
         None => super::request_log::dropped(answered),
     }
 }
+
+/// A metric without labels.
+fn single<M: prometheus_client::encoding::EncodeMetric>(
+    encoder: &mut prometheus_client::encoding::DescriptorEncoder,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> Result<(), std::fmt::Error> {
+    let m = encoder.encode_descriptor(name, help, None, metric.metric_type())?;
+    metric.encode(m)
+}

@@ -7,7 +7,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::info::Info;
 
-use super::scrape::single;
+use super::single;
 
 /// Clock ticks per second of `/proc`'s CPU times: `USER_HZ`, 100 on every Linux ABI.
 const TICKS: f64 = 100.0;

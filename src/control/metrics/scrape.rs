@@ -9,7 +9,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use super::{RequestMetrics, BOUNDS, SLOTS, STATUS_LABELS};
+use super::{single, RequestMetrics, BOUNDS, SLOTS, STATUS_LABELS};
 use crate::control::Plane;
 
 /// Reads the server's figures at scrape time.
@@ -156,17 +156,6 @@ fn counter<'a>(
         ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
     }
     Ok(())
-}
-
-/// A metric without labels.
-pub(super) fn single<M: EncodeMetric>(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    metric: M,
-) -> Result<(), std::fmt::Error> {
-    let m = encoder.encode_descriptor(name, help, None, metric.metric_type())?;
-    metric.encode(m)
 }
 
 impl Collector for Scrape {

@@ -11,7 +11,7 @@ use crate::engine::durable::journal::MoveCount;
 use crate::engine::ids::QueueId;
 use tokio::sync::Notify;
 
-use super::outbox::{Destination, Via};
+use super::{Destination, Via};
 use crate::engine::queue::Queue;
 use crate::engine::receive::Transfer;
 use crate::engine::{wait, Engine};

@@ -166,18 +166,17 @@ pub(crate) fn stream_of(name: &str) -> String {
     format!("SQSIM_{name}")
 }
 
-/// The servers of a comma-separated list of NATS URLs (any of them reaches the cluster; the
-/// client fails over between them).
-pub(crate) fn servers(urls: &str) -> Result<Vec<async_nats::ServerAddr>, StoreError> {
-    urls.split(',')
-        .map(str::trim)
-        .filter(|u| !u.is_empty())
-        .map(|u| {
-            u.parse()
-                .map_err(|e| io_error(format!("bad NATS URL {u:?}: {e}")))
-        })
-        .collect()
+/// A log message published and not yet acknowledged.
+struct Sent {
+    group: group::Group,
+    ack: std::pin::Pin<Box<dyn std::future::Future<Output = AckResult> + Send>>,
+    at: std::time::Instant,
 }
+
+type AckResult = Result<
+    async_nats::jetstream::publish::PublishAck,
+    async_nats::jetstream::context::PublishError,
+>;
 
 fn io_error(message: impl std::fmt::Display) -> StoreError {
     StoreError::Io(Arc::from(message.to_string()))

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::group::{Group, Indexed};
 use super::retry::Unacked;
-use super::{io_error, Cmd, Writer, CODEC, COUNT, LSN, MAX_BATCH};
+use super::{io_error, AckResult, Cmd, Sent, Writer, CODEC, COUNT, LSN, MAX_BATCH};
 use crate::store::{Lsn, StoreError};
 
 /// Most log messages a shard has published and not yet seen acknowledged: well under the
@@ -22,15 +22,6 @@ use crate::store::{Lsn, StoreError};
 const WINDOW: usize = 16;
 /// Largest record the stream takes (a full batch with attributes fits many times).
 const MAX_RECORD: i32 = 8 << 20;
-
-/// A log message published and not yet acknowledged.
-pub(super) struct Sent {
-    pub(super) group: Group,
-    pub(super) ack: std::pin::Pin<Box<dyn std::future::Future<Output = AckResult> + Send>>,
-    pub(super) at: std::time::Instant,
-}
-
-type AckResult = Result<jetstream::publish::PublishAck, jetstream::context::PublishError>;
 
 impl Writer {
     /// Serves the store's commands until it is closed; `false` if it never got a connection

@@ -9,8 +9,7 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 
 use super::group::{Group, Indexed};
-use super::publish::Sent;
-use super::Writer;
+use super::{Sent, Writer};
 use crate::store::Lsn;
 
 /// How long a write JetStream did not acknowledge (and did not refuse) is retried before

@@ -19,6 +19,7 @@
 //! its runner ended, a dead-letter outbox once its origin queue is gone: see
 //! `Engine::retire_if_done`).
 
+pub(crate) use super::{Destination, Via};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,16 +44,6 @@ const PARCEL_BYTES: usize = 4 << 20;
 /// Whether a queue name is an outbox's (hidden from listings and clients).
 pub(crate) fn is_hidden(name: &str) -> bool {
     name.starts_with(HIDDEN)
-}
-
-/// Why messages travel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum Via {
-    /// Dead-lettered from the origin (counts kept, the origin recorded as their source).
-    DeadLetter,
-    /// Moved out of the origin by the message move task with this id (a fresh receive
-    /// count): each task has its own outboxes, so what arrives counts for it alone.
-    Move { task: String },
 }
 
 /// Where an outbox's messages come from and go to.
@@ -119,17 +110,6 @@ impl std::fmt::Debug for Home {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Home").field("name", &self.name).finish()
     }
-}
-
-/// Where a message bound for a queue goes from this engine.
-#[derive(Debug)]
-pub(crate) enum Destination {
-    /// The queue, here.
-    Local(Arc<Queue>),
-    /// The outbox towards it (taken in unchanged: the target applies the transfer).
-    Outbox(Arc<Queue>),
-    /// This engine serves the queue and it does not exist.
-    Gone,
 }
 
 /// Entries of one outbox on their way to the engine serving its target.
