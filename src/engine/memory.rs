@@ -105,8 +105,14 @@ impl Drop for Held {
 pub(crate) fn process_limit() -> Option<(u64, String)> {
     let read = |p: &str| std::fs::read_to_string(p).ok();
     let rlimits = [
-        ("RLIMIT_AS", rlimit::Resource::AS.get().ok().map(|(soft, _)| soft)),
-        ("RLIMIT_DATA", rlimit::Resource::DATA.get().ok().map(|(soft, _)| soft)),
+        (
+            "RLIMIT_AS",
+            rlimit::Resource::AS.get().ok().map(|(soft, _)| soft),
+        ),
+        (
+            "RLIMIT_DATA",
+            rlimit::Resource::DATA.get().ok().map(|(soft, _)| soft),
+        ),
     ];
     limit_from(
         std::path::Path::new("/sys/fs/cgroup"),
@@ -134,7 +140,11 @@ fn limit_from(
     }
     // A limit file's value; "max" (v2) and v1's near-2^63 "unlimited" are no limit.
     let value = |path: &std::path::Path| -> Option<u64> {
-        let v = std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok()?;
+        let v = std::fs::read_to_string(path)
+            .ok()?
+            .trim()
+            .parse::<u64>()
+            .ok()?;
         (v < 1 << 60).then_some(v)
     };
     // Each directory from the process's own cgroup up to the hierarchy's root (inside a
@@ -199,10 +209,16 @@ mod tests {
         let v2 = "0::/system.slice/sqsim.service\n";
         let (v, what) = limit_from(root.path(), v2, meminfo, &[]).unwrap();
         assert_eq!(v, 512 << 20);
-        assert!(what.ends_with("system.slice/sqsim.service/memory.max"), "{what}");
+        assert!(
+            what.ends_with("system.slice/sqsim.service/memory.max"),
+            "{what}"
+        );
         // A parent's lower limit holds too (MemoryHigh on the slice).
         put("system.slice/memory.high", "268435456\n");
-        assert_eq!(limit_from(root.path(), v2, meminfo, &[]).unwrap().0, 256 << 20);
+        assert_eq!(
+            limit_from(root.path(), v2, meminfo, &[]).unwrap().0,
+            256 << 20
+        );
         // cgroup v1 (this project's CI machines): the memory controller's own line.
         put("memory/docker/abc/memory.limit_in_bytes", "134217728\n");
         put("memory/memory.limit_in_bytes", "9223372036854771712\n");
@@ -211,7 +227,10 @@ mod tests {
         assert_eq!(v, 128 << 20);
         assert!(what.ends_with("docker/abc/memory.limit_in_bytes"), "{what}");
         // ulimit -v below them all; an unlimited one counts for nothing.
-        let rl = [("RLIMIT_AS", Some(64 << 20)), ("RLIMIT_DATA", Some(u64::MAX))];
+        let rl = [
+            ("RLIMIT_AS", Some(64 << 20)),
+            ("RLIMIT_DATA", Some(u64::MAX)),
+        ];
         assert_eq!(
             limit_from(root.path(), v1, meminfo, &rl).unwrap(),
             (64 << 20, "RLIMIT_AS".to_string())
