@@ -173,10 +173,13 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     fn progress(&self) -> watch::Receiver<Progress>;
 
     /// Replaces every record before `at` (all of them appended) with `records`, which must
-    /// rebuild the same state. The snapshot takes effect only once every record appended
-    /// before this call is durable (the records may show their effects: the caller copies
-    /// its state while appending goes on); if they cannot be made durable it fails and
-    /// changes nothing. Older log and snapshot files are removed.
+    /// rebuild the same state. The records are made as they are taken (the caller copies
+    /// its state while appending goes on, each part when the store reaches it): take them
+    /// as they come rather than all at once, so a snapshot never holds a second copy of
+    /// the state. The snapshot takes effect only once every record appended before the
+    /// last of `records` was taken is durable (the records may show their effects); if
+    /// they cannot be made durable it fails and changes nothing. Older log and snapshot
+    /// files are removed.
     fn snapshot(
         &self,
         at: Lsn,

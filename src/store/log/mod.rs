@@ -336,14 +336,15 @@ impl Store for LogStore {
         if lock(&self.inner.pending).closing {
             return Err(StoreError::Io(Arc::from("the store is closed")));
         }
-        // The records may hold the effect of any record appended before this call (each
-        // scope was copied at its own position, the last one just now).
-        let upto = self.next_lsn();
         let dir = &self.inner.dir;
         let tmp = dir.join(format!("{}.tmp", snapshot_name(at)));
         let written = (|| -> Result<(), StoreError> {
             let mut w = BufWriter::new(dir::replace(&tmp)?);
+            // Written as they come: the engine makes them as they are taken.
             frame::write_all(&mut w, FileKind::Snapshot, at, records)?;
+            // The records may hold the effect of any record appended before the last one
+            // was taken (each scope was copied at its own position, the last one just now).
+            let upto = self.next_lsn();
             let file = w
                 .into_inner()
                 .map_err(|e| StoreError::from(e.into_error()))?;

@@ -7,21 +7,17 @@
 //! after it is. Replay applies a logged change only if it is not older than its scope's cut,
 //! so no request has to stop while a snapshot is written.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::store::{Lsn, Recovered, Store, StoreError};
 
-use super::change::{self, Change, MessageRecord, Scope};
+use super::change::{self, Change, Scope};
 use super::journal::Journal;
-use crate::engine::fifo::{Original, DEDUP_WINDOW_MS};
+use crate::engine::fifo::Original;
 use crate::engine::state::Order;
 use crate::engine::{Clock, Engine, EngineSettings, Queue};
-
-/// Snapshot frames are cut at about this size.
-const FRAME_BYTES: usize = 64 << 10;
 
 /// What replay keeps between records.
 #[derive(Default)]
@@ -94,8 +90,9 @@ impl Engine {
         let Some(store) = self.journal.store() else {
             return Ok(());
         };
-        let (at, frames) = self.snapshot_frames(store.as_ref());
-        store.snapshot(at, &mut frames.into_iter())
+        // Frames are made as the store writes them: see `snapshot`.
+        let (at, mut frames) = self.begin_snapshot(store.as_ref()).finish(store.as_ref());
+        store.snapshot(at, &mut frames)
     }
 
     /// Applies one recorded frame (`lsn` is `None` for a snapshot's).
@@ -246,212 +243,8 @@ impl Engine {
     fn cooldowns(&self) -> std::sync::MutexGuard<'_, HashMap<crate::engine::QueueId, u64>> {
         self.deleted.lock().unwrap_or_else(|p| p.into_inner())
     }
-
-    /// Frames that rebuild this engine's whole state, and the log position they replace the
-    /// log up to: the clock, each queue with its settings, tags, messages, counters and FIFO
-    /// windows, and the deleted-name cooldowns, each scope with its cut.
-    fn snapshot_frames(&self, store: &dyn Store) -> (Lsn, Vec<Vec<u8>>) {
-        self.begin_snapshot(store).finish(store)
-    }
-
-    /// The first part of a snapshot: the clock and the registry.
-    fn begin_snapshot(&self, store: &dyn Store) -> Snapshot {
-        let mut out = Frames::default();
-        // Read before the state it covers: a clock change logged after this may or may not
-        // be in the reading, and replaying it again is harmless.
-        let at = store.next_lsn();
-        let (offset_ms, frozen_at) = self.clock.virtual_state();
-        out.add(&Change::Clock {
-            offset_ms,
-            frozen_at,
-        });
-        out.add(&Change::Cut {
-            scope: Scope::Clock,
-            lsn: at,
-        });
-        // Queues are created and deleted (and cooldowns set) under the registry's write
-        // lock, so nothing of the registry's is logged while this read lock is held.
-        let registry = self.queues.read().unwrap_or_else(|p| p.into_inner());
-        out.add(&Change::Cut {
-            scope: Scope::Registry,
-            lsn: store.next_lsn(),
-        });
-        for (id, at_ms) in self.cooldowns().iter() {
-            out.add(&Change::Cooldown {
-                id: Cow::Borrowed(id),
-                at_ms: *at_ms,
-            });
-        }
-        // The last uid issued, when its queue is gone: recorded as that queue's deletion (a
-        // no-op to replay, older versions' included), so a start issues uids above it even
-        // if every queue since was removed — an outbox's uid reused with a frozen clock
-        // would find the target's mark of the old one and its first entries dropped as
-        // delivered. (Uids are issued under the registry's write lock: none meanwhile.)
-        let last = self.next_uid.load(Ordering::Relaxed).saturating_sub(1);
-        if !registry.values().any(|q| q.uid == last) {
-            out.add(&Change::QueueDeleted {
-                uid: last,
-                cooldown_from: None,
-            });
-        }
-        let mut queues: Vec<Arc<Queue>> = registry.values().cloned().collect();
-        drop(registry);
-        queues.sort_by_key(|q| q.uid);
-        {
-            // Tasks are recorded under this lock, except their counts, which go up with the
-            // arrival of what they moved (see `Journal::flush`).
-            let tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
-            let (cut, records) = self.journal.exclusive(|| {
-                let records: Vec<_> = tasks.iter().map(|t| t.record()).collect();
-                (store.next_lsn(), records)
-            });
-            out.add(&Change::Cut {
-                scope: Scope::MoveTasks,
-                lsn: cut,
-            });
-            for r in records {
-                out.add(&Change::MoveTask(r));
-            }
-        }
-        Snapshot {
-            at,
-            out,
-            queues,
-            journal: self.journal.clone(),
-        }
-    }
 }
 
-/// A snapshot being taken: the registry is done, the queues follow one by one.
-struct Snapshot {
-    at: Lsn,
-    out: Frames,
-    queues: Vec<Arc<Queue>>,
-    journal: Journal,
-}
-
-impl Snapshot {
-    /// Copies each queue under its own lock, and returns where the snapshot stands in the
-    /// log with its frames.
-    fn finish(self, store: &dyn Store) -> (Lsn, Vec<Vec<u8>>) {
-        self.finish_with(store, |_| {})
-    }
-
-    /// [`Snapshot::finish`], calling `before` ahead of each queue's copy (tests use it to
-    /// land traffic between two queues' copies).
-    fn finish_with(
-        mut self,
-        store: &dyn Store,
-        mut before: impl FnMut(&Queue),
-    ) -> (Lsn, Vec<Vec<u8>>) {
-        let out = &mut self.out;
-        for q in &self.queues {
-            before(q);
-            let st = q.lock();
-            // Every change to this queue is logged under this lock. Its messages in transit
-            // to another queue (their arrival not logged yet) are copied as still here:
-            // the arrival, logged at or after this cut, takes them out again on replay.
-            let (cut, transit) = self.journal.in_transit(q.uid, || store.next_lsn());
-            let mut transit = transit.into_iter().peekable();
-            let uid = q.uid;
-            out.add(&Change::QueueCreated {
-                id: Cow::Borrowed(&q.id),
-                uid,
-                created_ms: st.created_s * 1000,
-                settings: Cow::Borrowed(&st.settings),
-            });
-            out.add(&Change::Cut {
-                scope: Scope::Queue(uid),
-                lsn: cut,
-            });
-            out.add(&Change::Tags {
-                uid,
-                tags: Cow::Borrowed(&st.tags),
-            });
-            // In `seq` order: restoring a message under a key below the last one restored
-            // would read as "removed since".
-            for (key, m) in st.messages.iter() {
-                while let Some((_, put)) = transit.next_if(|(k, _)| k.seq < key.seq) {
-                    out.add_encoded(&put);
-                }
-                out.add(&Change::Put {
-                    uid,
-                    key,
-                    message: MessageRecord::of(m),
-                });
-            }
-            for (_, put) in transit {
-                out.add_encoded(&put);
-            }
-            // After the messages: restoring a message under a key below the next `seq`
-            // would read as "deleted since".
-            out.add(&Change::Counters {
-                uid,
-                counters: st.counters(),
-            });
-            for (source, seq) in &st.marks {
-                out.add(&Change::Arrived {
-                    uid,
-                    source: source.as_str().into(),
-                    seq: *seq,
-                });
-            }
-            if let Order::Fifo(f) = &st.order {
-                for (dedup_key, expires, original) in f.dedup_entries() {
-                    out.add(&Change::Dedup {
-                        uid,
-                        dedup_key: dedup_key.into(),
-                        message_id: *original.message_id.as_bytes(),
-                        sequence_number: original.sequence_number.as_str().into(),
-                        at_ms: expires - DEDUP_WINDOW_MS,
-                    });
-                }
-                for (attempt_id, attempt) in f.attempt_entries() {
-                    out.add(&Change::Attempt {
-                        uid,
-                        attempt_id: attempt_id.into(),
-                        messages: attempt.messages.clone(),
-                        at_ms: attempt.expires_ms - DEDUP_WINDOW_MS,
-                    });
-                }
-            }
-        }
-        (self.at, self.out.finish())
-    }
-}
-
-/// Snapshot changes packed into frames of about [`FRAME_BYTES`].
-#[derive(Default)]
-struct Frames {
-    done: Vec<Vec<u8>>,
-    current: Vec<u8>,
-}
-
-impl Frames {
-    fn add(&mut self, c: &Change<'_>) {
-        change::encode(&mut self.current, c);
-        self.cut_if_full();
-    }
-
-    /// Adds a change encoded beforehand.
-    fn add_encoded(&mut self, c: &[u8]) {
-        self.current.extend_from_slice(c);
-        self.cut_if_full();
-    }
-
-    fn cut_if_full(&mut self) {
-        if self.current.len() >= FRAME_BYTES {
-            self.done.push(std::mem::take(&mut self.current));
-        }
-    }
-
-    fn finish(mut self) -> Vec<Vec<u8>> {
-        if !self.current.is_empty() {
-            self.done.push(self.current);
-        }
-        self.done
-    }
-}
-
+mod snapshot;
 #[cfg(test)]
 pub(in crate::engine) mod tests;
