@@ -64,8 +64,16 @@ public final class Sqsim implements BeforeAllCallback {
   @Override
   public void beforeAll(ExtensionContext context) {
     context.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).getOrComputeIfAbsent(
-        Sqsim.class.getName(), k -> (ExtensionContext.Store.CloseableResource) Sqsim::stop);
+        Sqsim.class.getName(), k -> new Stopper());
     server();
+  }
+
+  /** Stops the run's server when the test run ends (the root store closes its resources). */
+  private static final class Stopper implements ExtensionContext.Store.CloseableResource, AutoCloseable {
+    @Override
+    public void close() throws Exception {
+      stop();
+    }
   }
 
   /** The run's server, started on first use. */
@@ -147,6 +155,7 @@ public final class Sqsim implements BeforeAllCallback {
     if (code != 0) {
       throw new AssertionError("sqsim exited with " + code + " on SIGTERM; log: " + Files.readString(s.log));
     }
+    Files.deleteIfExists(s.log);
   }
 
   public String queueUrl(String name) {
