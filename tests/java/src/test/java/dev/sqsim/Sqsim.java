@@ -101,6 +101,8 @@ public final class Sqsim implements BeforeAllCallback {
       pb.environment().putIfAbsent("RUST_LOG", "warn");
       pb.redirectError(log.toFile());
       Process p = pb.start();
+      // A safety net: the JVM never leaves its server behind, however it ends.
+      Runtime.getRuntime().addShutdownHook(new Thread(p::destroy));
       CompletableFuture<String> endpoint = CompletableFuture.supplyAsync(() -> {
         try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
           String line;
