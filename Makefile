@@ -17,7 +17,7 @@ BENCH_SECONDS ?= 5
 SQSIM_BIN := $(CURDIR)/target/debug/sqsim
 PORT ?= 9324
 
-.PHONY: test-suites screenshots wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-spread cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
+.PHONY: test-java test-go java-tools go-tools test-suites screenshots wheel npm test-packages test-minimal strace promtool cluster-test cluster-suites cluster-bench cluster-spread cluster-scale bench-profiles nats image image-test chromium fuzz test-fuzz soak test-soak bench crash run build test test-rust test-python test-query test-cli test-node lint fmt clean
 
 ## Build in release mode and serve on http://localhost:$(PORT), in memory (loopback only:
 ## nothing on the network reaches it; `--host 0.0.0.0` opens it up). Built without cluster
@@ -33,6 +33,7 @@ build:
 	cargo build $(FEATURES)
 
 ## Every test: Rust (unit, SDK, raw protocol), boto3 (JSON and the query pin), aws CLI, Node,
+## Java (SDK v2, and v1 on the query protocol), Go (SDK v2),
 ## and the cluster (three JetStream servers, three sqsim nodes, processes killed and stalled).
 test: test-rust test-minimal test-fuzz test-soak test-suites cluster-test cluster-suites test-packages
 
@@ -40,9 +41,10 @@ test: test-rust test-minimal test-fuzz test-soak test-suites cluster-test cluste
 ## a core busy (the client's CPU; measured: boto3's 111 s took 85 s of CPU), the machine has
 ## two, and CI's time matters. Output is printed per suite, once it ends.
 SUITES_TOGETHER := $(MAKE) --no-print-directory --output-sync=target -j2
-test-suites: build strace promtool $(VENV)/.installed $(VENV_QUERY)/.installed tests/node/node_modules/.installed chromium
+test-suites: build strace promtool $(VENV)/.installed $(VENV_QUERY)/.installed tests/node/node_modules/.installed chromium java-tools go-tools
 	$(SUITES_TOGETHER) test-python test-query
 	$(SUITES_TOGETHER) test-cli test-node
+	$(SUITES_TOGETHER) test-java test-go
 
 test-rust: nats
 	cargo test $(FEATURES)
@@ -207,6 +209,29 @@ test-node: build tests/node/node_modules/.installed chromium
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) node --test
 	cd tests/node && SQSIM_BIN=$(SQSIM_BIN) npx --no jest
 
+## Java: the AWS SDK for Java v2 (2.59.1; tests/java/pom.xml pins every version) — the sync
+## client, the async (Netty) client and SqsAsyncBatchManager under concurrent load — and the
+## SDK for Java v1 at 1.12.583, the last v1 release that speaks the query protocol to SQS, with
+## its AmazonSQSBufferedAsyncClient. JUnit 5 under Maven; the dependencies come from Maven
+## Central into Maven's own cache (~/.m2). Each run starts its own sqsim from $(SQSIM_BIN).
+java-tools:
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || \
+	  { echo "test-java needs a JDK (17+) and Maven (3.8+) on the PATH" >&2; exit 1; }
+
+test-java: build java-tools
+	cd tests/java && SQSIM_BIN=$(SQSIM_BIN) mvn -B -ntp -q dependency:go-offline
+	cd tests/java && SQSIM_BIN=$(SQSIM_BIN) mvn -B -ntp test
+
+## Go: the AWS SDK for Go v2 (service/sqs v1.53.0; tests/go/go.mod and go.sum pin it), with its
+## paginators and its MD5 checksum validation on. Modules come from the Go module proxy into
+## Go's module cache. Each run starts its own sqsim from $(SQSIM_BIN).
+go-tools:
+	@command -v go >/dev/null 2>&1 || { echo "test-go needs Go (1.24+) on the PATH" >&2; exit 1; }
+
+test-go: build go-tools
+	cd tests/go && go mod download && go mod verify >/dev/null
+	cd tests/go && SQSIM_BIN=$(SQSIM_BIN) go test -count=1 ./...
+
 ## The console's screenshots in docs/ (console-queues, console, console-search, console-fifo,
 ## console-controls), taken in the system's Chromium at 1280×800 from a demo set of queues.
 screenshots: build tests/node/node_modules/.installed chromium
@@ -309,4 +334,4 @@ fmt:
 
 clean:
 	cargo clean
-	rm -rf $(VENV) $(VENV_QUERY) $(VENV_PKG) $(VENV_IMAGE) tests/node/node_modules
+	rm -rf $(VENV) $(VENV_QUERY) $(VENV_PKG) $(VENV_IMAGE) tests/node/node_modules tests/java/target
