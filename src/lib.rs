@@ -85,7 +85,7 @@
 //!   delivery, a rate-limited move task — woken by what they wait for, never polling);
 //!   `durable` (durable mode: `change`, the recorded changes; `journal`, handing them to the
 //!   store and which records an answer relies on; `replay` with its `tests`, and `restore`:
-//!   recovery and snapshots; `compactor`, snapshots of a grown log; `durable_answers`, tests
+//!   recovery; `snapshot`, a snapshot made frame by frame as the store writes it; `compactor`, snapshots of a grown log; `durable_answers`, tests
 //!   that no answer goes out before what it relies on is kept); `moves` (`task`: message move
 //!   tasks; `outbox`: messages bound for a queue another shard serves, in cluster mode;
 //!   `selected`: messages the console moves by hand).

@@ -183,6 +183,8 @@ def test_reset_leaves_a_fresh_server(fresh, sqs):
     stats = fresh.admin("GET", "/_sqsim/stats")
     # Realism is the server's setting (off here), not state: a reset keeps it.
     assert stats.pop("realism")["realism"] == "off"
+    # Nothing is held for clients any more: every queue's and message's memory came back.
+    assert stats.pop("memory")["held_bytes"] == 0
     assert stats == {
         "queues": [],
         "faults": [],

@@ -115,7 +115,7 @@ def rss_bytes(pid):
 def test_changes_the_full_disk_refuses_hold_bounded_memory(small_disk):
     """While the disk refuses writes, every change waits in memory for the writer's retry,
     and every client's retry adds another: 16 clients re-setting an 8 KB Policy and sending
-    100 KB messages once grew RSS by hundreds of MiB with nothing stored. The waiting
+    200 KB messages once grew RSS by hundreds of MiB with nothing stored. The waiting
     changes now count against --max-stored-bytes, and past a quarter of it (at most 64 MiB)
     any change is refused with a retryable 503 until the disk takes writes again."""
     import concurrent.futures
@@ -130,19 +130,24 @@ def test_changes_the_full_disk_refuses_hold_bounded_memory(small_disk):
         before = rss_bytes(srv.proc.pid)
         policy = json.dumps({"Statement": [{"Sid": "p" * 8000, "Effect": "Allow", "Principal": "*", "Action": "sqs:SendMessage"}]})
         codes = {}
-        deadline = time.monotonic() + 6
+        # Until the backlog's bound answers 503 (a few seconds; slower on a loaded machine),
+        # then a while longer: memory must stay bounded while refusals go on.
+        deadline = time.monotonic() + 60
+        refused_until = []
 
         def hammer(i):
             c = srv.client(retries={"max_attempts": 1})
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not (refused_until and time.monotonic() > refused_until[0]):
                 try:
                     if i % 2:
                         c.set_queue_attributes(QueueUrl=url, Attributes={"Policy": policy})
                     else:
-                        c.send_message(QueueUrl=url, MessageBody=f"x{i}-" + "y" * 100_000)
+                        c.send_message(QueueUrl=url, MessageBody=f"x{i}-" + "y" * 200_000)
                 except ClientError as e:
                     code = e.response["Error"]["Code"]
                     codes[code] = codes.get(code, 0) + 1
+                    if code == "ServiceUnavailable" and not refused_until:
+                        refused_until.append(time.monotonic() + 3)
 
         with concurrent.futures.ThreadPoolExecutor(16) as ex:
             list(ex.map(hammer, range(16)))
