@@ -50,6 +50,20 @@ fn code_of(path: &Path) -> String {
         .join("\n")
 }
 
+/// Where the `}` closing a group that starts just before `text` is (nested groups skipped).
+pub(crate) fn closing_brace(text: &str) -> Option<usize> {
+    let mut depth = 0;
+    text.find(|c| {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return true,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        false
+    })
+}
+
 /// The paths a file names: each `a::b::c` (with `use` groups `a::{b, c::d}` expanded), as
 /// segments.
 fn paths_in(code: &str) -> Vec<Vec<String>> {
@@ -74,18 +88,7 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
         let base: Vec<String> = path.split("::").map(str::to_string).collect();
         if code[i..].starts_with('{') {
             // A group: every member, one level deep at a time.
-            let mut depth = 0;
-            let end = code[i + 1..]
-                .find(|c| {
-                    match c {
-                        '{' => depth += 1,
-                        '}' if depth == 0 => return true,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                    false
-                })
-                .map_or(code.len(), |e| i + 1 + e);
+            let end = closing_brace(&code[i + 1..]).map_or(code.len(), |e| i + 1 + e);
             let group = &code[i + 1..end];
             let mut depth = 0;
             let mut member = String::new();

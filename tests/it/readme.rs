@@ -173,18 +173,7 @@ fn crate_paths(files: &[PathBuf], modules: &BTreeSet<String>, own: &str) -> BTre
             let names: Vec<&str> = match rest.strip_prefix('{') {
                 // `crate::{a::x, b}`: the first segment of each path in the group.
                 Some(group) => {
-                    let mut depth = 0;
-                    let end = group
-                        .find(|c| {
-                            match c {
-                                '{' => depth += 1,
-                                '}' if depth == 0 => return true,
-                                '}' => depth -= 1,
-                                _ => {}
-                            }
-                            false
-                        })
-                        .unwrap_or(group.len());
+                    let end = crate::file_circles::closing_brace(group).unwrap_or(group.len());
                     group[..end]
                         .split(',')
                         .map(|p| p.trim().split("::").next().unwrap_or_default())
