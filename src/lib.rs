@@ -83,10 +83,11 @@
 //!   included), `view`,
 //!   `settings`, `redrive`, `clock`, `random`, `error`, `search` (the peek's filter and its bounded scan), `wait` (every wait: long polls, outbox
 //!   delivery, a rate-limited move task — woken by what they wait for, never polling);
-//!   `durable` (durable mode: `change`, the recorded changes; `journal`, handing them to the
-//!   store and which records an answer relies on; `replay` with its `tests`, and `restore`:
-//!   recovery; `snapshot`, a snapshot made frame by frame as the store writes it; `compactor`, snapshots of a grown log; `durable_answers`, tests
-//!   that no answer goes out before what it relies on is kept); `moves` (`task`: message move
+//!   `journal` (below the queue lock: handing recorded changes to the store and which
+//!   records an answer relies on; `change`, the recorded changes); `durable` (above the
+//!   registry: `replay` with its `tests`, and `restore`: recovery; `snapshot`, a snapshot
+//!   made frame by frame as the store writes it; `compactor`, snapshots of a grown log;
+//!   `durable_answers`, tests that no answer goes out before what it relies on is kept); `moves` (`task`: message move
 //!   tasks; `outbox`: messages bound for a queue another shard serves, in cluster mode;
 //!   `selected`: messages the console moves by hand).
 //! - `store` (uses: nothing) — durable mode's seam: `mod` (the `Store` trait), `log` (the data

@@ -14,7 +14,7 @@ pub(crate) mod target;
 
 use serde::Serialize;
 
-use crate::engine::durable::journal::{self, Pending};
+use crate::engine::journal::{self, Pending};
 use crate::engine::EngineError;
 use crate::error::{ErrorCode, SqsError};
 use crate::protocol::{Action, Params, Reply, Shape, XmlResult, XmlWriter};

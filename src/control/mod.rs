@@ -25,7 +25,7 @@ use http_body_util::Full;
 use hyper::Response;
 
 use crate::config::Config;
-use crate::engine::durable::journal;
+use crate::engine::journal;
 use crate::engine::{Clock, Engine};
 
 /// What the control plane and the SQS path share: the engine, the settings, injected

@@ -10,6 +10,7 @@ pub(crate) mod error;
 pub(crate) mod fair;
 pub(crate) mod fifo;
 pub(crate) mod ids;
+pub(crate) mod journal;
 pub(crate) mod md5_lanes;
 pub(crate) mod memory;
 pub(crate) mod message;
@@ -72,7 +73,7 @@ pub(crate) struct Engine {
     next_uid: AtomicU64,
     shutdown: watch::Sender<bool>,
     /// Where changes are recorded (nowhere in the in-memory default).
-    journal: durable::journal::Journal,
+    journal: journal::Journal,
     /// AWS-realism mode for queues created from now on (and every queue, when set through
     /// [`Engine::set_realism`]), with the seed their draws start from.
     realism: RwLock<realism::Realism>,
@@ -85,7 +86,7 @@ pub(crate) struct Engine {
     outbox_ready: tokio::sync::Notify,
     /// The newest record of the registry, the clock or the move tasks (durable mode):
     /// an answer that reads them (a queue not found, a listing, the time) waits for it.
-    registry_lsn: durable::journal::LastLsn,
+    registry_lsn: journal::LastLsn,
 }
 
 /// A long poll's place under [`EngineSettings::max_long_polls`], given back when dropped.
@@ -120,11 +121,11 @@ impl Engine {
             live_runners: Mutex::default(),
             next_uid: AtomicU64::new(seed),
             shutdown: watch::Sender::new(false),
-            journal: durable::journal::Journal::default(),
+            journal: journal::Journal::default(),
             long_polls: AtomicUsize::new(0),
             home: std::sync::OnceLock::new(),
             outbox_ready: tokio::sync::Notify::new(),
-            registry_lsn: durable::journal::LastLsn::default(),
+            registry_lsn: journal::LastLsn::default(),
         }
     }
 
@@ -204,7 +205,7 @@ impl Engine {
     }
 
     /// The engine's journal (its durable store, if any).
-    pub(crate) fn journal(&self) -> &durable::journal::Journal {
+    pub(crate) fn journal(&self) -> &journal::Journal {
         &self.journal
     }
 
@@ -257,7 +258,7 @@ impl Engine {
             let _tasks = self.move_tasks.lock().unwrap_or_else(|p| p.into_inner());
             let lsn = self
                 .journal
-                .record(&[durable::change::Change::MoveTask(task.record())]);
+                .record(&[journal::change::Change::MoveTask(task.record())]);
             self.registry_lsn.raise(lsn);
         }
     }
@@ -317,7 +318,7 @@ impl Engine {
 
     fn record_clock(&self) {
         let (offset_ms, frozen_at) = self.clock.virtual_state();
-        let lsn = self.journal.record(&[durable::change::Change::Clock {
+        let lsn = self.journal.record(&[journal::change::Change::Clock {
             offset_ms,
             frozen_at,
         }]);

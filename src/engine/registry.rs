@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{durable, moves, settings, Engine, EngineError, Queue, QueueId, QueueSettings};
+use super::{journal, moves, settings, Engine, EngineError, Queue, QueueId, QueueSettings};
 
 impl Engine {
     /// Returns the queue with this id, creating it with `settings` if there is none.
@@ -67,7 +67,7 @@ impl Engine {
         // Recorded under the registry's lock: before any change to the new queue.
         let created = self
             .journal
-            .record(&[durable::change::Change::QueueCreated {
+            .record(&[journal::change::Change::QueueCreated {
                 id: Cow::Borrowed(&id),
                 uid,
                 created_ms: now,
@@ -173,7 +173,7 @@ impl Engine {
         let removed: Vec<Arc<Queue>> = {
             let mut queues = self.queues.write().unwrap_or_else(|p| p.into_inner());
             if record {
-                let lsn = self.journal.record(&[durable::change::Change::Reset {
+                let lsn = self.journal.record(&[journal::change::Change::Reset {
                     namespace: namespace.map(|(r, a)| (r.into(), a.into())),
                 }]);
                 self.registry_lsn.raise(lsn);
@@ -230,7 +230,7 @@ impl Engine {
             // Under the registry's lock, with the removal: a snapshot sees both or neither.
             let lsn = self
                 .journal
-                .record(&[durable::change::Change::QueueDeleted {
+                .record(&[journal::change::Change::QueueDeleted {
                     uid: outbox.uid,
                     cooldown_from: None,
                 }]);
@@ -250,7 +250,7 @@ impl Engine {
             if let Some(q) = &removed {
                 let lsn = self
                     .journal
-                    .record(&[durable::change::Change::QueueDeleted {
+                    .record(&[journal::change::Change::QueueDeleted {
                         uid: q.uid,
                         cooldown_from,
                     }]);

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::engine::durable::change::RECORD_OVERHEAD;
+use crate::engine::journal::change::RECORD_OVERHEAD;
 use crate::engine::message::MESSAGE_OVERHEAD;
 use crate::engine::Engine;
 

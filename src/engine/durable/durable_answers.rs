@@ -2,7 +2,7 @@
 //! reads or relies on, it waits for the record that made it, whoever appended that record.
 //! The store here lags (appends are durable only when flushed), as a slow fsync or a disk
 //! that refuses writes would leave them; each "request" runs under
-//! [`journal::track`](super::journal::track), as the server runs one.
+//! [`journal::track`](crate::engine::journal::track), as the server runs one.
 
 use super::replay::tests::{engine_on, id};
 use crate::engine::{NewMessage, QueueSettings, ReceiveRequest};
@@ -11,7 +11,7 @@ use crate::store::{self, Lsn, Store};
 
 /// Runs `f` as one request on one store: its answer's dependency there, if any.
 async fn tracking<F: std::future::Future>(f: F) -> (F::Output, Option<Lsn>) {
-    let (out, depends) = super::journal::track(f).await.into_parts();
+    let (out, depends) = crate::engine::journal::track(f).await.into_parts();
     assert!(depends.len() <= 1, "one store here");
     (out, depends.first().map(|(_, l)| *l))
 }
@@ -203,7 +203,7 @@ async fn a_request_touching_two_stores_waits_on_each_for_its_own_position() {
         };
         qb.send(m, b.now_ms()).unwrap();
     }
-    let ((), depends) = super::journal::track(async {
+    let ((), depends) = crate::engine::journal::track(async {
         qb.settings();
         qa.send(
             NewMessage {

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::change::{MessageRecord, Progress, QueueCounters};
 use crate::engine::fifo::Original;
 use crate::engine::ids::MessageKey;
+use crate::engine::journal::change::{MessageRecord, Progress, QueueCounters};
 use crate::engine::message::Delivery;
 use crate::engine::state::{fifo_group, Order, QueueState};
 

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::engine::durable::change::{Change, TaskRecord};
-use crate::engine::durable::journal::MoveCount;
 use crate::engine::ids::QueueId;
+use crate::engine::journal::change::{Change, TaskRecord};
+use crate::engine::journal::MoveCount;
 use tokio::sync::Notify;
 
 use super::{Destination, Via};

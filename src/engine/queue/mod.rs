@@ -14,10 +14,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::durable::change::Change;
-use super::durable::journal::{Journal, LastLsn};
 use super::error::EngineError;
 use super::ids::QueueId;
+use super::journal::change::Change;
+use super::journal::{Journal, LastLsn};
 use super::message::{NewMessage, SendReceipt};
 use super::receipt::Receipt;
 use super::receive::{ReceiveOutcome, ReceiveRequest};

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use super::Queue;
-use crate::engine::durable::change::Change;
-use crate::engine::durable::journal::MoveCount;
 use crate::engine::ids::MessageKey;
+use crate::engine::journal::change::Change;
+use crate::engine::journal::MoveCount;
 use crate::engine::message::StoredMessage;
 use crate::engine::receive::{Taken, Transfer};
 

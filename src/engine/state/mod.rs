@@ -7,10 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::durable::journal::Recorder;
 use super::fair::FairIndex;
 use super::fifo::FifoIndex;
 use super::ids::MessageKey;
+use super::journal::Recorder;
 use super::message::{Delivery, ReceivedMessage, StoredMessage};
 use super::receipt::Receipt;
 use super::settings::{DeduplicationScope, QueueSettings};

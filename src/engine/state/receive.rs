@@ -6,9 +6,9 @@
 use std::num::NonZeroU64;
 
 use super::{issue, Order, QueueState};
-use crate::engine::durable::change::Change;
 use crate::engine::error::EngineError;
 use crate::engine::ids::{MessageKey, QueueId};
+use crate::engine::journal::change::Change;
 use crate::engine::message::{Delivery, ReceivedMessage};
 use crate::engine::receive::{DeadLetters, ReceiveOutcome, ReceiveRequest, Taken};
 

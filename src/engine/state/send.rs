@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use super::{fifo_group, Order, QueueState};
-use crate::engine::durable::change::{self, Change, MessageRecord, Progress};
 use crate::engine::error::EngineError;
 use crate::engine::fifo::Original;
 use crate::engine::ids::MessageKey;
+use crate::engine::journal::change::{self, Change, MessageRecord, Progress};
 use crate::engine::message::{Delivery, PreparedMessage, SendReceipt, StoredMessage};
 use crate::engine::settings::DeduplicationScope;
 

@@ -3,9 +3,9 @@
 //! in; and purges.
 
 use super::{fifo_group, Order, QueueState};
-use crate::engine::durable::change::Change;
 use crate::engine::error::EngineError;
 use crate::engine::ids::MessageKey;
+use crate::engine::journal::change::Change;
 use crate::engine::message::{Delivery, StoredMessage};
 use crate::engine::receipt::Receipt;
 use crate::engine::settings::MAX_VISIBILITY_TIMEOUT_S;

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::{fifo_group, Order, QueueState};
-use crate::engine::durable::change::Change;
 use crate::engine::ids::MessageKey;
+use crate::engine::journal::change::Change;
 use crate::engine::message::{Delivery, StoredMessage};
 use crate::engine::receive::{Taken, Transfer};
 

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use crate::store::{Lsn, Recovered, Store, StoreError};
 
-use super::change::{self, Change, Scope};
-use super::journal::Journal;
 use crate::engine::fifo::Original;
+use crate::engine::journal::change::{self, Change, Scope};
+use crate::engine::journal::Journal;
 use crate::engine::state::Order;
 use crate::engine::{Clock, Engine, EngineSettings, Queue};
 

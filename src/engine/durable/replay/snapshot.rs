@@ -14,10 +14,10 @@ use std::vec;
 
 use crate::store::{Lsn, Store};
 
-use super::super::change::{self, Change, MessageRecord, Scope};
-use super::super::journal::Journal;
 use crate::engine::fifo::DEDUP_WINDOW_MS;
 use crate::engine::ids::MessageKey;
+use crate::engine::journal::change::{self, Change, MessageRecord, Scope};
+use crate::engine::journal::Journal;
 use crate::engine::message::StoredMessage;
 use crate::engine::state::Order;
 use crate::engine::{Engine, Queue};

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::*;
-use crate::engine::durable::change::MessageRecord;
+use crate::engine::journal::change::MessageRecord;
 use crate::engine::random;
 use crate::engine::receive::Transfer;
 use crate::engine::redrive::RedrivePolicy;

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::durable::change::MessageRecord;
 use crate::engine::ids::QueueId;
+use crate::engine::journal::change::MessageRecord;
 use crate::engine::queue::Queue;
 use crate::engine::receive::Transfer;
 use crate::engine::settings::QueueSettings;
@@ -270,7 +270,7 @@ impl Engine {
     pub(crate) fn parcel_delivered(&self, outbox: &Queue, parcel: &Outgoing) {
         let task = self
             .task_of(&parcel.route)
-            .map(|t| t as Arc<dyn crate::engine::durable::journal::MoveCount>);
+            .map(|t| t as Arc<dyn crate::engine::journal::MoveCount>);
         outbox.remove_keys(&parcel.keys, task, self.now_ms());
         // Whoever waits for these to arrive ([`crate::engine::wait::delivered`]) looks again.
         outbox.wake_waiters();

@@ -1,5 +1,6 @@
-//! Where the engine hands its recorded changes to a durable store, and how a request learns
-//! which of them it must wait for. Without a store (the in-memory default) every call here
+//! Where the engine hands its recorded changes (`change`) to a durable store, and how a
+//! request learns which of them it must wait for: durable mode below the queue lock (what
+//! sits above the registry — recovery, snapshots, compaction — is `durable`). Without a store (the in-memory default) every call here
 //! is a no-op and nothing is encoded.
 //!
 //! It also keeps the messages **in transit**: a dead letter (or a message a move task moves)
@@ -18,9 +19,11 @@ use std::sync::{Arc, Mutex};
 
 use crate::store::{Lsn, Store};
 
-use super::change::{self, Change, MessageRecord, TaskRecord};
+pub(crate) mod change;
+
 use crate::engine::ids::MessageKey;
 use crate::engine::message::StoredMessage;
+use change::{Change, MessageRecord, TaskRecord};
 
 /// What the journal needs of a message move task: its count, raised where the arrivals it
 /// counts are recorded, and its record. A trait, so that the journal (below the queue) does
