@@ -181,7 +181,7 @@ fn memory_json(state: &Plane) -> serde_json::Value {
     json!({
         "held_bytes": memory::held(),
         "max_stored_bytes": state.engine.settings().max_stored_bytes,
-        "process_limit_bytes": limit.as_ref().map(|(b, _)| b),
+        "process_limit_bytes": limit.map(|(b, _)| b),
         "process_limit_source": limit.map(|(_, s)| s),
     })
 }

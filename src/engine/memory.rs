@@ -102,7 +102,14 @@ impl Drop for Held {
 /// systemd unit's `MemoryMax=`/`MemoryHigh=` and a container runtime's `--memory` write) of
 /// its own cgroup and each parent, cgroup v1's `memory.limit_in_bytes` likewise — and its
 /// `RLIMIT_AS`/`RLIMIT_DATA` (`ulimit -v`, a unit's `LimitAS=`/`LimitDATA=`).
-pub(crate) fn process_limit() -> Option<(u64, String)> {
+///
+/// Read once: the default cap is taken from it at start, and `/_sqsim/stats` names the same.
+pub(crate) fn process_limit() -> Option<&'static (u64, String)> {
+    static LIMIT: std::sync::OnceLock<Option<(u64, String)>> = std::sync::OnceLock::new();
+    LIMIT.get_or_init(read_process_limit).as_ref()
+}
+
+fn read_process_limit() -> Option<(u64, String)> {
     let read = |p: &str| std::fs::read_to_string(p).ok();
     let rlimits = [
         (

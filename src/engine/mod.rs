@@ -38,7 +38,7 @@ use tokio::sync::watch;
 
 use crate::store;
 
-pub(crate) use state::queue_footprint;
+pub(crate) use state::{queue_footprint, tags_footprint};
 
 /// The most a durable store may hold unwritten (the disk refusing writes) before changes
 /// are refused with 503; see [`Engine::admit_change`].
@@ -168,9 +168,10 @@ impl Engine {
 
     /// Refuses a change that would take what the process holds for its clients (see
     /// [`memory`]) past [`EngineSettings::max_stored_bytes`] by `adding` bytes: a new queue,
-    /// settings or tags, as much as messages.
+    /// settings or tags, as much as messages. Changes the store holds unwritten count too;
+    /// their own bound, [`Engine::admit_change`], is checked for every change before its
+    /// handler runs.
     pub(crate) fn admit_bytes(&self, adding: u64) -> Result<(), EngineError> {
-        self.admit_change()?;
         let limit = self.settings.max_stored_bytes;
         let held = memory::held().saturating_add(self.backlog_bytes());
         if limit == 0 || held.saturating_add(adding) <= limit {

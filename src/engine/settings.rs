@@ -99,14 +99,7 @@ pub struct EngineSettings {
 /// so a producer outrunning its consumers gets retryable errors long before the kernel
 /// kills the process; 0 (no limit) when none can be read.
 pub(crate) fn default_max_stored_bytes() -> u64 {
-    static DEFAULT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *DEFAULT.get_or_init(|| {
-        let limit = super::memory::process_limit();
-        if let Some((bytes, source)) = &limit {
-            tracing::debug!(bytes, %source, "the memory this process may use");
-        }
-        limit.map_or(0, |(bytes, _)| bytes / 2)
-    })
+    super::memory::process_limit().map_or(0, |(bytes, _)| bytes / 2)
 }
 
 /// Long polls waiting at once by default: one per connection the default connection cap

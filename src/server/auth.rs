@@ -72,6 +72,20 @@ fn encode(s: &str, keep_slash: bool) -> String {
     out
 }
 
+/// Whether a request carries a signature, checked or not: an `Authorization` header of
+/// SigV4 (or SigV2's `AWS `), or a presigned URL's signature parameter. Every AWS client
+/// sends one (with dummy keys too); the browser guard reads a browser's user agent only
+/// without it.
+pub(super) fn carries_signature(headers: &hyper::HeaderMap, query: Option<&str>) -> bool {
+    crate::http::header(headers, "authorization")
+        .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256") || a.starts_with("AWS "))
+        || query.is_some_and(|q| {
+            query_pairs(q)
+                .iter()
+                .any(|(k, _)| k == "X-Amz-Signature" || k == "Signature")
+        })
+}
+
 fn claims(req: &SignedRequest<'_>) -> Result<Claims, SqsError> {
     let header = |n: &str| crate::http::header(req.headers, n);
     if let Some(auth) = header("authorization") {

@@ -23,7 +23,7 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION, HOST, ORIGIN, USER_AGENT};
+use hyper::header::{HeaderMap, HeaderValue, HOST, ORIGIN, USER_AGENT};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
@@ -176,18 +176,7 @@ fn from_browser(headers: &HeaderMap, query: Option<&str>) -> bool {
         || headers.contains_key(SEC_FETCH_SITE)
         || headers.contains_key(SEC_FETCH_DEST)
         || (header(headers, USER_AGENT).is_some_and(|ua| ua.starts_with("Mozilla/"))
-            && !signed(headers, query))
-}
-
-/// Whether a request carries an AWS signature (header or presigned), checked or not.
-fn signed(headers: &HeaderMap, query: Option<&str>) -> bool {
-    header(headers, AUTHORIZATION)
-        .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256") || a.starts_with("AWS "))
-        || query.is_some_and(|q| {
-            crate::protocol::form::parse(q.as_bytes())
-                .iter()
-                .any(|(key, _)| key == "X-Amz-Signature" || key == "Signature")
-        })
+            && !super::auth::carries_signature(headers, query))
 }
 
 /// Whether a query-protocol request only reads: its `Action` (if any) gets or lists.

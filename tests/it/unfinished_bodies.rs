@@ -69,13 +69,7 @@ async fn verifying() -> (Process, aws_sdk_sqs::Client, String) {
 
 /// A send and a receive of a small message, which must both succeed.
 async fn round_trip(client: &aws_sdk_sqs::Client, url: &str, body: &str) {
-    client
-        .send_message()
-        .queue_url(url)
-        .message_body(body)
-        .send()
-        .await
-        .expect("a small send");
+    common::send(client, url, body).await;
     let got = client
         .receive_message()
         .queue_url(url)

@@ -69,8 +69,7 @@ pub(crate) fn tag(ctx: &Context, input: TagInput) -> Result<Empty, SqsError> {
         .tags
         .filter(|t| !t.is_empty())
         .ok_or_else(|| SqsError::missing("Tags"))?;
-    let adding = crate::engine::queue_footprint(&Default::default(), &tags)
-        .saturating_sub(crate::engine::queue_footprint(&Default::default(), []));
+    let adding = crate::engine::tags_footprint(&tags);
     ctx.engine
         .admit_bytes(adding)
         .map_err(crate::api::engine_error)?;

@@ -86,10 +86,6 @@ pub(crate) fn queue_footprint<'a>(
 ) -> u64 {
     use super::memory::heap;
     let text = |s: Option<&str>| s.map_or(0, |s| heap(s.len()));
-    let tags: u64 = tags
-        .into_iter()
-        .map(|(k, v)| TAG_OVERHEAD + heap(k.len()) + heap(v.len()))
-        .sum();
     QUEUE_OVERHEAD
         + text(settings.policy.as_deref())
         + text(settings.redrive_policy.as_ref().map(|p| p.raw.as_str()))
@@ -100,7 +96,15 @@ pub(crate) fn queue_footprint<'a>(
                 .map(|p| p.raw.as_str()),
         )
         + text(settings.kms_master_key_id.as_deref())
-        + tags
+        + tags_footprint(tags)
+}
+
+/// What a queue's `tags` hold (its share of [`queue_footprint`]).
+pub(crate) fn tags_footprint<'a>(tags: impl IntoIterator<Item = (&'a String, &'a String)>) -> u64 {
+    use super::memory::heap;
+    tags.into_iter()
+        .map(|(k, v)| TAG_OVERHEAD + heap(k.len()) + heap(v.len()))
+        .sum()
 }
 
 impl QueueState {
